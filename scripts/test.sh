@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The test command named in README.md. CI (.ci/run) calls it on a clean
+# clone with ../shared beside it; a newcomer runs it the same way.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== gofmt / go vet"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+go vet ./...
+
+echo "== go test ./..."
+go test -count=1 ./...
+
+echo "== go test -race (pack, store)"
+go test -count=1 -race ./pack/... ./store/...
+
+echo "== fuzz smoke (every Fuzz target, ${FUZZTIME:=10s} each)"
+bash scripts/fuzz-smoke.sh "$FUZZTIME"
+
+echo "OK"
