@@ -60,6 +60,12 @@ func (e *reportedError) Unwrap() error { return e.err }
 func commands() []*command {
 	return []*command{
 		newVersionCommand(),
+		newClusterInitCommand(),
+		newNodeEnrollCommand(),
+		newNodeJoinCommand(),
+		newNodeAddCommand(),
+		newNodeLsCommand(),
+		newNodeRmCommand(),
 	}
 }
 

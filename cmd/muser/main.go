@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/muserhq/muser/net/cluster"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
 )
@@ -51,7 +52,7 @@ func exitCode(err error) int {
 	case errors.Is(err, pack.ErrRefused):
 		return exitRefused
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAmbiguousID),
-		errors.Is(err, os.ErrNotExist):
+		errors.Is(err, cluster.ErrNodeNotFound), errors.Is(err, os.ErrNotExist):
 		return exitNotFound
 	default:
 		return exitFailure
