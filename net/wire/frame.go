@@ -31,14 +31,17 @@ const (
 const (
 	// HeaderSize is the size of a frame header: type and length.
 	HeaderSize = 5
-	// MaxManifest bounds the manifest bytes of an offer.
-	MaxManifest = 64 << 20
-	// MaxChunkSize bounds one chunk's bytes on the wire.
-	MaxChunkSize = 64 << 20
-	// MaxChunks bounds the chunk IDs of a Need message.
-	MaxChunks = 1 << 20
+	// MaxManifest bounds the manifest bytes of an offer: the pack format's
+	// own bound.
+	MaxManifest = pack.MaxManifestBytes
+	// MaxChunkSize bounds one chunk's bytes on the wire: the pack format's
+	// own bound.
+	MaxChunkSize = pack.MaxChunkBytes
+	// MaxChunks bounds the chunk IDs of a Need message: a manifest has at
+	// most one chunk per token.
+	MaxChunks = pack.MaxTokens
 	// MaxTokens bounds the tokens of a prefill request.
-	MaxTokens = 4 << 20
+	MaxTokens = pack.MaxTokens
 	// MaxSalt bounds a tenant salt.
 	MaxSalt = 1024
 	// MaxDetail bounds the detail text of a refusal.
@@ -47,8 +50,8 @@ const (
 	MaxReceipt = 128
 	// MaxPackRef bounds a pulled pack reference (a hex ID or prefix).
 	MaxPackRef = 64
-	// MaxIdentityString bounds each string field of an identity.
-	MaxIdentityString = 4 << 10
+	// MaxIdentity bounds the encoded identity of a prefill request.
+	MaxIdentity = pack.MaxIdentityBytes
 	// NonceSize is the size of an offer nonce.
 	NonceSize = 16
 	// SealSize is the size of an offer seal.
@@ -431,33 +434,14 @@ func (m *Pull) decodePayload(p []byte) error {
 	return d.finish()
 }
 
-// identityMax bounds the wire form of an identity.
-const identityMax = 4 + 32 + 32 + 32 + 5*(2+MaxIdentityString)
-
-func appendIdentity(b []byte, id *pack.Identity) []byte {
-	b = binary.LittleEndian.AppendUint32(b, id.Format)
-	b = append(b, id.Model[:]...)
-	b = appendString16(b, id.Arch)
-	b = append(b, id.Tokenizer[:]...)
-	b = append(b, id.Template[:]...)
-	b = appendString16(b, id.Quant)
-	b = appendString16(b, id.KV)
-	return appendString16(b, id.Engine)
-}
-
-func (d *decoder) identity(id *pack.Identity) {
-	id.Format = d.u32("identity format")
-	d.fixed("identity model", id.Model[:])
-	id.Arch = d.string16("identity arch", MaxIdentityString)
-	d.fixed("identity tokenizer", id.Tokenizer[:])
-	d.fixed("identity template", id.Template[:])
-	id.Quant = d.string16("identity quant", MaxIdentityString)
-	id.KV = d.string16("identity kv", MaxIdentityString)
-	id.Engine = d.string16("identity engine", MaxIdentityString)
-}
+// identityMax bounds the wire form of an identity: its length and its
+// canonical encoding (docs/kvpack.md).
+const identityMax = 4 + MaxIdentity
 
 func (m *Prefill) appendPayload(b []byte) []byte {
-	b = appendIdentity(b, &m.Identity)
+	// check has verified that the identity encodes.
+	idb, _ := m.Identity.MarshalBinary()
+	b = appendBytes32(b, idb)
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(m.Salt)))
 	b = append(b, m.Salt...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.Tokens)))
@@ -469,7 +453,13 @@ func (m *Prefill) appendPayload(b []byte) []byte {
 
 func (m *Prefill) decodePayload(p []byte) error {
 	d := decoder{t: TypePrefill, p: p}
-	d.identity(&m.Identity)
+	if idb := d.bytes32("identity", MaxIdentity); d.err == nil {
+		id, err := pack.DecodeIdentity(idb)
+		if err != nil {
+			d.fail("identity", err)
+		}
+		m.Identity = id
+	}
 	if n := int(d.u16("salt length")); d.err == nil {
 		if n > MaxSalt {
 			d.fail("salt", fmt.Errorf("%d bytes, the limit is %d", n, MaxSalt))
@@ -689,11 +679,8 @@ func (m *Pull) check() error {
 }
 
 func (m *Prefill) check() error {
-	id := &m.Identity
-	for _, f := range []struct{ name, v string }{{"identity arch", id.Arch}, {"identity quant", id.Quant}, {"identity kv", id.KV}, {"identity engine", id.Engine}} {
-		if len(f.v) > MaxIdentityString {
-			return &FrameError{Type: TypePrefill, Field: f.name, Err: fmt.Errorf("%d bytes over the limit of %d", len(f.v), MaxIdentityString)}
-		}
+	if _, err := m.Identity.MarshalBinary(); err != nil {
+		return &FrameError{Type: TypePrefill, Field: "identity", Err: err}
 	}
 	switch {
 	case len(m.Salt) > MaxSalt:

@@ -25,6 +25,11 @@ func digest(b byte) pack.Digest {
 	return d
 }
 
+func testIdentity() pack.Identity {
+	return pack.Identity{Format: 1, Model: digest(4), Arch: "llama;layers=5", Tokenizer: digest(5),
+		Template: digest(6), Quant: "F32", KV: "f16;block=64;layout=lkv1", Engine: "muser-cpu/1"}
+}
+
 func sampleMessages() []Message {
 	return []Message{
 		&Offer{Generation: 1 << 60, Nonce: [NonceSize]byte{1, 2, 3}, Manifest: []byte("manifest bytes"), Seal: [SealSize]byte{9}},
@@ -35,11 +40,10 @@ func sampleMessages() []Message {
 		&Refuse{Code: CodeIdentityMismatch, Receipt: "r-0123", Detail: `field "model": got ab.., want cd..`},
 		&Pull{Ref: "0123abcd"},
 		&Prefill{
-			Identity: pack.Identity{Format: 1, Model: digest(4), Arch: "llama;layers=5", Tokenizer: digest(5),
-				Template: digest(6), Quant: "F32", KV: "f16;block=64;layout=lkv1", Engine: "muser-cpu/1"},
+			Identity: testIdentity(),
 			Salt: []byte("tenant"), Tokens: []int32{1, 2, 3, 2147483647}, Have: 2,
 		},
-		&Prefill{Tokens: []int32{}, Salt: []byte{}},
+		&Prefill{Identity: testIdentity(), Tokens: []int32{}, Salt: []byte{}},
 		&Chunks{Transfer: 99},
 	}
 }
@@ -85,7 +89,7 @@ func TestMalformed(t *testing.T) {
 		return b
 	}
 	offer := valid(&Offer{Generation: 5, Manifest: []byte("abc")})
-	prefill := valid(&Prefill{Tokens: []int32{1, 2}})
+	prefill := valid(&Prefill{Identity: testIdentity(), Tokens: []int32{1, 2}})
 	tests := []struct {
 		desc  string
 		in    []byte
@@ -119,6 +123,11 @@ func TestMalformed(t *testing.T) {
 			binary.LittleEndian.PutUint32(b[len(b)-4:], 3)
 			return b
 		}(), "have", "exceeds"},
+		{"invalid identity", func() []byte {
+			b := append([]byte(nil), prefill...)
+			b[HeaderSize+4] = 0 // format 0
+			return b
+		}(), "identity", "format"},
 		{"chunk via Decode", frameOf(TypeChunk, make([]byte, 40)), "", "not a message frame"},
 		{"trailing bytes", append(append([]byte(nil), offer...), 0), "length", "frame holds"},
 	}
@@ -149,10 +158,15 @@ func TestEncodeRefusesOverLimit(t *testing.T) {
 		field string
 	}{
 		{"zero generation", &Offer{}, "generation"},
-		{"salt", &Prefill{Salt: make([]byte, MaxSalt+1)}, "salt"},
-		{"negative token", &Prefill{Tokens: []int32{-1}}, "token"},
-		{"have", &Prefill{Tokens: []int32{1}, Have: 2}, "have"},
-		{"arch", &Prefill{Identity: pack.Identity{Arch: strings.Repeat("a", MaxIdentityString+1)}}, "identity arch"},
+		{"salt", &Prefill{Identity: testIdentity(), Salt: make([]byte, MaxSalt+1)}, "salt"},
+		{"negative token", &Prefill{Identity: testIdentity(), Tokens: []int32{-1}}, "token"},
+		{"have", &Prefill{Identity: testIdentity(), Tokens: []int32{1}, Have: 2}, "have"},
+		{"invalid identity", &Prefill{}, "identity"},
+		{"arch", &Prefill{Identity: func() pack.Identity {
+			id := testIdentity()
+			id.Arch = strings.Repeat("a", pack.MaxIdentityString+1)
+			return id
+		}()}, "identity"},
 		{"pull ref", &Pull{Ref: strings.Repeat("a", MaxPackRef+1)}, "pack reference"},
 		{"refuse ok", &Refuse{}, "code"},
 	}
