@@ -41,7 +41,7 @@ func sampleMessages() []Message {
 		&Pull{Ref: "0123abcd"},
 		&Prefill{
 			Identity: testIdentity(),
-			Salt: []byte("tenant"), Tokens: []int32{1, 2, 3, 2147483647}, Have: 2,
+			Salt:     []byte("tenant"), Tokens: []int32{1, 2, 3, 2147483647}, Have: 2,
 		},
 		&Prefill{Identity: testIdentity(), Tokens: []int32{}, Salt: []byte{}},
 		&Chunks{Transfer: 99},
