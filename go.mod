@@ -2,13 +2,14 @@ module github.com/muserhq/muser
 
 go 1.26.8
 
-require github.com/spf13/pflag v1.1.0
+require (
+	github.com/quic-go/quic-go v0.65.0
+	github.com/spf13/pflag v1.1.0
+	github.com/zeebo/blake3 v0.2.4
+)
 
 require (
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
-	github.com/quic-go/quic-go v0.65.0 // indirect
-	github.com/zeebo/blake3 v0.2.4 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect

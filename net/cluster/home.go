@@ -376,8 +376,9 @@ func readmit(p Peer, now time.Time) Peer {
 }
 
 // AddPeer adds the node called name at addr (host:port of its replication
-// listener) to the registry, or updates its address. A removed node is
-// readmitted, but only with a certificate issued after its removal.
+// listener) to the registry, or updates its address; an empty addr admits
+// the node and leaves its address as it was. A removed node is readmitted,
+// but only with a certificate issued after its removal.
 func (h *Home) AddPeer(name, addr string, now time.Time) (Peer, error) {
 	if err := mtls.ValidateName(name); err != nil {
 		return Peer{}, err
@@ -385,8 +386,10 @@ func (h *Home) AddPeer(name, addr string, now time.Time) (Peer, error) {
 	if name == h.info.Name {
 		return Peer{}, fmt.Errorf("cannot add %q: it is this node's own name", name)
 	}
-	if err := ValidateAddr(addr); err != nil {
-		return Peer{}, err
+	if addr != "" {
+		if err := ValidateAddr(addr); err != nil {
+			return Peer{}, err
+		}
 	}
 	var out Peer
 	err := h.update(func(peers map[string]Peer) error {
@@ -400,7 +403,9 @@ func (h *Home) AddPeer(name, addr string, now time.Time) (Peer, error) {
 		if len(peers) >= MaxPeers && !ok {
 			return fmt.Errorf("the registry holds %d peers, the limit", MaxPeers)
 		}
-		p.Addr = addr
+		if addr != "" {
+			p.Addr = addr
+		}
 		peers[name] = p
 		out = p
 		return nil

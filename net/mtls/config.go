@@ -37,6 +37,12 @@ type Config struct {
 	// Time returns the current time for certificate validity checks; nil
 	// means time.Now.
 	Time func() time.Time
+	// Refused, if not nil, is called by the server side for every peer it
+	// refuses during the handshake, with the name the peer's certificate
+	// claims (unverified when the chain did not verify; "" when there is
+	// no readable name) and the reason. It lets a server log or record
+	// refusals that never become connections.
+	Refused func(claimed string, err error)
 }
 
 func (c *Config) check() error {
@@ -56,28 +62,75 @@ func (c *Config) pool() *x509.CertPool {
 }
 
 // Server returns a TLS 1.3-only server configuration that requires a client
-// certificate, verifies it against the cluster CA, and asks the Authorizer
-// about the peer's name. Session tickets are disabled so that every
-// connection runs a full handshake and authorization.
+// certificate, verifies it against the cluster CA (and no other root) for
+// client authentication, and asks the Authorizer about the peer's name.
+// The chain is verified by this package rather than by crypto/tls so that
+// every refusal, a certificate from another CA included, reaches Refused
+// with the name the certificate claims. Session tickets are disabled so
+// that every connection runs a full handshake and authorization.
 func (c *Config) Server() (*tls.Config, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
 	cert := c.Credential.TLSCertificate()
+	pool := c.pool()
 	return &tls.Config{
 		MinVersion:             tls.VersionTLS13,
 		MaxVersion:             tls.VersionTLS13,
 		Certificates:           []tls.Certificate{cert},
-		ClientAuth:             tls.RequireAndVerifyClientCert,
-		ClientCAs:              c.pool(),
+		// The chain is checked in VerifyConnection. No CA names are sent
+		// in the certificate request, so a client holding a certificate of
+		// another cluster still presents it and the refusal names it.
+		ClientAuth: tls.RequireAnyClientCert,
 		NextProtos:             []string{ALPN},
 		SessionTicketsDisabled: true,
 		Time:                   c.Time,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			_, err := c.verifyPeer(cs, "")
+			err := c.verifyClientChain(cs, pool)
+			if err == nil {
+				_, err = c.verifyPeer(cs, "")
+			}
+			if err != nil && c.Refused != nil {
+				claimed := ""
+				if len(cs.PeerCertificates) > 0 {
+					claimed = cs.PeerCertificates[0].Subject.CommonName
+					if ValidateName(claimed) != nil {
+						claimed = ""
+					}
+				}
+				c.Refused(claimed, err)
+			}
 			return err
 		},
 	}, nil
+}
+
+// verifyClientChain verifies the client's certificate chain against the
+// cluster CA for client authentication, as crypto/tls would with
+// RequireAndVerifyClientCert.
+func (c *Config) verifyClientChain(cs tls.ConnectionState, pool *x509.CertPool) error {
+	if len(cs.PeerCertificates) == 0 {
+		return &PeerError{Err: errors.New("no client certificate")}
+	}
+	leaf := cs.PeerCertificates[0]
+	inter := x509.NewCertPool()
+	for _, ic := range cs.PeerCertificates[1:] {
+		inter.AddCert(ic)
+	}
+	now := time.Now()
+	if c.Time != nil {
+		now = c.Time()
+	}
+	_, err := leaf.Verify(x509.VerifyOptions{
+		Roots:         pool,
+		Intermediates: inter,
+		CurrentTime:   now,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return &PeerError{Name: leaf.Subject.CommonName, Err: fmt.Errorf("certificate does not verify against the cluster CA: %w", err)}
+	}
+	return nil
 }
 
 // Client returns a TLS 1.3-only client configuration for dialing the node
@@ -117,8 +170,8 @@ func (c *Config) verifyPeer(cs tls.ConnectionState, want string) (string, error)
 	if cs.NegotiatedProtocol != ALPN {
 		return "", &PeerError{Err: fmt.Errorf("ALPN protocol %q, want %q", cs.NegotiatedProtocol, ALPN)}
 	}
-	if len(cs.PeerCertificates) == 0 || len(cs.VerifiedChains) == 0 {
-		return "", &PeerError{Err: errors.New("no verified certificate")}
+	if len(cs.PeerCertificates) == 0 {
+		return "", &PeerError{Err: errors.New("no certificate")}
 	}
 	leaf := cs.PeerCertificates[0]
 	name, err := PeerName(leaf)
@@ -139,11 +192,12 @@ func (c *Config) verifyPeer(cs tls.ConnectionState, want string) (string, error)
 	return name, nil
 }
 
-// PeerFromState returns the node name of the verified peer of a completed
-// handshake, or an error when the state carries no verified certificate.
+// PeerFromState returns the node name and certificate of the peer of a
+// completed handshake made with a configuration of this package (which
+// verified them), or an error when the state carries no certificate.
 func PeerFromState(cs tls.ConnectionState) (string, *x509.Certificate, error) {
-	if len(cs.PeerCertificates) == 0 || len(cs.VerifiedChains) == 0 {
-		return "", nil, &PeerError{Err: errors.New("no verified certificate")}
+	if len(cs.PeerCertificates) == 0 {
+		return "", nil, &PeerError{Err: errors.New("no certificate")}
 	}
 	leaf := cs.PeerCertificates[0]
 	name, err := PeerName(leaf)

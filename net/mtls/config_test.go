@@ -1,6 +1,7 @@
 package mtls
 
 import (
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -75,9 +76,12 @@ func TestTLSHandshake(t *testing.T) {
 	alpha, beta := issue(t, ca, "alpha"), issue(t, ca, "beta")
 	intruder := issue(t, otherCA, "beta") // right name, wrong CA
 	gamma := issue(t, ca, "gamma")        // right CA, not enrolled
+	serverOnly := issueServerOnly(t, ca, "beta")
 	now := func() time.Time { return testNow }
 
-	serverCfg := &Config{Credential: alpha, CA: ca.Cert, Authorizer: allowList{"beta": true}, Time: now}
+	var refused []string
+	serverCfg := &Config{Credential: alpha, CA: ca.Cert, Authorizer: allowList{"beta": true}, Time: now,
+		Refused: func(claimed string, err error) { refused = append(refused, claimed) }}
 	clientCfg := func(c *Credential, trust *x509.Certificate) *Config {
 		return &Config{Credential: c, CA: trust, Authorizer: allowList{"alpha": true}, Time: now}
 	}
@@ -88,24 +92,22 @@ func TestTLSHandshake(t *testing.T) {
 		mutate     func(c *tls.Config)
 		serverWant string // substring of the server's error; "" means success
 		clientWant string
+		claimed    string // the name Refused must report, when the refusal happens in VerifyConnection
 	}{
 		{desc: "enrolled peer", client: clientCfg(beta, ca.Cert), dial: "alpha"},
-		// crypto/tls does not even offer a certificate the server's CA list
-		// excludes; forcing it shows the server's own check.
-		{desc: "other CA", client: clientCfg(intruder, ca.Cert), dial: "alpha", serverWant: "certificate"},
-		{desc: "other CA forced", client: clientCfg(intruder, ca.Cert), dial: "alpha",
-			mutate: func(c *tls.Config) {
-				cert := intruder.TLSCertificate()
-				c.Certificates = nil
-				c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
-			}, serverWant: "unknown authority"},
+		{desc: "other CA", client: clientCfg(intruder, ca.Cert), dial: "alpha", serverWant: "unknown authority", claimed: "beta"},
 		{desc: "client trusts other CA", client: clientCfg(beta, otherCA.Cert), dial: "alpha", clientWant: "unknown authority"},
-		{desc: "not enrolled", client: clientCfg(gamma, ca.Cert), dial: "alpha", serverWant: `"gamma" is not enrolled`},
+		{desc: "not enrolled", client: clientCfg(gamma, ca.Cert), dial: "alpha", serverWant: `"gamma" is not enrolled`, claimed: "gamma"},
 		{desc: "dialed wrong name", client: clientCfg(beta, ca.Cert), dial: "delta", clientWant: "not delta"},
 		{desc: "TLS 1.2", client: clientCfg(beta, ca.Cert), dial: "alpha",
 			mutate: func(c *tls.Config) { c.MinVersion, c.MaxVersion = tls.VersionTLS12, tls.VersionTLS12 }, serverWant: "version"},
 		{desc: "no client certificate", client: clientCfg(beta, ca.Cert), dial: "alpha",
 			mutate: func(c *tls.Config) { c.Certificates = nil }, serverWant: "certificate"},
+		{desc: "server-only certificate", client: clientCfg(beta, ca.Cert), dial: "alpha",
+			mutate: func(c *tls.Config) {
+				cert := serverOnly.TLSCertificate()
+				c.Certificates = []tls.Certificate{cert}
+			}, serverWant: "incompatible key usage", claimed: "beta"},
 		{desc: "other ALPN", client: clientCfg(beta, ca.Cert), dial: "alpha",
 			mutate: func(c *tls.Config) { c.NextProtos = []string{"h2"} }, serverWant: "protocol"},
 	}
@@ -122,6 +124,7 @@ func TestTLSHandshake(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(cc)
 			}
+			refused = nil
 			serr, cerr := handshake(t, sc, cc)
 			check := func(side string, err error, want string) {
 				t.Helper()
@@ -135,6 +138,9 @@ func TestTLSHandshake(t *testing.T) {
 			switch {
 			case tt.serverWant != "":
 				check("server", serr, tt.serverWant)
+				if tt.claimed != "" && (len(refused) != 1 || refused[0] != tt.claimed) {
+					t.Errorf("Refused calls %q, want one naming %q", refused, tt.claimed)
+				}
 				if cerr == nil {
 					t.Errorf("client: handshake succeeded although the server refused it (%v)", serr)
 				}
@@ -166,4 +172,22 @@ func TestConfigRefusesIncomplete(t *testing.T) {
 	if _, err := c.Client("Not A Name"); !errors.Is(err, ErrBadName) {
 		t.Errorf("Client(bad name) = %v, want ErrBadName", err)
 	}
+}
+
+// issueServerOnly issues a certificate without client authentication, which
+// the server must refuse as a client certificate.
+func issueServerOnly(t *testing.T, ca *CA, name string) *Credential {
+	t.Helper()
+	c := issue(t, ca, name)
+	tmpl := *c.Cert
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	der, err := x509.CreateCertificate(rand.Reader, &tmpl, ca.Cert, c.Key.Public(), ca.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Credential{Name: name, Cert: cert, Key: c.Key}
 }
