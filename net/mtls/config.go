@@ -75,13 +75,13 @@ func (c *Config) Server() (*tls.Config, error) {
 	cert := c.Credential.TLSCertificate()
 	pool := c.pool()
 	return &tls.Config{
-		MinVersion:             tls.VersionTLS13,
-		MaxVersion:             tls.VersionTLS13,
-		Certificates:           []tls.Certificate{cert},
+		MinVersion:   tls.VersionTLS13,
+		MaxVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
 		// The chain is checked in VerifyConnection. No CA names are sent
 		// in the certificate request, so a client holding a certificate of
 		// another cluster still presents it and the refusal names it.
-		ClientAuth: tls.RequireAnyClientCert,
+		ClientAuth:             tls.RequireAnyClientCert,
 		NextProtos:             []string{ALPN},
 		SessionTicketsDisabled: true,
 		Time:                   c.Time,
