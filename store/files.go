@@ -59,7 +59,7 @@ func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]boo
 		_ = f.Close()
 		return fmt.Errorf("writing %s: %w", tmp, err)
 	}
-	if err = f.Sync(); err != nil {
+	if err = s.sync(f); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("fsync %s: %w", tmp, err)
 	}
@@ -73,13 +73,27 @@ func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]boo
 		dirs[dir] = true
 		return nil
 	}
+	return s.syncDir(dir)
+}
+
+func (s *Store) sync(f vfs.File) error {
+	if s.opts.NoSync {
+		return nil
+	}
+	return f.Sync()
+}
+
+func (s *Store) syncDir(dir string) error {
+	if s.opts.NoSync {
+		return nil
+	}
 	return s.fs.SyncDir(dir)
 }
 
 // syncDirs fsyncs each directory in dirs (rule W1's last step).
 func (s *Store) syncDirs(dirs map[string]bool) error {
 	for d := range dirs {
-		if err := s.fs.SyncDir(d); err != nil {
+		if err := s.syncDir(d); err != nil {
 			return fmt.Errorf("fsync directory %s: %w", d, err)
 		}
 	}
@@ -212,5 +226,5 @@ func (s *Store) moveToQuarantine(path, name string) error {
 	if err != nil {
 		return err
 	}
-	return s.fs.SyncDir(filepath.Dir(path))
+	return s.syncDir(filepath.Dir(path))
 }

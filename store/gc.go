@@ -105,10 +105,6 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 				for _, e := range chain {
 					c.chunks = append(c.chunks, e.chunk)
 				}
-			} else if refs, err := s.manifestChunks(id); err == nil {
-				for _, ref := range refs {
-					c.chunks = append(c.chunks, ref.ID)
-				}
 			}
 			cands = append(cands, c)
 			return nil

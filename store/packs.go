@@ -213,8 +213,9 @@ func (s *Store) Remove(ids ...pack.Digest) (RemoveResult, error) {
 func (s *Store) removeLocked(ids []pack.Digest) (RemoveResult, error) {
 	var res RemoveResult
 	type gone struct {
-		id    pack.Digest
-		chain []chainEntry
+		id          pack.Digest
+		chain       []chainEntry
+		quarantined bool
 	}
 	var removed []gone
 	var freed []pack.Digest
@@ -239,19 +240,10 @@ func (s *Store) removeLocked(ids []pack.Digest) (RemoveResult, error) {
 			if cv := bb.Get(id[:]); cv != nil {
 				chain, _ = decodeChain(cv)
 			}
-			// A quarantined pack has no chain: its chunk IDs come from
-			// its manifest, if that is still readable.
-			refs := make([]pack.Digest, 0, r.blocks)
-			if chain != nil {
-				for _, e := range chain {
-					refs = append(refs, e.chunk)
-					sizes[e.chunk] = e.size
-				}
-			} else if m, err := s.manifestChunks(id); err == nil {
-				for _, c := range m {
-					refs = append(refs, c.ID)
-					sizes[c.ID] = c.Size
-				}
+			refs := make([]pack.Digest, 0, len(chain))
+			for _, e := range chain {
+				refs = append(refs, e.chunk)
+				sizes[e.chunk] = e.size
 			}
 			f, err := dropRefs(tx, refs)
 			if err != nil {
@@ -264,7 +256,7 @@ func (s *Store) removeLocked(ids []pack.Digest) (RemoveResult, error) {
 			if err := bb.Delete(id[:]); err != nil {
 				return err
 			}
-			removed = append(removed, gone{id, chain})
+			removed = append(removed, gone{id, chain, r.quarantined()})
 		}
 		return nil
 	})
@@ -277,7 +269,7 @@ func (s *Store) removeLocked(ids []pack.Digest) (RemoveResult, error) {
 	}
 	s.mu.Lock()
 	for _, g := range removed {
-		if g.chain != nil {
+		if !g.quarantined {
 			s.ix.remove(g.id, g.chain)
 		}
 		delete(s.lastUse, g.id)
@@ -294,20 +286,6 @@ func (s *Store) removeLocked(ids []pack.Digest) (RemoveResult, error) {
 		}
 	}
 	return res, nil
-}
-
-// manifestChunks reads a manifest's chunk list without verifying it (for
-// removing a quarantined pack whose manifest may be damaged).
-func (s *Store) manifestChunks(id pack.Digest) ([]pack.ChunkRef, error) {
-	b, err := readFileLimit(s.fs, s.manifestPath(id), pack.MaxManifestBytes)
-	if err != nil {
-		return nil, err
-	}
-	m, err := pack.DecodeManifest(b)
-	if err != nil {
-		return nil, err
-	}
-	return m.Chunks, nil
 }
 
 // deleteUnleased deletes the file at path unless id is leased by an

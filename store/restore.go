@@ -251,9 +251,12 @@ func (s *Store) fail(id pack.Digest, source string, err error, chunk *pack.Diges
 	return s.refuse(id, source, err)
 }
 
-// quarantine marks pack id quarantined and takes it out of the index in
-// one ledger transaction (rule Q1); with chunk non-nil it then moves that
-// chunk's file to quarantine/.
+// quarantine marks pack id quarantined and takes it out of the index
+// (rule Q1): its record is flagged in one ledger transaction, and the index
+// (rebuilt at open from the chains of packs not quarantined) drops its
+// chain; the chain stays in the ledger so its chunk references can be
+// released when the pack is removed. With chunk non-nil the chunk's file
+// is then moved to quarantine/.
 func (s *Store) quarantine(id pack.Digest, chunk *pack.Digest) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -271,16 +274,15 @@ func (s *Store) quarantine(id pack.Digest, chunk *pack.Digest) error {
 		if err != nil {
 			return err
 		}
+		if rec.quarantined() {
+			return nil
+		}
 		rec.flags |= flagQuarantined
 		if err := pb.Put(id[:], rec.encode()); err != nil {
 			return err
 		}
-		bb := tx.Bucket(bucketBlocks)
-		if cv := bb.Get(id[:]); cv != nil {
+		if cv := tx.Bucket(bucketBlocks).Get(id[:]); cv != nil {
 			chain, _ = decodeChain(cv)
-			if err := bb.Delete(id[:]); err != nil {
-				return err
-			}
 		}
 		return nil
 	})

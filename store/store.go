@@ -73,6 +73,11 @@ type Options struct {
 	// (DefaultReceiptCount and DefaultReceiptAge if zero).
 	ReceiptCount int
 	ReceiptAge   time.Duration
+	// NoSync skips every fsync (chunk files, manifests, directories and
+	// the ledger), as bbolt's DB.NoSync does. A process crash still
+	// leaves a whole pack or none (the page cache survives it) but a
+	// power failure may not: for tests and benchmarks only.
+	NoSync bool
 	// FS is the file system (vfs.Default if nil); tests inject faults
 	// through it.
 	FS vfs.FS
@@ -141,7 +146,7 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("store %s: %w", dir, err)
 		}
 	}
-	db, err := bolt.Open(ledger, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly})
+	db, err := bolt.Open(ledger, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly, NoSync: opts.NoSync})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("store %s: %w (gave up after %v waiting for the lock on %s; is `muser serve` running?)", dir, ErrLocked, opts.LockTimeout, ledger)
@@ -239,13 +244,19 @@ func (s *Store) init() error {
 	return s.loadKey()
 }
 
-// loadIndex rebuilds the radix index from the blocks bucket.
+// loadIndex rebuilds the radix index from the blocks bucket, leaving out
+// quarantined packs.
 func (s *Store) loadIndex(tx *bolt.Tx) error {
-	b := tx.Bucket(bucketBlocks)
-	if b == nil {
-		return fmt.Errorf("%w: ledger has no blocks bucket", pack.ErrCorrupt)
+	b, pb := tx.Bucket(bucketBlocks), tx.Bucket(bucketPacks)
+	if b == nil || pb == nil {
+		return fmt.Errorf("%w: ledger has no blocks or packs bucket", pack.ErrCorrupt)
 	}
 	return b.ForEach(func(k, v []byte) error {
+		if rv := pb.Get(k); rv != nil {
+			if r, err := decodePackRecord(rv); err == nil && r.quarantined() {
+				return nil // quarantined packs are never matched
+			}
+		}
 		id, err := digestKey(k)
 		if err != nil {
 			return fmt.Errorf("blocks bucket: %w", err)

@@ -219,39 +219,30 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 			find(vp.id, ErrQuarantined)
 			vp.bad = true
 		}
+		if vp.chain == nil {
+			find(vp.id, fmt.Errorf("%w: no block chain in the ledger", pack.ErrCorrupt))
+			vp.bad = true
+		}
+		// Reference counts follow the ledger's chains, quarantined or not.
+		for _, e := range vp.chain {
+			refs[e.chunk]++
+		}
+		if q {
+			continue
+		}
 		m, _, err := s.readManifest(vp.id)
 		if err != nil {
-			if !q {
-				find(vp.id, err)
-			}
+			find(vp.id, err)
 			vp.bad = true
-			if q {
-				// Its chunk references still count.
-				if cs, err := s.manifestChunks(vp.id); err == nil {
-					for _, c := range cs {
-						refs[c.ID]++
-					}
-				}
-			}
 			continue
 		}
 		vp.m = m
-		for _, c := range m.Chunks {
-			refs[c.ID]++
-		}
-		if q {
-			if vp.chain != nil {
-				find(vp.id, errors.New("quarantined pack still has a block chain in the ledger"))
-			}
-			continue
-		}
 		keys := m.BlockKeys()
 		for _, p := range s.recordMismatches(vp.rec, m, keys) {
 			find(vp.id, fmt.Errorf("%w: ledger record disagrees with the manifest: %s", pack.ErrCorrupt, p))
 			vp.bad = true
 		}
 		if vp.chain == nil {
-			find(vp.id, fmt.Errorf("%w: no block chain in the ledger (the pack cannot be matched)", pack.ErrCorrupt))
 			vp.bad = true
 		} else if len(vp.chain) != len(keys) {
 			find(vp.id, fmt.Errorf("%w: block chain has %d entries, the manifest %d blocks", pack.ErrCorrupt, len(vp.chain), len(keys)))
@@ -341,7 +332,13 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	}
 
 	if whole {
-		s.verifyLedgerWide(&rep, chunkRecs, refs, chains, ledger)
+		quarantined := map[pack.Digest]bool{}
+		for _, vp := range packs {
+			if vp.rec.quarantined() {
+				quarantined[vp.id] = true
+			}
+		}
+		s.verifyLedgerWide(&rep, chunkRecs, refs, chains, quarantined, ledger)
 	}
 	sortFindings(rep.Findings)
 
@@ -394,7 +391,7 @@ func (s *Store) recordMismatches(r *packRecord, m *pack.Manifest, keys []pack.Di
 // verifyLedgerWide checks reference counts against the packs, and the
 // in-memory index against one rebuilt from the ledger's chains.
 func (s *Store) verifyLedgerWide(rep *VerifyReport, recs map[pack.Digest]chunkRecord, refs map[pack.Digest]uint32,
-	chains map[pack.Digest][]chainEntry, ledger func(string, []byte, error)) {
+	chains map[pack.Digest][]chainEntry, quarantined map[pack.Digest]bool, ledger func(string, []byte, error)) {
 	for id, r := range recs {
 		if want := refs[id]; r.refs != want {
 			ledger("chunks", id[:], fmt.Errorf("reference count %d, packs reference it %d times", r.refs, want))
@@ -402,7 +399,9 @@ func (s *Store) verifyLedgerWide(rep *VerifyReport, recs map[pack.Digest]chunkRe
 	}
 	want := newIndex()
 	for id, c := range chains {
-		want.add(id, c)
+		if !quarantined[id] {
+			want.add(id, c)
+		}
 	}
 	s.mu.Lock()
 	got := s.ix
