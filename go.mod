@@ -6,6 +6,7 @@ require (
 	github.com/quic-go/quic-go v0.65.0
 	github.com/spf13/pflag v1.1.0
 	github.com/zeebo/blake3 v0.2.4
+	go.etcd.io/bbolt v1.5.0
 )
 
 require (

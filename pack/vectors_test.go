@@ -23,7 +23,7 @@ func goldenIdentity() pack.Identity {
 	}
 	return pack.Identity{
 		Format: pack.FormatVersion, Model: model, Tokenizer: tok, Template: tmpl,
-		Arch: "llama;layers=5;heads=8;kv_heads=4;head_dim=8;rope=normal;rope_base=10000;eps=1e-05",
+		Arch:  "llama;layers=5;heads=8;kv_heads=4;head_dim=8;rope=normal;rope_base=10000;eps=1e-05",
 		Quant: "F32", KV: "f16;block=4;layout=lkv1", Engine: "muser-cpu/1",
 	}
 }
