@@ -56,6 +56,16 @@ const (
 	CodeCanceled Code = 0x10
 	// CodeRevoked: the peer was removed from the registry while connected.
 	CodeRevoked Code = 0x11
+	// CodeManifestDigest: a manifest whose bytes do not hash to the pack ID
+	// it was offered or asked for under.
+	CodeManifestDigest Code = 0x12
+	// CodeMissingChunk: a chunk the pack needs is neither held nor sent.
+	CodeMissingChunk Code = 0x13
+	// CodeDivergent: the receiver holds different KV for the same
+	// identity, tenant and tokens.
+	CodeDivergent Code = 0x14
+	// CodeBlockSize: the pack's block size differs from the receiver's.
+	CodeBlockSize Code = 0x15
 )
 
 var codeNames = map[Code]string{
@@ -77,6 +87,38 @@ var codeNames = map[Code]string{
 	CodePrefillFailed:    "prefill-failed",
 	CodeCanceled:         "canceled",
 	CodeRevoked:          "revoked",
+	CodeManifestDigest:   "manifest-digest",
+	CodeMissingChunk:     "missing-chunk",
+	CodeDivergent:        "divergent",
+	CodeBlockSize:        "block-size",
+}
+
+// reasonCodes maps the store's receipt reasons to protocol codes; every
+// pack.Reason has one.
+var reasonCodes = map[pack.Reason]Code{
+	pack.ReasonIdentityMismatch: CodeIdentityMismatch,
+	pack.ReasonChunkDigest:      CodeChunkDigest,
+	pack.ReasonMerkleRoot:       CodeMerkleRoot,
+	pack.ReasonManifestDigest:   CodeManifestDigest,
+	pack.ReasonBadSeal:          CodeBadSeal,
+	pack.ReasonReplay:           CodeReplay,
+	pack.ReasonStaleGeneration:  CodeStaleGeneration,
+	pack.ReasonTruncated:        CodeTruncated,
+	pack.ReasonMalformed:        CodeMalformed,
+	pack.ReasonOversize:         CodeOversize,
+	pack.ReasonUnauthorized:     CodeUnauthorized,
+	pack.ReasonMissingChunk:     CodeMissingChunk,
+	pack.ReasonDivergent:        CodeDivergent,
+	pack.ReasonBlockSize:        CodeBlockSize,
+}
+
+// CodeForReason returns the protocol code of a receipt reason
+// (CodeMalformed for a reason this build does not know).
+func CodeForReason(r pack.Reason) Code {
+	if c, ok := reasonCodes[r]; ok {
+		return c
+	}
+	return CodeMalformed
 }
 
 // String returns the code's name, the receipt reason for refusal codes.
@@ -92,7 +134,8 @@ func (c Code) String() string {
 func (c Code) Refusal() bool {
 	switch c {
 	case CodeMalformed, CodeOversize, CodeUnauthorized, CodeIdentityMismatch, CodeBadSeal,
-		CodeReplay, CodeStaleGeneration, CodeChunkDigest, CodeMerkleRoot, CodeTruncated, CodeRevoked:
+		CodeReplay, CodeStaleGeneration, CodeChunkDigest, CodeMerkleRoot, CodeTruncated, CodeRevoked,
+		CodeManifestDigest, CodeMissingChunk, CodeDivergent, CodeBlockSize:
 		return true
 	}
 	return false
@@ -138,7 +181,7 @@ func (e *Error) Is(target error) bool {
 	case pack.ErrRefused:
 		return e.Code.Refusal()
 	case pack.ErrCorrupt:
-		return e.Code == CodeChunkDigest || e.Code == CodeMerkleRoot || e.Code == CodeMalformed
+		return e.Code == CodeChunkDigest || e.Code == CodeMerkleRoot || e.Code == CodeManifestDigest || e.Code == CodeMalformed
 	}
 	var t *Error
 	if errors.As(target, &t) {

@@ -52,10 +52,6 @@ const (
 	MaxPackRef = 64
 	// MaxIdentity bounds the encoded identity of a prefill request.
 	MaxIdentity = pack.MaxIdentityBytes
-	// NonceSize is the size of an offer nonce.
-	NonceSize = 16
-	// SealSize is the size of an offer seal.
-	SealSize = 32
 )
 
 func (t Type) String() string {
@@ -85,7 +81,7 @@ func (t Type) String() string {
 func maxPayload(t Type) int {
 	switch t {
 	case TypeOffer:
-		return 8 + NonceSize + 4 + MaxManifest + SealSize
+		return 4 + MaxManifest + 4 + pack.MaxSealBytes
 	case TypeNeed:
 		return 8 + 4 + MaxChunks*32
 	case TypeDone:
@@ -116,13 +112,12 @@ type Message interface {
 	check() error
 }
 
-// Offer proposes a pack: its canonical manifest, sealed for the receiver
-// with the link secret under a generation and a nonce.
+// Offer proposes a pack: its canonical manifest and the seal that binds
+// its pack ID to the sender (the seal's producer), a generation and a
+// nonce under the key of the link from sender to receiver.
 type Offer struct {
-	Generation uint64
-	Nonce      [NonceSize]byte
-	Manifest   []byte
-	Seal       [SealSize]byte
+	Manifest []byte
+	Seal     pack.Seal
 }
 
 // Need answers an offer with the distinct chunk IDs the receiver lacks and
@@ -345,20 +340,24 @@ func ReadChunkHeader(r io.Reader) (pack.Digest, int, error) {
 // Payload codecs. Every decoder consumes its payload exactly.
 
 func (m *Offer) appendPayload(b []byte) []byte {
-	b = binary.LittleEndian.AppendUint64(b, m.Generation)
-	b = append(b, m.Nonce[:]...)
 	b = appendBytes32(b, m.Manifest)
-	return append(b, m.Seal[:]...)
+	// check has verified that the seal encodes.
+	sb, _ := m.Seal.MarshalBinary()
+	return appendBytes32(b, sb)
 }
 
 func (m *Offer) decodePayload(p []byte) error {
 	d := decoder{t: TypeOffer, p: p}
-	m.Generation = d.u64("generation")
-	d.fixed("nonce", m.Nonce[:])
 	m.Manifest = d.bytes32("manifest", MaxManifest)
-	d.fixed("seal", m.Seal[:])
-	if d.err == nil && m.Generation == 0 {
-		d.fail("generation", errors.New("must not be 0"))
+	if sb := d.bytes32("seal", pack.MaxSealBytes); d.err == nil {
+		seal, err := pack.DecodeSeal(sb)
+		if err != nil {
+			d.fail("seal", err)
+		}
+		m.Seal = seal
+	}
+	if d.err == nil && m.Seal.Generation == 0 {
+		d.fail("seal", errors.New("generation 0"))
 	}
 	return d.finish()
 }
@@ -646,11 +645,14 @@ func (d *decoder) finish() error {
 // Encoder-side checks: each refuses what its decoder would refuse.
 
 func (m *Offer) check() error {
-	switch {
-	case m.Generation == 0:
-		return &FrameError{Type: TypeOffer, Field: "generation", Err: errors.New("must not be 0")}
-	case len(m.Manifest) > MaxManifest:
+	if len(m.Manifest) > MaxManifest {
 		return &FrameError{Type: TypeOffer, Field: "manifest", Err: fmt.Errorf("%d bytes over the limit of %d", len(m.Manifest), MaxManifest)}
+	}
+	if m.Seal.Generation == 0 {
+		return &FrameError{Type: TypeOffer, Field: "seal", Err: errors.New("generation 0")}
+	}
+	if _, err := m.Seal.MarshalBinary(); err != nil {
+		return &FrameError{Type: TypeOffer, Field: "seal", Err: err}
 	}
 	return nil
 }

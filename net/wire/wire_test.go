@@ -32,8 +32,8 @@ func testIdentity() pack.Identity {
 
 func sampleMessages() []Message {
 	return []Message{
-		&Offer{Generation: 1 << 60, Nonce: [NonceSize]byte{1, 2, 3}, Manifest: []byte("manifest bytes"), Seal: [SealSize]byte{9}},
-		&Offer{Generation: 1, Manifest: []byte{}},
+		&Offer{Manifest: []byte("manifest bytes"), Seal: pack.Seal{Producer: "alpha", Generation: 1 << 60, Nonce: [pack.NonceSize]byte{1, 2, 3}, MAC: digest(9)}},
+		&Offer{Manifest: []byte{}, Seal: pack.Seal{Producer: "b", Generation: 1}},
 		&Need{Transfer: 42, Chunks: []pack.Digest{digest(1), digest(2)}},
 		&Need{Transfer: 7, Chunks: []pack.Digest{}},
 		&Done{Pack: digest(3), Chunks: 12, Bytes: 1 << 33},
@@ -88,7 +88,7 @@ func TestMalformed(t *testing.T) {
 		}
 		return b
 	}
-	offer := valid(&Offer{Generation: 5, Manifest: []byte("abc")})
+	offer := valid(&Offer{Manifest: []byte("abc"), Seal: pack.Seal{Producer: "alpha", Generation: 5}})
 	prefill := valid(&Prefill{Identity: testIdentity(), Tokens: []int32{1, 2}})
 	tests := []struct {
 		desc  string
@@ -102,12 +102,22 @@ func TestMalformed(t *testing.T) {
 		{"huge need", binary.LittleEndian.AppendUint32([]byte{byte(TypeNeed)}, 0xffffffff), "length", "over the limit"},
 		{"payload short", frameOf(TypeDone, make([]byte, 10)), "pack ID", "remain"},
 		{"payload long", frameOf(TypeNeed, make([]byte, 13)), "", "after the last field"},
-		{"zero generation", frameOf(TypeOffer, make([]byte, 8+NonceSize+4+SealSize)), "generation", "must not be 0"},
+		{"zero generation", func() []byte {
+			sb, _ := (&pack.Seal{Producer: "alpha"}).MarshalBinary()
+			p := binary.LittleEndian.AppendUint32(nil, 0)
+			p = binary.LittleEndian.AppendUint32(p, uint32(len(sb)))
+			return frameOf(TypeOffer, append(p, sb...))
+		}(), "seal", "generation 0"},
 		{"manifest length past end", func() []byte {
 			b := append([]byte(nil), offer...)
-			binary.LittleEndian.PutUint32(b[HeaderSize+8+NonceSize:], 1000)
+			binary.LittleEndian.PutUint32(b[HeaderSize:], 1000)
 			return b
 		}(), "manifest", "remain"},
+		{"bad seal", func() []byte {
+			b := append([]byte(nil), offer...)
+			binary.LittleEndian.PutUint16(b[HeaderSize+4+3+4:], 300) // producer length
+			return b
+		}(), "seal", ""},
 		{"need count past end", frameOf(TypeNeed, binary.LittleEndian.AppendUint32(make([]byte, 8), 3)), "chunk count", "remain"},
 		{"need count over limit", frameOf(TypeNeed, binary.LittleEndian.AppendUint32(make([]byte, 8), MaxChunks+1)), "chunk count", "over the limit"},
 		{"refuse ok", frameOf(TypeRefuse, []byte{0, 0, 0, 0, 0}), "code", "code ok"},
@@ -157,7 +167,8 @@ func TestEncodeRefusesOverLimit(t *testing.T) {
 		m     Message
 		field string
 	}{
-		{"zero generation", &Offer{}, "generation"},
+		{"zero generation", &Offer{Seal: pack.Seal{Producer: "a"}}, "seal"},
+		{"no producer", &Offer{Seal: pack.Seal{Generation: 1}}, "seal"},
 		{"salt", &Prefill{Identity: testIdentity(), Salt: make([]byte, MaxSalt+1)}, "salt"},
 		{"negative token", &Prefill{Identity: testIdentity(), Tokens: []int32{-1}}, "token"},
 		{"have", &Prefill{Identity: testIdentity(), Tokens: []int32{1}, Have: 2}, "have"},
