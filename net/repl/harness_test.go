@@ -160,3 +160,13 @@ var _ = time.Second
 func storeKV(tokens []int32) func(int) ([]byte, error) {
 	return storetest.KV(testID, []byte("tenant"), tokens, testBlock, testChunk)
 }
+
+// waitFor waits until cond holds; the test's own deadline bounds it.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func nowT() time.Time { return time.Now() }

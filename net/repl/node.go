@@ -63,6 +63,8 @@ type Config struct {
 	// corrupt, set only by tests, alters chunk bytes after they are read
 	// and verified and before they are framed, as a faulty sender would.
 	corrupt func(id pack.Digest, data []byte)
+	// sealed, set only by tests, observes every seal this node makes.
+	sealed func(pack.Seal)
 }
 
 // Node is one side of replication: it pushes, pulls and, with Listen and

@@ -244,18 +244,19 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 		got, gotBytes := in.progress()
 		res.Moved, res.MovedBytes = got, gotBytes
 		var werr *wire.Error
-		if !errors.As(cause, &werr) {
-			// The sender went away or this node stopped: the chunks that
-			// arrived stay on disk, invisible, for a retry.
-			werr = n.refuse(s.peer, pid, pack.ReasonTruncated, nil,
-				"transfer of pack %s interrupted after %d of %d needed chunks (%v); the chunks received are kept for a retry",
-				pid.Short(), got, len(sizes), cause)
+		if errors.As(cause, &werr) && !werr.Remote {
+			return fail(werr) // this node refused; the receipt is recorded
 		}
-		if werr.Remote {
+		// The sender aborted, went away, or this node stopped: the chunks
+		// that arrived stay on disk, invisible, for a retry.
+		rec := n.refuse(s.peer, pid, pack.ReasonTruncated, nil,
+			"transfer of pack %s interrupted after %d of %d needed chunks (%v); the chunks received are kept for a retry",
+			pid.Short(), got, len(sizes), cause)
+		if werr != nil {
 			ctrl.Close()
 			return res, werr
 		}
-		return fail(werr)
+		return fail(rec)
 	}
 	in.wg.Wait()
 	res.Moved, res.MovedBytes = in.progress()

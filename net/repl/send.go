@@ -65,6 +65,9 @@ func (n *Node) send(ctx context.Context, s *session, ctrl *quic.Stream, id pack.
 	if err != nil {
 		return fail(asWire(s.peer, err))
 	}
+	if n.cfg.sealed != nil {
+		n.cfg.sealed(seal)
+	}
 	if err := wire.Write(ctrl, &wire.Offer{Manifest: mb, Seal: seal}); err != nil {
 		return res, s.conn.Err(err)
 	}
@@ -146,6 +149,9 @@ func isStreamReset(err error) bool {
 	return errors.As(err, &se) && se.Remote
 }
 
+// errStopSending ends a restore whose chunks are no longer wanted.
+var errStopSending = errors.New("stop sending")
+
 // chunkJob is one chunk on its way to a chunk stream.
 type chunkJob struct {
 	id   pack.Digest
@@ -224,24 +230,21 @@ func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, id
 			case jobs <- chunkJob{id: cid, data: buf}:
 				return nil
 			case <-ctx.Done():
-				return context.Cause(ctx)
+				return errStopSending
 			}
 		})
+	if rerr != nil && !errors.Is(rerr, errStopSending) && ctx.Err() == nil {
+		// The local store could not prove its own pack (it quarantined
+		// it): fail closed, and tell the receiver.
+		cancel(&wire.Error{Code: wire.CodeInternal, Peer: s.peer,
+			Detail: fmt.Sprintf("the sender cannot prove pack %s: %v", id.Short(), rerr)})
+	}
 	close(jobs)
 	wg.Wait()
-	if rerr != nil && ctx.Err() == nil {
-		cancel(rerr)
-	}
 	if err := context.Cause(ctx); err != nil {
 		code := wire.CodeOf(asWire(s.peer, err))
 		for _, st := range sendStreams {
 			st.CancelWrite(quic.StreamErrorCode(code))
-		}
-		if rerr != nil && !errors.Is(rerr, context.Canceled) && errors.Is(err, rerr) {
-			// The local store refused its own pack (it quarantined it):
-			// fail closed, tell the receiver.
-			return &wire.Error{Code: wire.CodeInternal, Peer: s.peer,
-				Detail: fmt.Sprintf("the sender cannot prove pack %s: %v", id.Short(), rerr)}
 		}
 		return err
 	}

@@ -183,8 +183,7 @@ func (e *Error) Is(target error) bool {
 	case pack.ErrCorrupt:
 		return e.Code == CodeChunkDigest || e.Code == CodeMerkleRoot || e.Code == CodeManifestDigest || e.Code == CodeMalformed
 	}
-	var t *Error
-	if errors.As(target, &t) {
+	if t, ok := target.(*Error); ok {
 		return t.Code == e.Code
 	}
 	return false
