@@ -275,7 +275,14 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 		return res, s.conn.Err(err)
 	}
 	ctrl.Close()
-	stopWatch()
+	// Wait for the sender to read done and close its side, so that done
+	// is delivered before this side may close the connection.
+	finishing.Store(true)
+	select {
+	case <-watch:
+	case <-ctx.Done():
+		stopWatch()
+	}
 	res.WireBytes = s.conn.Stats().BytesReceived - before
 	res.Duration = time.Since(start)
 	return res, nil
