@@ -21,7 +21,10 @@ type flipProxy struct {
 	client atomic.Pointer[net.UDPAddr]
 	// flip decides, for the n-th datagram from the client (from 0),
 	// whether to flip a bit in it.
-	flip    func(n int64) bool
+	flip func(n int64) bool
+	// drop, if not nil, drops datagrams in both directions while it
+	// returns true.
+	drop    func() bool
 	seen    atomic.Int64
 	flipped atomic.Int64
 	wg      sync.WaitGroup
@@ -48,6 +51,9 @@ func newFlipProxy(t *testing.T, server net.Addr, flip func(n int64) bool) *flipP
 				return
 			}
 			p.client.Store(from)
+			if p.drop != nil && p.drop() {
+				continue
+			}
 			if p.flip(p.seen.Add(1) - 1) {
 				// The last byte is inside the AEAD tag: the packet
 				// cannot authenticate.
@@ -64,6 +70,9 @@ func newFlipProxy(t *testing.T, server net.Addr, flip func(n int64) bool) *flipP
 			n, _, err := back.ReadFromUDP(buf)
 			if err != nil {
 				return
+			}
+			if p.drop != nil && p.drop() {
+				continue
 			}
 			if c := p.client.Load(); c != nil {
 				_, _ = front.WriteToUDP(buf[:n], c)
