@@ -203,4 +203,3 @@ func TestParseFallback(t *testing.T) {
 		}
 	}
 }
-
