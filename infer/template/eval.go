@@ -313,7 +313,7 @@ func (r *renderer) tick(off int) error {
 
 // iterate returns the items a for loop (or a filter) visits in v.
 func (r *renderer) iterate(off int, v any) ([]any, error) {
-	switch x := v.(type) {
+	switch x := demarkup(v).(type) {
 	case *listValue:
 		if x.kind == kindGen {
 			if x.consumed {
@@ -699,6 +699,36 @@ func (r *renderer) binary(off int, op string, a, b any) (any, error) {
 	typeErr := func() error {
 		return r.errf(ErrRender, off, "unsupported operand type(s) for %s: '%s' and '%s'", op, typeName(a), typeName(b))
 	}
+	// Markup + str escapes the str and stays Markup; Markup * n is Markup.
+	_, aIsM := a.(markup)
+	_, bIsM := b.(markup)
+	if aIsM || bIsM {
+		if op == "+" {
+			escape := func(v any) (string, bool) {
+				switch x := v.(type) {
+				case markup:
+					return string(x), true
+				case string:
+					return htmlEscape(x), true
+				}
+				return "", false
+			}
+			ls, ok1 := escape(a)
+			rs, ok2 := escape(b)
+			if !ok1 || !ok2 {
+				return nil, typeErr()
+			}
+			if err := r.checkStr(off, len(ls)+len(rs)); err != nil {
+				return nil, err
+			}
+			return markup(ls + rs), nil
+		}
+		v, err := r.binary(off, op, demarkup(a), demarkup(b))
+		if s, ok := v.(string); ok && op == "*" && err == nil {
+			return markup(s), nil
+		}
+		return v, err
+	}
 	ai, af, aFloat, aNum := asNumber(a)
 	bi, bf, bFloat, bNum := asNumber(b)
 	if aNum && bNum {
@@ -718,7 +748,7 @@ func (r *renderer) binary(off int, op string, a, b any) (any, error) {
 			return x + y, nil
 		case *listValue:
 			y, ok := b.(*listValue)
-			if !ok || x.kind != y.kind || x.kind == kindGen || x.kind == kindRange {
+			if !ok || x.kind != y.kind || (x.kind != kindList && x.kind != kindTuple) {
 				if x.kind == kindList {
 					return nil, r.errf(ErrRender, off, "can only concatenate list (not \"%s\") to list", typeName(b))
 				}
@@ -751,7 +781,7 @@ func (r *renderer) binary(off int, op string, a, b any) (any, error) {
 			}
 			return strings.Repeat(x, int(n)), nil
 		case *listValue:
-			if x.kind == kindGen || x.kind == kindRange {
+			if x.kind != kindList && x.kind != kindTuple {
 				return nil, typeErr()
 			}
 			if n > 0 && int64(len(x.items)) > int64(r.lim.maxItems)/n {
@@ -934,7 +964,8 @@ func (r *renderer) compare(off int, op string, a, b any) (bool, error) {
 
 // contains is Python's `needle in container`.
 func (r *renderer) contains(off int, container, needle any) (bool, error) {
-	switch c := container.(type) {
+	needle = demarkup(needle)
+	switch c := demarkup(container).(type) {
 	case string:
 		s, ok := needle.(string)
 		if !ok {
@@ -965,6 +996,7 @@ func (r *renderer) contains(off int, container, needle any) (bool, error) {
 // (method) first, then an item; a missing one is Undefined, except that
 // any use of Undefined itself is an error.
 func (r *renderer) getAttr(off int, x any, name string) (any, error) {
+	x = demarkup(x)
 	if u, ok := x.(undefined); ok {
 		return nil, r.undefErr(off, u)
 	}
@@ -994,6 +1026,7 @@ func (r *renderer) getAttr(off int, x any, name string) (any, error) {
 // getItem is the sandboxed environment's getitem: x[key] first, then for
 // a string key an attribute; a failure is Undefined.
 func (r *renderer) getItem(off int, x any, key any) (any, error) {
+	x, key = demarkup(x), demarkup(key)
 	if u, ok := x.(undefined); ok {
 		return nil, r.undefErr(off, u)
 	}
@@ -1018,7 +1051,7 @@ func (r *renderer) getItem(off int, x any, key any) (any, error) {
 		}
 		return missing()
 	case *listValue:
-		if v.kind == kindGen {
+		if v.kind == kindGen || v.kind == kindView {
 			return missing()
 		}
 		if i, isInt := intIndex(key); isInt {
@@ -1063,6 +1096,7 @@ func intIndex(key any) (int64, bool) {
 }
 
 func (r *renderer) evalSlice(x any, sl *sliceExpr, sc *scope) (any, error) {
+	x = demarkup(x)
 	if u, ok := x.(undefined); ok {
 		return nil, r.undefErr(sl.p, u)
 	}
@@ -1111,7 +1145,7 @@ func (r *renderer) evalSlice(x any, sl *sliceExpr, sc *scope) (any, error) {
 		}
 		return string(out), nil
 	case *listValue:
-		if v.kind == kindGen {
+		if v.kind == kindGen || v.kind == kindView {
 			break
 		}
 		idx := sliceIndices(len(v.items), bounds[0], bounds[1], bounds[2])

@@ -875,7 +875,7 @@ func init() {
 		case string, *dictValue, undefined:
 			return true, nil
 		case *listValue:
-			return x.kind != kindGen, nil
+			return x.kind != kindGen && x.kind != kindView, nil
 		}
 		return false, nil
 	}, 0, "sequence")

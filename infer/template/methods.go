@@ -712,9 +712,9 @@ func (r *renderer) dictMethod(off int, d *dictValue, name string, args []any, kw
 		}
 		switch name {
 		case "keys":
-			return newList(append([]any(nil), d.keys...)), nil
+			return &listValue{items: append([]any(nil), d.keys...), kind: kindView, view: "dict_keys"}, nil
 		case "values":
-			return newList(append([]any(nil), d.vals...)), nil
+			return &listValue{items: append([]any(nil), d.vals...), kind: kindView, view: "dict_values"}, nil
 		case "copy":
 			c := newDict()
 			for i, k := range d.keys {
@@ -726,7 +726,7 @@ func (r *renderer) dictMethod(off int, d *dictValue, name string, args []any, kw
 		for i, k := range d.keys {
 			items[i] = newTuple(k, d.vals[i])
 		}
-		return newList(items), nil
+		return &listValue{items: items, kind: kindView, view: "dict_items"}, nil
 	}
 	return nil, r.errf(ErrUnsupported, off, "dict.%s is not supported", name)
 }

@@ -22,6 +22,9 @@ type parser struct {
 	// macros is the stack of macros being parsed, innermost last, to note
 	// which read varargs or kwargs.
 	macros []*macroNode
+	// loops counts the for loops enclosing the current statement (inside
+	// the innermost macro), for break and continue.
+	loops int
 }
 
 func (p *parser) cur() token { return p.toks[p.i] }
@@ -228,11 +231,14 @@ func (p *parser) parseStatement(ends []string) (node, error) {
 			return nil, err
 		}
 		return &printNode{p: t.pos, x: x}, nil
-	case "break":
+	case "break", "continue":
 		p.next()
-		return &breakNode{p: t.pos}, nil
-	case "continue":
-		p.next()
+		if p.loops == 0 {
+			return nil, p.errAt(t.pos, "'%s' outside of a for loop", t.val)
+		}
+		if t.val == "break" {
+			return &breakNode{p: t.pos}, nil
+		}
 		return &continueNode{p: t.pos}, nil
 	case "generation":
 		p.next()
@@ -301,7 +307,10 @@ func (p *parser) parseFor() (node, error) {
 	if p.isName("recursive") {
 		return nil, p.unsupported(p.cur().pos, "recursive for loop", "recursive loops are not supported")
 	}
-	if n.body, err = p.parseStatements([]string{"endfor", "else"}, false, open); err != nil {
+	p.loops++
+	n.body, err = p.parseStatements([]string{"endfor", "else"}, false, open)
+	p.loops--
+	if err != nil {
 		return nil, err
 	}
 	if p.next().val == "else" {
@@ -372,7 +381,10 @@ func (p *parser) parseMacro() (node, error) {
 	}
 	p.next()
 	p.macros = append(p.macros, n)
+	loops := p.loops
+	p.loops = 0
 	n.body, err = p.parseStatements([]string{"endmacro"}, true, open)
+	p.loops = loops
 	p.macros = p.macros[:len(p.macros)-1]
 	if err != nil {
 		return nil, err

@@ -29,6 +29,8 @@ func pyStr(v any) (string, error) {
 	switch x := v.(type) {
 	case string:
 		return x, nil
+	case markup:
+		return string(x), nil
 	case undefined:
 		return "", nil
 	case nil:
@@ -67,6 +69,10 @@ func writeRepr(b *strings.Builder, v any, depth int) error {
 	switch x := v.(type) {
 	case string:
 		writeStrRepr(b, x)
+	case markup:
+		b.WriteString("Markup(")
+		writeStrRepr(b, string(x))
+		b.WriteByte(')')
 	case undefined:
 		b.WriteString("Undefined")
 	case nil, bool, int64, float64:
@@ -85,6 +91,9 @@ func writeRepr(b *strings.Builder, v any, depth int) error {
 			return nil
 		}
 		open, close := "[", "]"
+		if x.kind == kindView {
+			open, close = x.view+"([", "])"
+		}
 		if x.kind == kindTuple {
 			open, close = "(", ")"
 		}
@@ -282,8 +291,10 @@ func writeJSON(b *strings.Builder, v any, o jsonOptions, level int) error {
 		}
 	case string:
 		writeJSONString(b, x)
+	case markup:
+		writeJSONString(b, string(x))
 	case *listValue:
-		if x.kind == kindGen || x.kind == kindRange {
+		if x.kind != kindList && x.kind != kindTuple {
 			return fmt.Errorf("Object of type %s is not JSON serializable", typeName(x))
 		}
 		if len(x.items) == 0 {

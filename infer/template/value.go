@@ -45,6 +45,7 @@ const (
 	kindTuple                 // tuple
 	kindRange                 // range object (prints as range(a, b))
 	kindGen                   // generator: truthy, no len, no index, iterates once
+	kindView                  // dict_items, dict_keys or dict_values (view holds which)
 )
 
 // listValue is a Python sequence. Templates run in an immutable sandbox, so
@@ -56,6 +57,8 @@ type listValue struct {
 	consumed bool
 	// rng holds start, stop, step of a range, for printing.
 	rng [3]int64
+	// view is the type name of a dict view ("dict_items").
+	view string
 }
 
 func newList(items []any) *listValue   { return &listValue{items: items} }
@@ -81,7 +84,7 @@ func newDict() *dictValue { return &dictValue{idx: map[hashKey]int{}} }
 
 // keyOf returns the hash key of v, or false when v is not hashable.
 func keyOf(v any) (hashKey, bool) {
-	switch x := v.(type) {
+	switch x := demarkup(v).(type) {
 	case string:
 		return hashKey{kind: 's', s: x}, true
 	case bool:
@@ -171,6 +174,8 @@ func typeName(v any) string {
 		return "float"
 	case string:
 		return "str"
+	case markup:
+		return "Markup"
 	case *listValue:
 		switch x.kind {
 		case kindTuple:
@@ -179,6 +184,8 @@ func typeName(v any) string {
 			return "range"
 		case kindGen:
 			return "generator"
+		case kindView:
+			return x.view
 		}
 		return "list"
 	case *dictValue:
@@ -209,6 +216,8 @@ func truthy(v any) bool {
 	case float64:
 		return x != 0
 	case string:
+		return x != ""
+	case markup:
 		return x != ""
 	case *listValue:
 		if x.kind == kindGen {
@@ -242,6 +251,7 @@ func asNumber(v any) (i int64, f float64, isFloat, ok bool) {
 
 // pyEqual is Python's ==.
 func pyEqual(a, b any) bool {
+	a, b = demarkup(a), demarkup(b)
 	if _, _, _, ok := asNumber(a); ok {
 		ai, af, afl, _ := asNumber(a)
 		bi, bf, bfl, ok := asNumber(b)
@@ -270,9 +280,9 @@ func pyEqual(a, b any) bool {
 		if x == y {
 			return true
 		}
-		// A list never equals a tuple; ranges compare as ranges and
-		// generators by identity.
-		if x.kind != y.kind || x.kind == kindGen {
+		// A list never equals a tuple; generators and dict views
+		// compare by identity here.
+		if x.kind != y.kind || x.kind == kindGen || x.kind == kindView {
 			return false
 		}
 		if len(x.items) != len(y.items) {
@@ -307,6 +317,7 @@ func pyEqual(a, b any) bool {
 // strings with strings (by code point), sequences of the same type
 // lexicographically. ok is false when Python raises TypeError.
 func pyCompare(a, b any) (c int, ok bool) {
+	a, b = demarkup(a), demarkup(b)
 	if ai, af, afl, aok := asNumber(a); aok {
 		bi, bf, bfl, bok := asNumber(b)
 		if !bok {
@@ -341,7 +352,7 @@ func pyCompare(a, b any) (c int, ok bool) {
 		return strings.Compare(x, y), true
 	case *listValue:
 		y, ok := b.(*listValue)
-		if !ok || x.kind != y.kind || x.kind == kindGen || x.kind == kindRange {
+		if !ok || x.kind != y.kind || (x.kind != kindList && x.kind != kindTuple) {
 			return 0, false
 		}
 		for i := 0; i < len(x.items) && i < len(y.items); i++ {
