@@ -89,9 +89,11 @@
 // # Limits
 //
 // A template is untrusted input (it comes from a model file). Parsing
-// bounds nesting depth; rendering bounds the bytes written (64 MiB), the
-// total loop iterations (2,097,152), list sizes, string sizes and macro
-// call depth (64), and reports ErrLimit when one is exceeded. Nothing a
+// bounds nesting depth; rendering bounds the bytes written (32 MiB), the
+// total loop iterations (2,097,152), list sizes (2,097,152 items), string
+// sizes (32 MiB), macro call depth (64) and the total work (256 MiB: every
+// string or list an operation reads or builds is charged by its size), and
+// reports ErrLimit when one is exceeded. Nothing a
 // template or a Context contains makes the package panic.
 //
 // # Identity

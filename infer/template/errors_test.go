@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // errCase is a template (or a published template with a conversation)
@@ -94,12 +95,18 @@ var errCases = []errCase{
 	{"raise", "{{ raise_exception('boom') }}", ErrRaised, "", "boom", Pos{1, 19}},
 
 	// Limits.
-	{"iterations", "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", ErrLimit, "", "loop iterations", Pos{}},
+	// Limits (the table runs under testLimits).
+	{"iterations", "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", ErrLimit, "", "more than 65536 loop iterations", Pos{}},
 	{"recursion", "{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", ErrLimit, "", "macro calls nested deeper than 64", Pos{}},
-	{"string_repeat", "{{ 'x' * 100000000 }}", ErrLimit, "", "string value exceeds", Pos{}},
+	{"string_repeat", "{{ 'x' * 2000000 }}", ErrLimit, "", "string value exceeds 1048576 bytes", Pos{}},
 	{"range_too_big", "{{ range(100001) }}", ErrLimit, "", "Range too big", Pos{}},
-	{"list_repeat", "{{ [1] * 100000000 }}", ErrLimit, "", "list exceeds", Pos{}},
+	{"list_repeat", "{{ [1] * 100000 }}", ErrLimit, "", "list exceeds 65536 items", Pos{}},
 	{"deep_nesting", "{{ " + strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300) + " }}", ErrLimit, "", "nested deeper than 200", Pos{}},
+	{"work_length_in_loop", "{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{{ s|length }}{% endfor %}", ErrLimit, "", "built more than", Pos{}},
+	{"work_compare_in_loop", "{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% if s == s %}{% endif %}{% endfor %}", ErrLimit, "", "built more than", Pos{}},
+	{"work_quadratic_concat", "{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s ~ 'x' * 1000 %}{% endfor %}", ErrLimit, "", "built more than", Pos{}},
+	{"work_upper_in_loop", "{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% set t = s.upper() %}{% endfor %}", ErrLimit, "", "built more than", Pos{}},
+	{"print_huge_list", "{{ ['x' * 100000] * 1000 }}", ErrLimit, "", "value printed exceeds", Pos{}},
 	{"deep_blocks", strings.Repeat("{% if true %}", 300) + strings.Repeat("{% endif %}", 300), ErrLimit, "", "nested deeper than 200", Pos{}},
 }
 
@@ -129,13 +136,35 @@ func checkErr(t *testing.T, err error, tc errCase) {
 	}
 }
 
+// testLimits are smaller than the defaults so that the limit cases run
+// quickly; TestDefaultLimits checks the defaults themselves.
+var testLimits = limits{maxOutput: 1 << 20, maxIterations: 1 << 16, maxItems: 1 << 16, maxDepth: 64, maxWork: 1 << 24}
+
 func TestErrors(t *testing.T) {
 	for _, tc := range errCases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := renderString(t, tc.src, nil)
+			var out string
+			tp, err := Parse(tc.src)
+			if err == nil {
+				out, err = tp.render(Context{Now: func() time.Time { return fixedNow }}, testLimits)
+			}
 			if err == nil {
 				t.Fatalf("rendered %q, want an error of kind %v", out, tc.kind)
 			}
+			checkErr(t, err, tc)
+		})
+	}
+}
+
+func TestDefaultLimits(t *testing.T) {
+	for _, tc := range []errCase{
+		{name: "iterations", src: "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", kind: ErrLimit, msg: "more than 2097152 loop iterations"},
+		{name: "string", src: "{{ 'x' * 40000000 }}", kind: ErrLimit, msg: "string value exceeds 33554432 bytes"},
+		{name: "items", src: "{{ [1, 2] * 1100000 }}", kind: ErrLimit, msg: "list exceeds 2097152 items"},
+		{name: "work", src: "{% set s = 'x' * 30000000 %}{% for i in range(100) %}{% if s == s %}{% endif %}{% endfor %}", kind: ErrLimit, msg: "built more than 268435456 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := renderString(t, tc.src, nil)
 			checkErr(t, err, tc)
 		})
 	}

@@ -21,13 +21,18 @@ type limits struct {
 	maxItems int
 	// maxDepth bounds nested macro calls.
 	maxDepth int
+	// maxWork bounds the total size of all strings and lists built while
+	// rendering (a list item counts 8), so that repeated building in a
+	// loop cannot run for hours within the other limits.
+	maxWork int
 }
 
 var defaultLimits = limits{
-	maxOutput:     64 << 20,
+	maxOutput:     32 << 20,
 	maxIterations: 1 << 21,
 	maxItems:      1 << 21,
 	maxDepth:      64,
+	maxWork:       256 << 20,
 }
 
 // maxRange is the largest range() the Jinja2 sandbox allows (MAX_RANGE).
@@ -92,6 +97,7 @@ type renderer struct {
 	lim        limits
 	out        *strings.Builder
 	written    int
+	work       int
 	iterations int
 	depth      int
 	now        func() time.Time
@@ -115,17 +121,68 @@ func (r *renderer) write(off int, s string) error {
 	return nil
 }
 
-// checkStr bounds the size of a string value built while rendering.
+// checkStr bounds the size of a string value about to be built (n bytes)
+// and charges it to the work budget.
 func (r *renderer) checkStr(off int, n int) error {
+	if n > r.lim.maxOutput {
+		return r.errf(ErrLimit, off, "string value exceeds %d bytes", r.lim.maxOutput)
+	}
+	return r.charge(off, n)
+}
+
+// bound checks a string size while it is being built, without charging
+// the work budget (the final size is charged once with checkStr).
+func (r *renderer) bound(off int, n int) error {
 	if n > r.lim.maxOutput {
 		return r.errf(ErrLimit, off, "string value exceeds %d bytes", r.lim.maxOutput)
 	}
 	return nil
 }
 
+// checkItems bounds the length of a list about to be built.
 func (r *renderer) checkItems(off int, n int) error {
 	if n > r.lim.maxItems {
 		return r.errf(ErrLimit, off, "list exceeds %d items", r.lim.maxItems)
+	}
+	return r.charge(off, 8*n)
+}
+
+// sizeOf is what a value costs the work budget when an operation
+// produces it.
+func sizeOf(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x)
+	case markup:
+		return len(x)
+	case *listValue:
+		return 8 * len(x.items)
+	case *dictValue:
+		return 16 * x.len()
+	}
+	return 0
+}
+
+// scanCost is what reading a value costs the work budget: operations that
+// walk a string or a list take time in proportion to it.
+func scanCost(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x)
+	case markup:
+		return len(x)
+	case *listValue:
+		return len(x.items)
+	case *dictValue:
+		return x.len()
+	}
+	return 0
+}
+
+func (r *renderer) charge(off int, n int) error {
+	r.work += n
+	if r.work > r.lim.maxWork {
+		return r.errf(ErrLimit, off, "template built more than %d bytes of values", r.lim.maxWork)
 	}
 	return nil
 }
@@ -325,6 +382,9 @@ func (r *renderer) iterate(off int, v any) ([]any, error) {
 	case *dictValue:
 		return append([]any(nil), x.keys...), nil
 	case string:
+		if err := r.checkItems(off, runeLen(x)); err != nil {
+			return nil, err
+		}
 		out := make([]any, 0, len(x))
 		for _, c := range x {
 			out = append(out, string(c))
@@ -372,7 +432,16 @@ func (r *renderer) assign(t *target, v any, sc *scope) error {
 // str converts a value for output; values without a stable text form are
 // an unsupported construct rather than a guess.
 func (r *renderer) str(off int, v any) (string, error) {
-	s, err := pyStr(v)
+	s, err := pyStrMax(v, r.lim.maxOutput)
+	if err == errOutputTooLarge {
+		return "", r.errf(ErrLimit, off, "value printed exceeds %d bytes", r.lim.maxOutput)
+	}
+	if err == nil {
+		if _, plain := v.(string); !plain {
+			err = r.charge(off, len(s))
+		}
+		return s, err
+	}
 	if err != nil {
 		var np *notPrintableError
 		if errors.As(err, &np) {
@@ -475,12 +544,12 @@ func (r *renderer) eval(e expr, sc *scope) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			b.WriteString(s)
-			if err := r.checkStr(e.p, b.Len()); err != nil {
+			if err := r.bound(e.p, b.Len()+len(s)); err != nil {
 				return nil, err
 			}
+			b.WriteString(s)
 		}
-		return b.String(), nil
+		return b.String(), r.charge(e.p, b.Len())
 	case *compareExpr:
 		l, err := r.eval(e.first, sc)
 		if err != nil {
@@ -779,6 +848,9 @@ func (r *renderer) binary(off int, op string, a, b any) (any, error) {
 			if n > 0 && int64(len(x)) > int64(r.lim.maxOutput)/n {
 				return nil, r.errf(ErrLimit, off, "string value exceeds %d bytes", r.lim.maxOutput)
 			}
+			if err := r.checkStr(off, len(x)*int(n)); err != nil {
+				return nil, err
+			}
 			return strings.Repeat(x, int(n)), nil
 		case *listValue:
 			if x.kind != kindList && x.kind != kindTuple {
@@ -786,6 +858,9 @@ func (r *renderer) binary(off int, op string, a, b any) (any, error) {
 			}
 			if n > 0 && int64(len(x.items)) > int64(r.lim.maxItems)/n {
 				return nil, r.errf(ErrLimit, off, "list exceeds %d items", r.lim.maxItems)
+			}
+			if err := r.checkItems(off, len(x.items)*int(n)); err != nil {
+				return nil, err
 			}
 			items := make([]any, 0, len(x.items)*int(n))
 			for k := int64(0); k < n; k++ {
@@ -923,6 +998,9 @@ func (r *renderer) arith(off int, op string, ai int64, af float64, aFloat bool, 
 
 // compare evaluates one comparison operator.
 func (r *renderer) compare(off int, op string, a, b any) (bool, error) {
+	if err := r.charge(off, scanCost(a)+scanCost(b)); err != nil {
+		return false, err
+	}
 	switch op {
 	case "==":
 		return pyEqual(a, b), nil
@@ -965,6 +1043,9 @@ func (r *renderer) compare(off int, op string, a, b any) (bool, error) {
 // contains is Python's `needle in container`.
 func (r *renderer) contains(off int, container, needle any) (bool, error) {
 	needle = demarkup(needle)
+	if err := r.charge(off, scanCost(container)); err != nil {
+		return false, err
+	}
 	switch c := demarkup(container).(type) {
 	case string:
 		s, ok := needle.(string)
@@ -1096,7 +1177,14 @@ func intIndex(key any) (int64, bool) {
 }
 
 func (r *renderer) evalSlice(x any, sl *sliceExpr, sc *scope) (any, error) {
-	x = demarkup(x)
+	v, err := r.evalSliceUncharged(demarkup(x), sl, sc)
+	if err != nil {
+		return nil, err
+	}
+	return v, r.charge(sl.p, sizeOf(v))
+}
+
+func (r *renderer) evalSliceUncharged(x any, sl *sliceExpr, sc *scope) (any, error) {
 	if u, ok := x.(undefined); ok {
 		return nil, r.undefErr(sl.p, u)
 	}

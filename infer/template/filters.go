@@ -88,7 +88,14 @@ func (r *renderer) callFilter(f *filterExpr, v any, sc *scope) (any, error) {
 	default:
 		v = demarkup(v)
 	}
-	return f.fn.fn(r, f.p, v, demarkupAll(args), kwargs)
+	if err := r.charge(f.p, scanCost(v)); err != nil {
+		return nil, err
+	}
+	out, err := f.fn.fn(r, f.p, v, demarkupAll(args), kwargs)
+	if err != nil {
+		return nil, err
+	}
+	return out, r.charge(f.p, sizeOf(out))
 }
 
 func (r *renderer) runTest(off int, t *testDef, v any, args []any, kwargs []kwval) (bool, error) {
@@ -395,11 +402,11 @@ func init() {
 				b.WriteString(ind)
 			}
 			b.WriteString(line)
-			if err := r.checkStr(off, b.Len()); err != nil {
+			if err := r.bound(off, b.Len()); err != nil {
 				return nil, err
 			}
 		}
-		return b.String(), nil
+		return b.String(), r.charge(off, b.Len())
 	}))
 	add(plain("items", nil, nil, func(r *renderer, off int, v any, _ []any) (any, error) {
 		switch d := v.(type) {
@@ -438,11 +445,11 @@ func init() {
 				b.WriteString(sep)
 			}
 			b.WriteString(s)
-			if err := r.checkStr(off, b.Len()); err != nil {
+			if err := r.bound(off, b.Len()); err != nil {
 				return nil, err
 			}
 		}
-		return b.String(), nil
+		return b.String(), r.charge(off, b.Len())
 	}))
 	add(plain("length", nil, nil, func(r *renderer, off int, v any, _ []any) (any, error) {
 		switch x := v.(type) {

@@ -72,15 +72,25 @@ func (r *renderer) method(off int, x any, name string) (v any, found bool, err e
 	}
 	return &builtin{name: typ + "." + name, fn: func(r *renderer, off int, args []any, kwargs []kwval) (any, error) {
 		args = demarkupAll(args)
+		var out any
+		var err error
+		if err := r.charge(off, scanCost(x)); err != nil {
+			return nil, err
+		}
 		switch recv := demarkup(x).(type) {
 		case string:
-			return r.strMethod(off, recv, name, args, kwargs)
+			out, err = r.strMethod(off, recv, name, args, kwargs)
 		case *dictValue:
-			return r.dictMethod(off, recv, name, args, kwargs)
+			out, err = r.dictMethod(off, recv, name, args, kwargs)
 		case *listValue:
-			return r.listMethod(off, recv, name, args, kwargs)
+			out, err = r.listMethod(off, recv, name, args, kwargs)
+		default:
+			return nil, r.errf(ErrRender, off, "no method %s", name)
 		}
-		return nil, r.errf(ErrRender, off, "no method %s", name)
+		if err != nil {
+			return nil, err
+		}
+		return out, r.charge(off, sizeOf(out))
 	}}, true, nil
 }
 
@@ -516,15 +526,19 @@ func (r *renderer) strMethod(off int, s, name string, args []any, kwargs []kwval
 			return nil, err
 		}
 		parts := make([]string, len(items))
+		total := len(s) * max(len(items)-1, 0)
 		for i, it := range items {
 			ps, ok := demarkup(it).(string)
 			if !ok {
 				return nil, r.errf(ErrRender, off, "sequence item %d: expected str instance, %s found", i, typeName(it))
 			}
 			parts[i] = ps
+			total += len(ps)
 		}
-		out := strings.Join(parts, s)
-		return out, r.checkStr(off, len(out))
+		if err := r.checkStr(off, total); err != nil {
+			return nil, err
+		}
+		return strings.Join(parts, s), nil
 	case "isalnum", "isalpha", "isdigit", "isdecimal", "isnumeric", "isspace", "isascii", "islower", "isupper":
 		return strPredicate(name, s), nil
 	case "removeprefix", "removesuffix":
@@ -667,6 +681,9 @@ func (r *renderer) replace(off int, s, old, nw string, count int64) (any, error)
 		if int64(len(s))+n*int64(len(nw)) > int64(r.lim.maxOutput) {
 			return nil, r.errf(ErrLimit, off, "string value exceeds %d bytes", r.lim.maxOutput)
 		}
+		if err := r.charge(off, len(s)+int(n)*len(nw)); err != nil {
+			return nil, err
+		}
 		var b strings.Builder
 		done := int64(0)
 		for _, c := range s {
@@ -687,6 +704,9 @@ func (r *renderer) replace(off int, s, old, nw string, count int64) (any, error)
 	}
 	if int64(len(s))+occ*(int64(len(nw))-int64(len(old))) > int64(r.lim.maxOutput) {
 		return nil, r.errf(ErrLimit, off, "string value exceeds %d bytes", r.lim.maxOutput)
+	}
+	if err := r.charge(off, len(s)); err != nil {
+		return nil, err
 	}
 	return strings.Replace(s, old, nw, int(occ)), nil
 }

@@ -25,7 +25,11 @@ func (e *notPrintableError) Error() string {
 }
 
 // pyStr is Python's str(v), with Jinja2's rule that Undefined prints as "".
-func pyStr(v any) (string, error) {
+func pyStr(v any) (string, error) { return pyStrMax(v, 0) }
+
+// pyStrMax is pyStr that gives up with errOutputTooLarge once a container's
+// text passes max bytes (0: no bound).
+func pyStrMax(v any, max int) (string, error) {
 	switch x := v.(type) {
 	case string:
 		return x, nil
@@ -46,7 +50,7 @@ func pyStr(v any) (string, error) {
 		return formatFloat(x), nil
 	}
 	var b strings.Builder
-	if err := writeRepr(&b, v, 0); err != nil {
+	if err := writeRepr(&b, v, 0, max); err != nil {
 		return "", err
 	}
 	return b.String(), nil
@@ -55,16 +59,19 @@ func pyStr(v any) (string, error) {
 // pyRepr is Python's repr(v).
 func pyRepr(v any) (string, error) {
 	var b strings.Builder
-	err := writeRepr(&b, v, 0)
+	err := writeRepr(&b, v, 0, 0)
 	return b.String(), err
 }
 
 // maxReprDepth bounds nesting when printing containers.
 const maxReprDepth = 200
 
-func writeRepr(b *strings.Builder, v any, depth int) error {
+func writeRepr(b *strings.Builder, v any, depth, max int) error {
 	if depth > maxReprDepth {
 		return fmt.Errorf("value nested deeper than %d levels", maxReprDepth)
+	}
+	if max > 0 && b.Len() > max {
+		return errOutputTooLarge
 	}
 	switch x := v.(type) {
 	case string:
@@ -102,7 +109,7 @@ func writeRepr(b *strings.Builder, v any, depth int) error {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			if err := writeRepr(b, it, depth+1); err != nil {
+			if err := writeRepr(b, it, depth+1, max); err != nil {
 				return err
 			}
 		}
@@ -116,18 +123,18 @@ func writeRepr(b *strings.Builder, v any, depth int) error {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			if err := writeRepr(b, k, depth+1); err != nil {
+			if err := writeRepr(b, k, depth+1, max); err != nil {
 				return err
 			}
 			b.WriteString(": ")
-			if err := writeRepr(b, x.vals[i], depth+1); err != nil {
+			if err := writeRepr(b, x.vals[i], depth+1, max); err != nil {
 				return err
 			}
 		}
 		b.WriteByte('}')
 	case *namespace:
 		b.WriteString("<Namespace ")
-		if err := writeRepr(b, x.attrs, depth+1); err != nil {
+		if err := writeRepr(b, x.attrs, depth+1, max); err != nil {
 			return err
 		}
 		b.WriteByte('>')
