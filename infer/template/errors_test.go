@@ -64,6 +64,7 @@ var errCases = []errCase{
 	{"elif_after_else", "{% if x %}{% else %}{% elif y %}{% endif %}", ErrSyntax, "", "unknown tag 'elif'", Pos{}},
 	{"break_outside_loop", "{% break %}", ErrSyntax, "", "'break' outside of a for loop", Pos{1, 4}},
 	{"continue_in_macro_in_loop", "{% for i in x %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}", ErrSyntax, "", "'continue' outside", Pos{}},
+	{"invalid_utf8", "ab\n c\xff", ErrSyntax, "", "invalid UTF-8 at byte 5", Pos{2, 3}},
 	{"chained_tests", "{{ x is defined is none }}", ErrSyntax, "", "", Pos{}},
 
 	// Errors Jinja2 raises at run time.
@@ -235,6 +236,8 @@ func TestInputErrors(t *testing.T) {
 		{"trailing_raw_json", Context{Tools: []any{json.RawMessage(`{} {}`)}}, "data after the JSON value"},
 		{"bad_arguments", Context{Messages: []Message{{Role: "assistant", ToolCalls: []ToolCall{{Name: "f", Arguments: struct{}{}}}}}}, "message 0"},
 		{"uint_overflow", Context{Extra: map[string]any{"n": uint64(1 << 63)}}, "does not fit"},
+		{"invalid_utf8_content", Context{Messages: []Message{{Role: "user", Content: "a\xffb"}}}, "Content is not valid UTF-8"},
+		{"invalid_utf8_extra", Context{Extra: map[string]any{"s": "\xc3"}}, "not valid UTF-8"},
 		{"deep_json", Context{Tools: []any{json.RawMessage(strings.Repeat("[", 150) + strings.Repeat("]", 150))}}, "nested deeper"},
 	}
 	for _, tc := range cases {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // globals is the outermost scope: Jinja2's default globals (range, dict,
@@ -153,6 +154,9 @@ func fromGo(v any, depth int) (any, error) {
 	case bool:
 		return x, nil
 	case string:
+		if !utf8.ValidString(x) {
+			return nil, fmt.Errorf("string %q is not valid UTF-8", x)
+		}
 		return x, nil
 	case int:
 		return int64(x), nil
@@ -193,6 +197,11 @@ func fromGo(v any, depth int) (any, error) {
 		}
 		return newList(items), nil
 	case []string:
+		for _, e := range x {
+			if !utf8.ValidString(e) {
+				return nil, fmt.Errorf("string %q is not valid UTF-8", e)
+			}
+		}
 		return strList(x), nil
 	case []map[string]any:
 		items := make([]any, len(x))
@@ -207,6 +216,9 @@ func fromGo(v any, depth int) (any, error) {
 	case map[string]any:
 		d := newDict()
 		for _, k := range sortedStringKeys(x) {
+			if !utf8.ValidString(k) {
+				return nil, fmt.Errorf("key %q is not valid UTF-8", k)
+			}
 			c, err := fromGo(x[k], depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("[%q]: %w", k, err)
@@ -217,6 +229,9 @@ func fromGo(v any, depth int) (any, error) {
 	case map[string]string:
 		d := newDict()
 		for _, k := range sortedStringKeys(x) {
+			if !utf8.ValidString(k) || !utf8.ValidString(x[k]) {
+				return nil, fmt.Errorf("entry %q is not valid UTF-8", k)
+			}
 			d.set(k, x[k])
 		}
 		return d, nil
@@ -252,6 +267,9 @@ func numberValue(s string) (any, error) {
 // json.loads does (a repeated key keeps its first position and its last
 // value).
 func decodeJSON(data []byte) (any, error) {
+	if !utf8.Valid(data) {
+		return nil, errors.New("json.RawMessage is not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := decodeValue(dec, 0)

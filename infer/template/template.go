@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/zeebo/blake3"
 )
@@ -24,6 +25,17 @@ type Template struct {
 // *Error whose Kind is ErrUnsupported and which names the construct and
 // its position.
 func Parse(src string) (*Template, error) {
+	if !utf8.ValidString(src) {
+		off := 0
+		for off < len(src) {
+			r, size := utf8.DecodeRuneInString(src[off:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			off += size
+		}
+		return nil, &Error{Kind: ErrSyntax, Pos: newSource(src[:off]).pos(off), Msg: fmt.Sprintf("invalid UTF-8 at byte %d", off)}
+	}
 	s := newSource(src)
 	toks, err := lex(s)
 	if err != nil {
@@ -192,12 +204,30 @@ func rootScope(ctx Context) (*scope, error) {
 	}
 	sc.vars["documents"] = nil
 	sc.vars["add_generation_prompt"] = ctx.AddGenerationPrompt
+	if !utf8.ValidString(ctx.BOSToken) || !utf8.ValidString(ctx.EOSToken) {
+		return nil, &Error{Kind: ErrInput, Msg: "BOSToken or EOSToken is not valid UTF-8"}
+	}
 	sc.vars["bos_token"] = ctx.BOSToken
 	sc.vars["eos_token"] = ctx.EOSToken
 	return sc, nil
 }
 
 func messageDict(m Message) (*dictValue, error) {
+	for _, f := range []struct{ name, v string }{{"Role", m.Role}, {"Content", m.Content}, {"Name", m.Name}, {"ToolCallID", m.ToolCallID}, {"ReasoningContent", m.ReasoningContent}} {
+		if !utf8.ValidString(f.v) {
+			return nil, fmt.Errorf("%s is not valid UTF-8", f.name)
+		}
+	}
+	for i, p := range m.Parts {
+		if !utf8.ValidString(p.Type) || !utf8.ValidString(p.Text) {
+			return nil, fmt.Errorf("part %d is not valid UTF-8", i)
+		}
+	}
+	for i, c := range m.ToolCalls {
+		if !utf8.ValidString(c.ID) || !utf8.ValidString(c.Name) {
+			return nil, fmt.Errorf("tool call %d: ID or Name is not valid UTF-8", i)
+		}
+	}
 	d := newDict()
 	d.set("role", m.Role)
 	switch {
