@@ -109,7 +109,7 @@ func (r *renderer) errf(kind error, off int, format string, a ...any) *Error {
 
 // undefErr is the error for using an undefined value.
 func (r *renderer) undefErr(off int, u undefined) *Error {
-	return r.errf(ErrRender, off, "%s", u.hint)
+	return r.errf(ErrRender, off, "%s", u.message())
 }
 
 func (r *renderer) write(off int, s string) error {
@@ -461,7 +461,7 @@ func (r *renderer) eval(e expr, sc *scope) (any, error) {
 		if v, ok := sc.lookup(e.name); ok {
 			return v, nil
 		}
-		return undefined{hint: fmt.Sprintf("'%s' is undefined", e.name)}, nil
+		return undefName(e.name), nil
 	case *attrExpr:
 		x, err := r.eval(e.x, sc)
 		if err != nil {
@@ -1101,7 +1101,7 @@ func (r *renderer) getAttr(off int, x any, name string) (any, error) {
 			return val, nil
 		}
 	}
-	return undefined{hint: fmt.Sprintf("'%s object' has no attribute '%s'", typeName(x), name)}, nil
+	return undefAttr(typeName(x), name), nil
 }
 
 // getItem is the sandboxed environment's getitem: x[key] first, then for
@@ -1128,7 +1128,7 @@ func (r *renderer) getItem(off int, x any, key any) (any, error) {
 			if m, ok, err := r.method(off, x, key.(string)); err != nil || ok {
 				return m, err
 			}
-			return undefined{hint: fmt.Sprintf("'dict object' has no attribute '%s'", key)}, nil
+			return undefAttr("dict", key.(string)), nil
 		}
 		return missing()
 	case *listValue:

@@ -182,7 +182,7 @@ var goldenTable = []struct {
 }
 
 // loadTemplate reads and parses testdata/templates/<name>.jinja.
-func loadTemplate(t *testing.T, name string) *Template {
+func loadTemplate(t testing.TB, name string) *Template {
 	t.Helper()
 	if name == "chatml" {
 		return ChatML()

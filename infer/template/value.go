@@ -31,9 +31,30 @@ import (
 // whose message names what was undefined.
 type undefined struct {
 	// hint is the message an error reports when the value is used, in
-	// Jinja2's words ("'x' is undefined", "'dict object' has no attribute
-	// 'y'").
-	hint string
+	// Jinja2's words; when empty it is built from name and owner: "'x' is
+	// undefined" or "'dict object' has no attribute 'y'". (Built lazily:
+	// most undefined values are only tested, never reported.)
+	hint  string
+	name  string
+	owner string // type name of the object lacking the attribute, if any
+}
+
+// undefName is the Undefined for a missing variable.
+func undefName(name string) undefined { return undefined{name: name} }
+
+// undefAttr is the Undefined for a missing attribute or key of a value of
+// type owner.
+func undefAttr(owner, name string) undefined { return undefined{name: name, owner: owner} }
+
+// message is the text of the error raised when u is used.
+func (u undefined) message() string {
+	switch {
+	case u.hint != "":
+		return u.hint
+	case u.owner != "":
+		return "'" + u.owner + " object' has no attribute '" + u.name + "'"
+	}
+	return "'" + u.name + "' is undefined"
 }
 
 // listKind says which Python type a listValue stands for. They differ in
