@@ -64,11 +64,13 @@ func BenchmarkRender(b *testing.B) {
 				}
 				b.SetBytes(int64(len(out)))
 				b.ReportAllocs()
+				cpu := processCPU()
 				for b.Loop() {
 					if _, err := tp.Render(ctx); err != nil {
 						b.Fatal(err)
 					}
 				}
+				reportCPU(b, cpu)
 			})
 		}
 	}
@@ -80,9 +82,11 @@ func BenchmarkNativeChatML(b *testing.B) {
 		b.Run(fmt.Sprintf("%dmsgs", n), func(b *testing.B) {
 			b.SetBytes(int64(len(nativeChatML(msgs, true))))
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				_ = nativeChatML(msgs, true)
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -93,11 +97,21 @@ func BenchmarkParse(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(src)))
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				if _, err := Parse(src); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
+	}
+}
+
+// reportCPU adds the process CPU time per operation since start (all
+// threads, so garbage collection is included).
+func reportCPU(b *testing.B, start time.Duration) {
+	if d := processCPU() - start; d > 0 && b.N > 0 {
+		b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }

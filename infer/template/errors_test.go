@@ -69,6 +69,7 @@ var errCases = []errCase{
 
 	// Errors Jinja2 raises at run time.
 	{"str_plus_int", "{{ 'a' + 1 }}", ErrRender, "", `can only concatenate str (not "int") to str`, Pos{1, 8}},
+	{"plus_chain_error_order", "{{ 'a' + 'b' + 1 + missing.x }}", ErrRender, "", `can only concatenate str (not "int") to str`, Pos{1, 14}},
 	{"div_zero", "{{ 1 / 0 }}", ErrRender, "", "division by zero", Pos{}},
 	{"undefined_attr", "{{ missing.attr }}", ErrRender, "", "'missing' is undefined", Pos{}},
 	{"undefined_nested", "{{ {}.x.y }}", ErrRender, "", "'dict object' has no attribute 'x'", Pos{}},

@@ -512,6 +512,9 @@ func (r *renderer) eval(e expr, sc *scope) (any, error) {
 		}
 		return r.unary(e.p, e.neg, x)
 	case *binExpr:
+		if e.op == "+" {
+			return r.evalPlusChain(e, sc)
+		}
 		l, err := r.eval(e.l, sc)
 		if err != nil {
 			return nil, err
@@ -622,6 +625,64 @@ func (r *renderer) eval(e expr, sc *scope) (any, error) {
 		return nil, r.errf(ErrSyntax, e.p, "a slice is only allowed inside []")
 	}
 	return nil, fmt.Errorf("template: internal error: unknown expression %T", e)
+}
+
+// evalPlusChain evaluates a left-associative chain a + b + c + ... in
+// Python's order (each operand evaluated after the sums before it), but
+// joins runs of str operands in one buffer instead of allocating every
+// intermediate string.
+func (r *renderer) evalPlusChain(e *binExpr, sc *scope) (any, error) {
+	var ops []*binExpr
+	var first expr = e
+	for {
+		b, ok := first.(*binExpr)
+		if !ok || b.op != "+" {
+			break
+		}
+		ops = append(ops, b)
+		first = b.l
+	}
+	acc, err := r.eval(first, sc)
+	if err != nil {
+		return nil, err
+	}
+	var buf strings.Builder
+	inBuf := false // acc's text is in buf
+	for i := len(ops) - 1; i >= 0; i-- {
+		op := ops[i]
+		v, err := r.eval(op.r, sc)
+		if err != nil {
+			return nil, err
+		}
+		as, aStr := acc.(string)
+		vs, vStr := v.(string)
+		if inBuf || aStr && vStr {
+			if vStr {
+				if !inBuf {
+					buf.Reset()
+					buf.WriteString(as)
+					inBuf = true
+				}
+				if err := r.bound(op.p, buf.Len()+len(vs)); err != nil {
+					return nil, err
+				}
+				buf.WriteString(vs)
+				continue
+			}
+			acc, inBuf = buf.String(), false
+			if err := r.charge(op.p, len(acc.(string))); err != nil {
+				return nil, err
+			}
+		}
+		if acc, err = r.binary(op.p, "+", acc, v); err != nil {
+			return nil, err
+		}
+	}
+	if inBuf {
+		s := buf.String()
+		return s, r.charge(e.p, len(s))
+	}
+	return acc, nil
 }
 
 func (r *renderer) evalArgs(args []expr, kwargs []kwarg, sc *scope) ([]any, []kwval, error) {

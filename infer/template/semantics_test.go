@@ -76,6 +76,7 @@ var semanticCases = []struct {
 
 	// Operators on sequences.
 	{"list_plus", "{{ [1,2] + [3] }}", "[1, 2, 3]"},
+	{"plus_chain", "{{ 'a' + 'b' + 'c' }} {{ 1 + 2 + 3.5 }} {{ [1] + [2] + [3] }} {{ ('<'|safe) + '<' + '>' }} {{ 'x' + ('<'|safe) + '<' }}", "abc 6.5 [1, 2, 3] <&lt;&gt; x<&lt;"},
 	{"str_repeat", "{{ 'ab' * 3 }}{{ 2 * 'c' }}", "abababcc"},
 
 	// Comparisons, membership, truthiness, precedence.
@@ -285,5 +286,37 @@ func TestDetectFamily(t *testing.T) {
 	}
 	if got := DetectFamily("{{ x }}"); got != FamilyUnknown {
 		t.Errorf("DetectFamily(other) = %s, want %s", got, FamilyUnknown)
+	}
+}
+
+// TestConcurrentRender renders one Template from many goroutines (run
+// with -race): a parsed template is shared by every request.
+func TestConcurrentRender(t *testing.T) {
+	tp := loadTemplate(t, "qwen3")
+	want := renderCase(t, tp, imTokens, "parallel")
+	errs := make(chan string, 16)
+	for g := 0; g < 16; g++ {
+		go func() {
+			got := ""
+			for i := 0; i < 20; i++ {
+				ctx := conversations["parallel"]()
+				ctx.BOSToken, ctx.EOSToken = imTokens.bos, imTokens.eos
+				out, err := tp.Render(ctx)
+				if err != nil {
+					got = err.Error()
+					break
+				}
+				if out != want {
+					got = out
+					break
+				}
+			}
+			errs <- got
+		}()
+	}
+	for g := 0; g < 16; g++ {
+		if got := <-errs; got != "" {
+			t.Errorf("concurrent render gave %q, want %q", got, want)
+		}
 	}
 }
