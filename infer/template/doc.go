@@ -24,7 +24,7 @@
 // against those definitions is easier to make exact, to audit, and to
 // harden (every error is a typed value with a position, every resource is
 // bounded) than an external engine patched to agree. It needs nothing
-// beyond the standard library (and BLAKE3 for Digest).
+// beyond the standard library (and infer/gguf for Digest).
 //
 // # The environment it reproduces
 //
@@ -98,10 +98,11 @@
 //
 // # Identity
 //
-// Digest gives the template field of a pack identity (pack.Identity): a
-// BLAKE3 key derivation, with a context string of its own, over the
-// template text's exact bytes. A model without a template is rendered
-// with ChatML() and identified by Digest(ChatMLSource).
+// Digest gives the template field of a pack identity (pack.Identity). It
+// is the definition infer/gguf owns (gguf.TemplateDigest: BLAKE3 over a
+// length-prefixed domain string and the template text's exact bytes), so
+// there is one. A model without a template is identified by Digest(""), as
+// gguf.ChatTemplateDigest reports it, and rendered with ChatML().
 //
 // # Families
 //

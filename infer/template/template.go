@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/zeebo/blake3"
+	"github.com/muserhq/muser/infer/gguf"
 )
 
 // Template is a parsed chat template. It is immutable and safe for
@@ -297,15 +297,11 @@ var chatML = sync.OnceValue(func() *Template {
 // has none.
 func ChatML() *Template { return chatML() }
 
-// digestContext is the BLAKE3 key-derivation context of Digest.
-const digestContext = "muser 2026 chat template digest v1"
-
-// Digest returns the template field of a pack identity: BLAKE3 in
-// key-derivation mode with the context "muser 2026 chat template digest
-// v1" over the exact bytes of src (as stored in tokenizer.chat_template,
-// not normalised). A model without a template uses Digest(ChatMLSource).
-func Digest(src string) [32]byte {
-	var out [32]byte
-	blake3.DeriveKey(digestContext, []byte(src), out[:])
-	return out
-}
+// Digest returns the template field of a pack identity for the template
+// text src. It is gguf.TemplateDigest — BLAKE3 over the length-prefixed
+// domain "muser/gguf/chat-template/v1" and the exact bytes of src, as
+// stored in tokenizer.chat_template (not normalised) — so that the engine,
+// `muser model inspect` and this package agree on one definition. A model
+// without a template is identified by Digest("") (what
+// gguf.ChatTemplateDigest gives), although it is rendered with ChatML().
+func Digest(src string) [32]byte { return gguf.TemplateDigest(src) }
