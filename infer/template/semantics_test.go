@@ -215,6 +215,22 @@ func TestContextVariables(t *testing.T) {
 	}
 }
 
+func TestNilVersusEmptyTools(t *testing.T) {
+	tp, err := Parse(`{{ tools is none }} {{ tools|length if tools is not none else '-' }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tools []any
+		want  string
+	}{{nil, "True -"}, {[]any{}, "False 0"}} {
+		got, err := tp.Render(Context{Tools: tc.tools})
+		if err != nil || got != tc.want {
+			t.Errorf("Tools %#v: got %q (%v), want %q", tc.tools, got, err, tc.want)
+		}
+	}
+}
+
 func TestToolsKeyOrder(t *testing.T) {
 	// json.RawMessage keeps the key order of the JSON text; a Go map has
 	// none, so its keys are sorted.

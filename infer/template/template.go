@@ -114,7 +114,9 @@ type Context struct {
 	// Tools are the tool definitions (tools), each a JSON-like value:
 	// map[string]any (keys sorted), json.RawMessage (key order kept),
 	// []any, string, numbers, bool, nil. Nil means no tools: tools is
-	// then None, as transformers passes it.
+	// then None, as transformers passes it. An empty non-nil slice is an
+	// empty list, which is not None: Llama 3.x then renders its tool
+	// preamble with no tools, as transformers does for tools=[].
 	Tools []any
 	// AddGenerationPrompt asks the template to end with the header of a
 	// new assistant turn (add_generation_prompt).
