@@ -288,6 +288,9 @@ func (b *Builder) WriteFile(path string) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
+	if err = tmp.Chmod(0o644); err != nil {
+		return err
+	}
 	if _, err = b.WriteTo(tmp); err != nil {
 		return fmt.Errorf("gguf: writing %s: %w", tmp.Name(), err)
 	}
