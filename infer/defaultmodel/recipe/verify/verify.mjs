@@ -96,7 +96,7 @@ for (const q of ev.questions) {
   n++;
   const eq = same(out, q.output_ids);
   sameTokens += eq;
-  report.questions.push({ prompt: q.prompt, want: q.want, reply, correct: ok, torch_reply: q.reply, torch_correct: q.correct, same_tokens: eq });
+  report.questions.push({ prompt: q.prompt, want: q.want, reply, correct: ok, torch_reply: q.reply, torch_correct: q.correct, same_tokens: eq, prompt_ids: prompt, output_ids: out });
   console.log(`${ok ? "OK " : "BAD"} ${eq ? "=" : "≠"} ${JSON.stringify(q.prompt)} -> ${JSON.stringify(reply)}`);
 }
 console.log(`llama.cpp: ${correct}/${n} held-out questions correct; ${sameTokens}/${n} greedy outputs token-identical to PyTorch (PyTorch: ${ev.correct}/${ev.total})`);
@@ -108,7 +108,7 @@ for (const [key, max] of [["stories", 160], ["chats", 200]]) {
   for (const s of ev[key]) {
     const out = await greedy(s.prompt_ids, max);
     const eq = same(out, s.output_ids);
-    report[key].push({ prompt: s.prompt, text: model.detokenize(out), same_tokens: eq });
+    report[key].push({ prompt: s.prompt, text: model.detokenize(out), same_tokens: eq, prompt_ids: s.prompt_ids, output_ids: out });
     console.log(`${eq ? "=" : "≠"} ${JSON.stringify(s.prompt)} -> ${JSON.stringify(model.detokenize(out))}`);
   }
 }
