@@ -3,9 +3,13 @@ package defaultmodel
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/muserhq/muser/infer/defaultmodel/evalset"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/gguf"
 )
@@ -152,5 +156,52 @@ func TestMetadata(t *testing.T) {
 	}
 	if want := 1 + 8*9 + 1; len(f.Tensors) != want {
 		t.Errorf("got %d tensors, want %d", len(f.Tensors), want)
+	}
+}
+
+// TestRecordedLlamaCppAnswers ties the committed llama.cpp record of the
+// Q8_0 file (recipe/results/llamacpp-q8_0.json, the golden reference for
+// muser's engine) to the held-out set: same questions in the same order,
+// every reply graded correct, prompts starting with BOS and ending with the
+// generation prompt's tokens.
+func TestRecordedLlamaCppAnswers(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("recipe", "results", "llamacpp-q8_0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Model     string `json:"model"`
+		Correct   int    `json:"correct"`
+		Total     int    `json:"total"`
+		Questions []struct {
+			Prompt    string  `json:"prompt"`
+			Reply     string  `json:"reply"`
+			PromptIDs []int32 `json:"prompt_ids"`
+			OutputIDs []int32 `json:"output_ids"`
+		} `json:"questions"`
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	qs := evalset.Questions()
+	if len(rec.Questions) != len(qs) || rec.Correct != len(qs) || rec.Total != len(qs) {
+		t.Fatalf("record has %d questions, %d/%d correct; want %d, all correct", len(rec.Questions), rec.Correct, rec.Total, len(qs))
+	}
+	// "<|im_start|>assistant\n": im_start, the piece "assistant", newline byte.
+	for i, r := range rec.Questions {
+		q := qs[i]
+		if r.Prompt != q.Prompt {
+			t.Fatalf("question %d is %q, want %q", i, r.Prompt, q.Prompt)
+		}
+		if !q.Check(r.Reply) {
+			t.Errorf("%q: recorded reply %q is graded wrong", q.Prompt, r.Reply)
+		}
+		n := len(r.PromptIDs)
+		if n < 8 || r.PromptIDs[0] != 1 || r.PromptIDs[1] != 3 || r.PromptIDs[n-3] != 3 || r.PromptIDs[n-1] != 5+'\n' {
+			t.Errorf("%q: prompt ids %v do not start with BOS <|im_start|> and end with <|im_start|> assistant \\n", q.Prompt, r.PromptIDs)
+		}
+		if len(r.OutputIDs) == 0 {
+			t.Errorf("%q: no output ids", q.Prompt)
+		}
 	}
 }
