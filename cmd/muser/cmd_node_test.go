@@ -1,23 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// runCLI runs one muser command line in-process and returns its exit status
-// and output.
-func runCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
-	return code, stdout.String(), stderr.String()
-}
 
 func TestClusterEnrollment(t *testing.T) {
 	homeA, homeB := t.TempDir(), t.TempDir()
