@@ -105,6 +105,7 @@ type Store struct {
 	ix      *index
 	leases  map[pack.Digest]int   // chunk and pack IDs in use by in-flight operations
 	lastUse map[pack.Digest]int64 // last use (unix ns) not yet flushed to the ledger
+	writing map[string]int        // directories with a temporary file being written
 	gen     uint64                // last publish generation handed out
 	dirs    sync.Map              // directories known to exist
 	closed  bool
@@ -136,7 +137,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: block size %d is outside 1..%d", dir, opts.BlockTokens, pack.MaxBlockTokens)
 	}
 	s := &Store{dir: dir, opts: opts, fs: opts.FS, ix: newIndex(),
-		leases: map[pack.Digest]int{}, lastUse: map[pack.Digest]int64{}}
+		leases: map[pack.Digest]int{}, lastUse: map[pack.Digest]int64{}, writing: map[string]int{}}
 	ledger := filepath.Join(dir, ledgerFile)
 	if _, err := s.fs.Stat(ledger); errors.Is(err, fs.ErrNotExist) && (opts.MustExist || opts.ReadOnly) {
 		return nil, fmt.Errorf("no store at %s (no %s): %w", dir, ledgerFile, ErrNotFound)
