@@ -166,7 +166,15 @@ func Open(dir string, opts Options) (*Store, error) {
 // the index.
 func (s *Store) init() error {
 	now := s.opts.Now()
-	if !s.opts.ReadOnly {
+	fresh := true
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		fresh = m == nil || m.Get(metaFormat) == nil
+		return nil
+	})
+	// Only a new ledger is written at open, so that opening an existing
+	// store (to verify it, say) leaves its file untouched.
+	if !s.opts.ReadOnly && fresh {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			for _, name := range [][]byte{bucketMeta, bucketPacks, bucketBlocks, bucketChunks, bucketReceipts, bucketReplay} {
 				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -319,7 +327,10 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	var err error
-	if !s.opts.ReadOnly {
+	s.mu.Lock()
+	pending := len(s.lastUse)
+	s.mu.Unlock()
+	if !s.opts.ReadOnly && pending > 0 {
 		err = s.db.Update(func(tx *bolt.Tx) error { return s.flushLastUse(tx) })
 	}
 	if cerr := s.db.Close(); err == nil {

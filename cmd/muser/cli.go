@@ -60,6 +60,17 @@ func (e *reportedError) Unwrap() error { return e.err }
 func commands() []*command {
 	return []*command{
 		newVersionCommand(),
+		newPackLsCommand(),
+		newPackInspectCommand(),
+		newPackVerifyCommand(),
+		newPackGCCommand(),
+		newPackRmCommand(),
+		newPackPinCommand(true),
+		newPackPinCommand(false),
+		newPackExportCommand(),
+		newPackImportCommand(),
+		newReceiptsLsCommand(),
+		newReceiptsShowCommand(),
 	}
 }
 
