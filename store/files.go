@@ -45,6 +45,18 @@ func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]boo
 	if err := s.ensureDir(dir); err != nil {
 		return err
 	}
+	// Announce the write before the temporary file exists, so that the
+	// orphan sweep never takes it for a crash's leftover.
+	s.mu.Lock()
+	s.writing[dir]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.writing[dir]--; s.writing[dir] <= 0 {
+			delete(s.writing, dir)
+		}
+		s.mu.Unlock()
+	}()
 	f, err := s.fs.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return err

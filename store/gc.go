@@ -125,7 +125,7 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	bytes := st.Bytes
 	take := func(c cand) {
 		evict = append(evict, c.id)
-		plan.Packs = append(plan.Packs, s.info(c.id, c.rec))
+		plan.Packs = append(plan.Packs, s.infoAt(c.id, c.rec, c.lastUse))
 		plan.ManifestBytes += int64(c.rec.manifestSize)
 		bytes -= int64(c.rec.manifestSize)
 		for _, ch := range c.chunks {
@@ -248,7 +248,7 @@ func (s *Store) sweepOrphans(grace time.Duration, dry bool) (int, int64, error) 
 				if !s.deleteUnleased(id, path) {
 					return
 				}
-			} else if err := s.fs.Remove(path); err != nil {
+			} else if !s.deleteTemp(path) {
 				return
 			}
 			n++
@@ -291,4 +291,17 @@ func (s *Store) walkFiles(root string, fn func(path string, fi fs.FileInfo)) err
 		}
 	}
 	return nil
+}
+
+// deleteTemp deletes a temporary file unless a write is in progress in its
+// directory, holding mu so that none can start in between. It reports
+// whether the file is gone.
+func (s *Store) deleteTemp(path string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writing[filepath.Dir(path)] > 0 {
+		return false
+	}
+	err := s.fs.Remove(path)
+	return err == nil || errors.Is(err, fs.ErrNotExist)
 }

@@ -45,6 +45,11 @@ func (s *Store) info(id pack.Digest, r *packRecord) PackInfo {
 		last = t
 	}
 	s.mu.Unlock()
+	return s.infoAt(id, r, last)
+}
+
+// infoAt is info with the last use given; it takes no lock.
+func (s *Store) infoAt(id pack.Digest, r *packRecord, last int64) PackInfo {
 	return PackInfo{
 		ID: id, Tokens: int(r.blocks) * s.block, Blocks: int(r.blocks), Bytes: int64(r.bytes),
 		ManifestBytes: int(r.manifestSize), IdentityKey: r.identityKey, Tenant: r.tenant,

@@ -136,7 +136,11 @@ func (s *Store) putReceipt(tx *bolt.Tx, r Receipt) (Receipt, error) {
 			return r, err
 		}
 	}
-	for n := b.Stats().KeyN; n > s.opts.ReceiptCount; n-- {
+	n := 0
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	for ; n > s.opts.ReceiptCount; n-- {
 		if k, _ := c.First(); k == nil {
 			break
 		}

@@ -105,6 +105,7 @@ type Store struct {
 	ix      *index
 	leases  map[pack.Digest]int   // chunk and pack IDs in use by in-flight operations
 	lastUse map[pack.Digest]int64 // last use (unix ns) not yet flushed to the ledger
+	writing map[string]int        // directories with a temporary file being written
 	gen     uint64                // last publish generation handed out
 	dirs    sync.Map              // directories known to exist
 	closed  bool
@@ -136,7 +137,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: block size %d is outside 1..%d", dir, opts.BlockTokens, pack.MaxBlockTokens)
 	}
 	s := &Store{dir: dir, opts: opts, fs: opts.FS, ix: newIndex(),
-		leases: map[pack.Digest]int{}, lastUse: map[pack.Digest]int64{}}
+		leases: map[pack.Digest]int{}, lastUse: map[pack.Digest]int64{}, writing: map[string]int{}}
 	ledger := filepath.Join(dir, ledgerFile)
 	if _, err := s.fs.Stat(ledger); errors.Is(err, fs.ErrNotExist) && (opts.MustExist || opts.ReadOnly) {
 		return nil, fmt.Errorf("no store at %s (no %s): %w", dir, ledgerFile, ErrNotFound)
@@ -165,7 +166,15 @@ func Open(dir string, opts Options) (*Store, error) {
 // the index.
 func (s *Store) init() error {
 	now := s.opts.Now()
-	if !s.opts.ReadOnly {
+	fresh := true
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		fresh = m == nil || m.Get(metaFormat) == nil
+		return nil
+	})
+	// Only a new ledger is written at open, so that opening an existing
+	// store (to verify it, say) leaves its file untouched.
+	if !s.opts.ReadOnly && fresh {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			for _, name := range [][]byte{bucketMeta, bucketPacks, bucketBlocks, bucketChunks, bucketReceipts, bucketReplay} {
 				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -318,7 +327,10 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	var err error
-	if !s.opts.ReadOnly {
+	s.mu.Lock()
+	pending := len(s.lastUse)
+	s.mu.Unlock()
+	if !s.opts.ReadOnly && pending > 0 {
 		err = s.db.Update(func(tx *bolt.Tx) error { return s.flushLastUse(tx) })
 	}
 	if cerr := s.db.Close(); err == nil {

@@ -31,6 +31,7 @@ func ParseSubset(s string) (Subset, error) {
 	return Subset{N: n, T: t}, nil
 }
 
+// String prints the subset as "n/t".
 func (sub Subset) String() string { return fmt.Sprintf("%d/%d", sub.N, sub.T) }
 
 // contains reports whether chunk id is in the subset (all when T is 0).

@@ -1,5 +1,3 @@
-// Package packtest provides fixtures for tests of the pack format and of
-// its users: deterministic identities, synthetic KV chunks and manifests.
 package packtest
 
 import (
@@ -78,3 +76,6 @@ func Manifest(id pack.Identity, salt []byte, tokens []int32, blockTokens, chunkS
 
 // U32 encodes v little-endian, for building malformed inputs by hand.
 func U32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+
+// Manifest0Time is the fixed creation time Manifest uses.
+func Manifest0Time() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC) }
