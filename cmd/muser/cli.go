@@ -78,6 +78,8 @@ func commands() []*command {
 		newNodeAddCommand(),
 		newNodeLsCommand(),
 		newNodeRmCommand(),
+		newPackPushCommand(),
+		newPackPullCommand(),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/muserhq/muser/net/cluster"
+	"github.com/muserhq/muser/net/wire"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
 )
@@ -52,7 +53,8 @@ func exitCode(err error) int {
 	case errors.Is(err, pack.ErrRefused):
 		return exitRefused
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAmbiguousID),
-		errors.Is(err, cluster.ErrNodeNotFound), errors.Is(err, os.ErrNotExist):
+		errors.Is(err, cluster.ErrNodeNotFound), errors.Is(err, &wire.Error{Code: wire.CodeNotFound}),
+		errors.Is(err, os.ErrNotExist):
 		return exitNotFound
 	default:
 		return exitFailure
