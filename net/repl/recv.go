@@ -84,14 +84,18 @@ func (in *inbound) serveStream(rs *quic.ReceiveStream) {
 			rs.CancelRead(quic.StreamErrorCode(wire.CodeForReason(reason)))
 			return
 		}
-		buf := make([]byte, size)
+		buf := getBuf(size)
 		if _, err := io.ReadFull(rs, buf); err != nil {
+			putBuf(buf)
 			in.streamFailed(rs, err, fmt.Sprintf("reading chunk %s", id.Short()))
 			return
 		}
 		// PutChunk hashes the bytes and refuses (with a receipt naming the
-		// peer) any that are not the chunk, before writing them.
-		if err := in.n.cfg.Store.PutChunk(in.ctx, id, buf, source(in.peer)); err != nil {
+		// peer) any that are not the chunk, before writing them. It keeps
+		// no reference to buf.
+		err = in.n.cfg.Store.PutChunk(in.ctx, id, buf, source(in.peer))
+		putBuf(buf)
+		if err != nil {
 			in.fail(asWire(in.peer, err))
 			rs.CancelRead(quic.StreamErrorCode(wire.CodeOf(asWire(in.peer, err))))
 			return
@@ -286,4 +290,21 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 	res.WireBytes = s.conn.Stats().BytesReceived - before
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// chunkBufs recycles the buffers chunks are received into: chunks of one
+// model are all the same size, so a buffer fits the next chunk.
+var chunkBufs sync.Pool
+
+func getBuf(n int) []byte {
+	if p, ok := chunkBufs.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]byte, n)
+}
+
+func putBuf(b []byte) {
+	if cap(b) > 0 {
+		chunkBufs.Put(&b)
+	}
 }
