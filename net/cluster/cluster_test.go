@@ -368,3 +368,20 @@ func TestGenerations(t *testing.T) {
 		t.Fatalf("Next with a damaged seal.gen = %v, want ErrBadRegistry", err)
 	}
 }
+
+// FuzzDecodeInfo checks that the cluster.json decoder never panics and
+// accepts only valid names and cluster IDs.
+func FuzzDecodeInfo(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		info, err := decodeInfo(data)
+		if err != nil {
+			if !errors.Is(err, ErrBadRegistry) {
+				t.Fatalf("error %v does not wrap ErrBadRegistry", err)
+			}
+			return
+		}
+		if mtls.ValidateName(info.Name) != nil || len(info.ClusterID) != 2*mtls.ClusterIDLen {
+			t.Fatalf("accepted %+v", info)
+		}
+	})
+}

@@ -179,6 +179,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join("testdata", "fuzz", "FuzzParseBundle")
+	// write writes one seed into dir (which the code below may change).
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -193,4 +194,18 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	}
 	write("valid", b)
 	write("truncated", b[:len(b)/2])
+
+	// FuzzParsePEM seeds: a certificate and a key.
+	ca, _ := newTestCA(t)
+	cred := issue(t, ca, "alpha")
+	keyPEM, err := EncodeKeyPEM(cred.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join("testdata", "fuzz", "FuzzParsePEM")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("cert", EncodeCertPEM(cred.Cert))
+	write("key", keyPEM)
 }

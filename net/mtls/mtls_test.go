@@ -191,3 +191,22 @@ func TestPEM(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParsePEM checks that the certificate and key readers never panic
+// and that a key they accept re-encodes to one they accept.
+func FuzzParsePEM(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = ParseCertPEM(data)
+		k, err := ParseKeyPEM(data)
+		if err != nil {
+			return
+		}
+		enc, err := EncodeKeyPEM(k)
+		if err != nil {
+			t.Fatalf("accepted key does not encode: %v", err)
+		}
+		if _, err := ParseKeyPEM(enc); err != nil {
+			t.Fatalf("re-encoded key does not parse: %v", err)
+		}
+	})
+}

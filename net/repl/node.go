@@ -77,14 +77,15 @@ type Node struct {
 	gens   *cluster.Generations
 	tcfg   transport.Config
 
-	mu       sync.Mutex
-	ep       *transport.Endpoint // listening endpoint, or nil
-	dialer   *transport.Endpoint // dial-only endpoint, when not listening
-	outbound map[string]*session // dialed sessions by peer name
-	sessions map[*session]struct{}
-	sendLock map[string]*sync.Mutex // one transfer at a time per receiver
-	dialLock map[string]*sync.Mutex // one dial at a time per peer
-	closed   bool
+	mu        sync.Mutex
+	ep        *transport.Endpoint // listening endpoint, or nil
+	dialer    *transport.Endpoint // dial-only endpoint, when not listening
+	outbound  map[string]*session // dialed sessions by peer name
+	sessions  map[*session]struct{}
+	sendLock  map[string]*sync.Mutex // one transfer at a time per receiver
+	dialLock  map[string]*sync.Mutex // one dial at a time per peer
+	refusedAt map[string]time.Time   // last handshake-refusal receipt per claimed name
+	closed    bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -117,15 +118,16 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:      cfg,
-		log:      log,
-		name:     cfg.Cluster.Name(),
-		secret:   secret,
-		gens:     cfg.Cluster.Generations(cfg.Now),
-		outbound: map[string]*session{},
-		sessions: map[*session]struct{}{},
-		sendLock: map[string]*sync.Mutex{},
-		dialLock: map[string]*sync.Mutex{},
+		cfg:       cfg,
+		log:       log,
+		name:      cfg.Cluster.Name(),
+		secret:    secret,
+		gens:      cfg.Cluster.Generations(cfg.Now),
+		outbound:  map[string]*session{},
+		sessions:  map[*session]struct{}{},
+		sendLock:  map[string]*sync.Mutex{},
+		dialLock:  map[string]*sync.Mutex{},
+		refusedAt: map[string]time.Time{},
 	}
 	n.tcfg = transport.Config{TLS: tlsCfg, QUIC: cfg.QUIC, Logger: log, RevalidateEvery: cfg.RevalidateEvery,
 		Refused: func(claimed string, err error) { n.handshakeRefused(claimed, err) }}
@@ -136,12 +138,30 @@ func New(cfg Config) (*Node, error) {
 // Name returns this node's name.
 func (n *Node) Name() string { return n.name }
 
+// refusalReceiptEvery is the least time between two receipts for
+// handshakes refused under one claimed name: anyone can attempt a
+// handshake, so receipts (ledger writes) for them are rate-limited; every
+// refusal is still logged.
+const refusalReceiptEvery = 10 * time.Second
+
 // handshakeRefused records a receipt for a peer refused at the handshake.
 func (n *Node) handshakeRefused(claimed string, err error) {
 	who := claimed
 	if who == "" {
 		who = "(unnamed)"
 	}
+	now := n.cfg.Now()
+	n.mu.Lock()
+	last, seen := n.refusedAt[who]
+	if seen && now.Sub(last) < refusalReceiptEvery {
+		n.mu.Unlock()
+		return
+	}
+	if len(n.refusedAt) >= 1024 {
+		clear(n.refusedAt)
+	}
+	n.refusedAt[who] = now
+	n.mu.Unlock()
 	_, rerr := n.cfg.Store.AddReceipt(store.Receipt{
 		Reason: pack.ReasonUnauthorized,
 		Source: "peer:" + who,
