@@ -89,6 +89,48 @@ func BenchmarkPush(b *testing.B) {
 		}
 		cpu.report(int64(len(payload)))
 	})
+	// store-only: the store work a push does, without the network: the
+	// sender's verified restore of every chunk and the receiver's verified
+	// PutChunk of each into an empty store (no fsync), in one goroutine.
+	b.Run("store-only", func(b *testing.B) {
+		src, err := store.Open(filepath.Join(root, "store-only-src"), store.Options{BlockTokens: benchBlock, NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer src.Close()
+		tokens := benchTokensFor(benchTokens)
+		res, err := src.PublishPrefix(context.Background(), benchID, []byte("t"), tokens,
+			storetest.KV(benchID, []byte("t"), tokens, benchBlock, benchChunk))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(benchPackSize)
+		b.ResetTimer()
+		var cpuTotal time.Duration
+		for i := range b.N {
+			b.StopTimer()
+			dir := filepath.Join(root, "store-only-dst", string(rune('a'+i)))
+			dst, err := store.Open(dir, store.Options{BlockTokens: benchBlock, NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c0 := cpuTime()
+			b.StartTimer()
+			_, err = src.RestorePack(context.Background(), store.RestoreRequest{Pack: res.Pack, Identity: benchID},
+				func(_ int, kv []byte) error {
+					return dst.PutChunk(context.Background(), pack.ChunkID(kv), kv, "bench")
+				})
+			b.StopTimer()
+			cpuTotal += cpuTime() - c0
+			if err != nil {
+				b.Fatal(err)
+			}
+			dst.Close()
+			os.RemoveAll(dir)
+			b.StartTimer()
+		}
+		b.ReportMetric(cpuTotal.Seconds()/float64(b.N)/(float64(benchPackSize)/(1<<30)), "cpu-s/GiB")
+	})
 	for _, sync := range []bool{false, true} {
 		name := "push-nosync"
 		if sync {
