@@ -60,8 +60,8 @@ is printed) or refused this node's certificate.`,
 		if opts.all == (len(refs) > 0) {
 			return usagef(cmd, "give pack IDs or --all, not both or neither")
 		}
-		if opts.streams < 1 || opts.streams > 64 {
-			return usagef(cmd, "--streams %d is outside 1..64", opts.streams)
+		if opts.streams < 1 || opts.streams > repl.MaxStreams {
+			return usagef(cmd, "--streams %d is outside 1..%d", opts.streams, repl.MaxStreams)
 		}
 		rn, s, err := openReplNode(env, opts.streams, opts.verbose, false)
 		if err != nil {

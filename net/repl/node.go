@@ -20,6 +20,10 @@ import (
 // DefaultStreams is the number of parallel chunk streams per transfer.
 const DefaultStreams = 4
 
+// MaxStreams is the most chunk streams a receiver accepts for one transfer
+// (each holds up to one chunk in memory); a sender uses at most this many.
+const MaxStreams = 32
+
 // Prefiller computes KV for a producer (muser serve --role producer). The
 // engine side implements it.
 type Prefiller interface {
@@ -101,6 +105,7 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Streams <= 0 {
 		cfg.Streams = DefaultStreams
 	}
+	cfg.Streams = min(cfg.Streams, MaxStreams)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

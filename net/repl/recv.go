@@ -46,6 +46,14 @@ func (in *inbound) serveStream(rs *quic.ReceiveStream) {
 		rs.CancelRead(quic.StreamErrorCode(wire.CodeCanceled))
 		return
 	}
+	if len(in.streams) >= MaxStreams {
+		// Each stream holds up to a chunk in memory: bound them.
+		in.mu.Unlock()
+		rs.CancelRead(quic.StreamErrorCode(wire.CodeProtocol))
+		in.fail(in.n.refuse(in.peer, in.pack, pack.ReasonOversize, nil,
+			"the sender opened more than %d chunk streams for one transfer", MaxStreams))
+		return
+	}
 	in.streams = append(in.streams, rs)
 	in.wg.Add(1)
 	in.mu.Unlock()
