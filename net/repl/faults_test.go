@@ -310,3 +310,65 @@ func TestRemovedPeerIsRefused(t *testing.T) {
 		t.Fatal("the removed node's pack was published")
 	}
 }
+
+// TestTooManyChunkStreams: a sender may not open more than MaxStreams
+// chunk streams for one transfer (each holds a chunk in memory).
+func TestTooManyChunkStreams(t *testing.T) {
+	var mu sync.Mutex
+	var last pack.Seal
+	nodes := newCluster(t, []string{"alpha", "beta"}, map[string][]nodeOpt{
+		"alpha": {func(c *Config) { c.sealed = func(s pack.Seal) { mu.Lock(); last = s; mu.Unlock() } }},
+	})
+	alpha, beta := nodes[0], nodes[1]
+	id, _ := publish(t, alpha.store, 30, 4)
+	ctx := ctxT(t)
+	// A first push establishes the generation; the raw offer goes above it.
+	id0, _ := publish(t, alpha.store, 31, 1)
+	if _, err := alpha.repl.Push(ctx, "beta", id0); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	gen := last.Generation + 1
+	mu.Unlock()
+	s, err := alpha.repl.session(ctx, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.conn.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offer := &wire.Offer{Manifest: manifestBytes(t, alpha, id), Seal: sealFor(t, alpha, "beta", id, "alpha", gen, 40)}
+	if err := wire.Write(st, offer); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := wire.Read(st, wire.TypeNeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need, ok := msg.(*wire.Need)
+	if !ok {
+		t.Fatalf("answer %+v, want need", msg)
+	}
+	for range MaxStreams + 1 {
+		us, err := s.conn.OpenUniStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.Write(us, &wire.Chunks{Transfer: need.Transfer}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, err = wire.Read(st, wire.TypeDone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := msg.(*wire.Refuse)
+	if !ok || r.Code != wire.CodeOversize {
+		t.Fatalf("answer %+v, want an oversize refusal", msg)
+	}
+	st.Close()
+	if rs := receiptsFor(t, beta.store, pack.ReasonOversize); len(rs) != 1 || rs[0].Source != "peer:alpha" {
+		t.Fatalf("oversize receipts %+v, want one from peer:alpha", rs)
+	}
+}

@@ -30,7 +30,7 @@ type flipProxy struct {
 	wg      sync.WaitGroup
 }
 
-func newFlipProxy(t *testing.T, server net.Addr, flip func(n int64) bool) *flipProxy {
+func newFlipProxy(t *testing.T, server net.Addr, flip func(n int64) bool, drop func() bool) *flipProxy {
 	t.Helper()
 	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -40,7 +40,7 @@ func newFlipProxy(t *testing.T, server net.Addr, flip func(n int64) bool) *flipP
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &flipProxy{front: front, back: back, server: server.(*net.UDPAddr), flip: flip}
+	p := &flipProxy{front: front, back: back, server: server.(*net.UDPAddr), flip: flip, drop: drop}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
@@ -95,7 +95,7 @@ func (p *flipProxy) addr() string { return p.front.LocalAddr().String() }
 func TestCorruptingProxySomePackets(t *testing.T) {
 	nodes := newCluster(t, []string{"alpha", "beta"}, nil)
 	alpha, beta := nodes[0], nodes[1]
-	proxy := newFlipProxy(t, beta.repl.Addr(), func(n int64) bool { return n >= 20 && n%8 == 0 })
+	proxy := newFlipProxy(t, beta.repl.Addr(), func(n int64) bool { return n >= 20 && n%8 == 0 }, nil)
 	clustertest.Admit(t, alpha.Node, "beta", proxy.addr())
 	id, _ := publish(t, alpha.store, 21, 32)
 
@@ -130,7 +130,7 @@ func TestCorruptingProxyAllPackets(t *testing.T) {
 	}
 	nodes := newCluster(t, []string{"alpha", "beta"}, map[string][]nodeOpt{"alpha": {short}, "beta": {short}})
 	alpha, beta := nodes[0], nodes[1]
-	proxy := newFlipProxy(t, beta.repl.Addr(), func(n int64) bool { return n >= 60 })
+	proxy := newFlipProxy(t, beta.repl.Addr(), func(n int64) bool { return n >= 60 }, nil)
 	clustertest.Admit(t, alpha.Node, "beta", proxy.addr())
 	id, _ := publish(t, alpha.store, 22, 64)
 

@@ -24,8 +24,7 @@ func TestReplicator(t *testing.T) {
 
 	// beta is unreachable at first: a proxy that drops everything.
 	var open atomic.Bool
-	gate := newFlipProxy(t, beta.repl.Addr(), func(int64) bool { return false })
-	gate.drop = func() bool { return !open.Load() }
+	gate := newFlipProxy(t, beta.repl.Addr(), func(int64) bool { return false }, func() bool { return !open.Load() })
 	clustertest.Admit(t, alpha.Node, "beta", gate.addr())
 
 	var failures atomic.Int64
