@@ -35,6 +35,9 @@ type acts struct {
 	s       []float32 // n*nb (Q8_1 only): the f16 "d × Σq" widened
 	bs      []int32   // sums of q: per 32 (Q8_0, Q8_1, n*nb) or per 16 (Q8_K, n*cols/16)
 	f       []float32 // n*cols (float kinds): the activations after rounding to the weight's float type
+
+	qu   []uint8 // Q8_0, Q8_1: q + 128 as unsigned bytes (the SIMD kernels' operand)
+	bs16 []int16 // Q8_K: bs as int16, as ggml stores them (the SIMD kernels' operand)
 }
 
 // bsPer returns how many quantized values one entry of bs sums.
@@ -65,6 +68,11 @@ func (a *acts) reset(kind actKind, n, cols int) {
 		if kind == actQ8_1 {
 			a.s = grow(a.s, n*a.nb)
 		}
+		if kind == actQ8_K {
+			a.bs16 = grow(a.bs16, n*cols/16)
+		} else {
+			a.qu = grow(a.qu, n*cols)
+		}
 	}
 }
 
@@ -92,8 +100,15 @@ func (a *acts) quantRow(x []float32, t int) {
 			s = a.s[t*nb : (t+1)*nb]
 		}
 		quantQ8_0(src, a.q[t*c:(t+1)*c], a.d[t*nb:(t+1)*nb], a.bs[t*nb:(t+1)*nb], s)
+		qu := a.qu[t*c : (t+1)*c]
+		for i, v := range a.q[t*c : (t+1)*c] {
+			qu[i] = uint8(v) ^ 0x80
+		}
 	case actQ8_K:
 		quantQ8_K(src, a.q[t*c:(t+1)*c], a.d[t*a.nb:(t+1)*a.nb], a.bs[t*c/16:(t+1)*c/16])
+		for i, v := range a.bs[t*c/16 : (t+1)*c/16] {
+			a.bs16[t*c/16+i] = int16(v)
+		}
 	}
 }
 
