@@ -1,5 +1,7 @@
 package kernels
 
+//go:generate go run ./internal/asmgen -out matmul_amd64.s
+
 import (
 	"sync"
 
@@ -27,6 +29,12 @@ func kDot8AVX512(u *uint8, sc *int16, mn *int16, dw *float32, dm *float32, nsb i
 //go:noescape
 func q8_0Dot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
 
+//go:noescape
+func q4_KDot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int16, acc *float32)
+
+//go:noescape
+func q6_KDot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int16, acc *float32)
+
 // archImpl returns the SIMD implementation for t under the current
 // variant, or nil to use the portable one.
 func archImpl(t ggml.Type) matmulImpl {
@@ -40,6 +48,12 @@ func archImpl(t ggml.Type) matmulImpl {
 		}
 		return matmulLegacyAVX512
 	case 256:
+		switch t {
+		case ggml.TypeQ4_K:
+			return matmulQ4_KAVX512
+		case ggml.TypeQ6_K:
+			return matmulQ6_KAVX512
+		}
 		return matmulKAVX512
 	}
 	return nil
@@ -197,13 +211,45 @@ func matmulKAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 // Both give the canonical result, so the choice never changes a bit.
 const directMaxTokens = 4
 
+// rawKernel is a raw-block lane-per-row kernel: one token against an
+// 8-row group, blocks [0,nb).
+type rawKernel func(w *byte, idx *[8]int32, nb int, t int, a *acts, acc *float32)
+
 func matmulQ8_0AVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	n := a.n
-	if n > directMaxTokens {
+	if a.n > directMaxTokens {
 		matmulLegacyAVX512(y, m, a, r0, r1)
 		return
 	}
-	rb, cols, rows, nb := m.RowBytes, m.Cols, m.Rows, m.Cols/32
+	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q8_0Dot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)
+	})
+}
+
+func matmulQ4_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	if a.n > directMaxTokens {
+		matmulKAVX512(y, m, a, r0, r1)
+		return
+	}
+	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q4_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
+	})
+}
+
+func matmulQ6_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	if a.n > directMaxTokens {
+		matmulKAVX512(y, m, a, r0, r1)
+		return
+	}
+	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q6_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
+	})
+}
+
+// matmulRaw runs a raw-block kernel over whole 8-row groups of [r0,r1);
+// a last partial group (which the kernel cannot read past the matrix for)
+// takes the portable kernels, which compute the same bits.
+func matmulRaw(y []float32, m *Matrix, a *acts, r0, r1 int, kern rawKernel) {
+	rb, rows, nb := m.RowBytes, m.Rows, a.nb
 	var idx [8]int32
 	for i := range idx {
 		idx[i] = int32(i * rb)
@@ -212,9 +258,9 @@ func matmulQ8_0AVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	g0 := r0
 	for ; g0+8 <= r1; g0 += 8 {
 		w := &m.Data[g0*rb]
-		for t := 0; t < n; t++ {
+		for t := 0; t < a.n; t++ {
 			acc = [8]float32{}
-			q8_0Dot8AVX512(w, &idx, nb, &a.q[t*cols], &a.d[t*nb], &a.bs[t*nb], &acc[0])
+			kern(w, &idx, nb, t, a, &acc[0])
 			copy(y[t*rows+g0:t*rows+g0+8], acc[:])
 		}
 	}
