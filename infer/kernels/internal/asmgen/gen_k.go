@@ -86,7 +86,7 @@ func genQ4K() {
 		emit("\tSHRL $6, R13")
 		emit("\tANDL $0x03030303, R13")
 		emit("\tSHLL $4, R13")
-		emit("\tORL R13, AX") // scales 4..7
+		emit("\tORL R13, AX")          // scales 4..7
 		emit("\tANDL $0x3f3f3f3f, R8") // scales 0..3
 		emit("\tMOVL R10, R13")
 		emit("\tSHRL $4, R13")
@@ -95,7 +95,7 @@ func genQ4K() {
 		emit("\tSHRL $6, R10")
 		emit("\tANDL $0x03030303, R10")
 		emit("\tSHLL $4, R10")
-		emit("\tORL R10, R13") // mins 4..7
+		emit("\tORL R10, R13")         // mins 4..7
 		emit("\tANDL $0x3f3f3f3f, R9") // mins 0..3
 		emit("\tSHLQ $32, AX")
 		emit("\tORQ AX, R8")
