@@ -1,0 +1,251 @@
+package kernels
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/muserhq/muser/infer/ggml"
+)
+
+// packQ8_0 writes quantized activations in ggml's block_q8_0 layout.
+func packQ8_0(q []int8, d []float32) []byte {
+	out := make([]byte, 0, len(d)*34)
+	for b := range d {
+		out = binary.LittleEndian.AppendUint16(out, ggml.F32ToF16(d[b]))
+		for _, v := range q[b*32 : b*32+32] {
+			out = append(out, byte(v))
+		}
+	}
+	return out
+}
+
+// packQ8_K writes quantized activations in ggml's block_q8_K layout.
+func packQ8_K(q []int8, d []float32, bs []int32) []byte {
+	out := make([]byte, 0, len(d)*292)
+	for b := range d {
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(d[b]))
+		for _, v := range q[b*256 : b*256+256] {
+			out = append(out, byte(v))
+		}
+		for _, s := range bs[b*16 : b*16+16] {
+			out = binary.LittleEndian.AppendUint16(out, uint16(int16(s)))
+		}
+	}
+	return out
+}
+
+// quantInputs are rows that exercise the quantizers' edge cases.
+func quantInputs(rng *rand.Rand, n int) map[string][]float32 {
+	in := map[string][]float32{}
+	in["normal"] = randomActs(rng, n)
+	z := make([]float32, n)
+	in["zeros"] = z
+	ties := make([]float32, n)
+	for i := range ties {
+		ties[i] = float32(i%255-127) / 2 // halves: rounding ties
+	}
+	in["ties"] = ties
+	tiny := make([]float32, n)
+	for i := range tiny {
+		tiny[i] = float32(rng.NormFloat64()) * 1e-30
+	}
+	in["tiny"] = tiny
+	big := make([]float32, n)
+	for i := range big {
+		big[i] = float32(rng.NormFloat64()) * 1e4
+	}
+	big[7] = -3e4 // the largest magnitude is negative
+	in["big"] = big
+	return in
+}
+
+// TestQuantizersMatchGGML checks that the activation quantizers give the
+// bytes of ggml's reference quantizers (ggml.Quantize), block for block.
+func TestQuantizersMatchGGML(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n = 1024
+	for name, x := range quantInputs(rng, n) {
+		t.Run("Q8_0/"+name, func(t *testing.T) {
+			q, d, s := make([]int8, n), make([]float32, n/32), make([]int32, n/32)
+			s1 := make([]float32, n/32)
+			quantQ8_0(x, q, d, s, s1)
+			want := make([]byte, n/32*34)
+			if err := ggml.Quantize(ggml.TypeQ8_0, x, want); err != nil {
+				t.Fatal(err)
+			}
+			if got := packQ8_0(q, d); !bytes.Equal(got, want) {
+				t.Fatalf("got blocks %x…, want %x…", got[:40], want[:40])
+			}
+			for b := range d {
+				sum := int32(0)
+				for _, v := range q[b*32 : b*32+32] {
+					sum += int32(v)
+				}
+				if s[b] != sum {
+					t.Fatalf("block %d: got sum %d, want %d", b, s[b], sum)
+				}
+			}
+		})
+		t.Run("Q8_K/"+name, func(t *testing.T) {
+			q, d, bs := make([]int8, n), make([]float32, n/256), make([]int32, n/16)
+			quantQ8_K(x, q, d, bs)
+			want := make([]byte, n/256*292)
+			if err := ggml.Quantize(ggml.TypeQ8_K, x, want); err != nil {
+				t.Fatal(err)
+			}
+			if got := packQ8_K(q, d, bs); !bytes.Equal(got, want) {
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("byte %d (block %d): got %#x, want %#x", i, i/292, got[i], want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestQuantQ8_1 checks Q8_1's extra field against its definition,
+// s = f16(Σq·d) with d the unrounded scale, on a hand-made block.
+func TestQuantQ8_1(t *testing.T) {
+	x := make([]float32, 32)
+	for i := range x {
+		x[i] = float32(i) - 10 // amax 21: d = 21/127
+	}
+	q, d, sums, s := make([]int8, 32), make([]float32, 1), make([]int32, 1), make([]float32, 1)
+	quantQ8_0(x, q, d, sums, s)
+	dd := float32(21) / 127
+	if q[31] != 127 || q[0] != int8(math.Round(float64(-10*(1/dd)))) {
+		t.Fatalf("got q[0]=%d q[31]=%d, want %d and 127", q[0], q[31], int8(math.Round(float64(-10*(1/dd)))))
+	}
+	sum := int32(0)
+	for _, v := range q {
+		sum += int32(v)
+	}
+	want := ggml.F16ToF32(ggml.F32ToF16(float32(sum) * dd))
+	if s[0] != want || sums[0] != sum {
+		t.Fatalf("got s=%g sum=%d, want s=%g sum=%d", s[0], sums[0], want, sum)
+	}
+}
+
+func TestExp32(t *testing.T) {
+	worst := 0.0
+	for i := 0; i <= 200000; i++ {
+		x := float32(-103 + 191.7*float64(i)/200000)
+		got := float64(Exp32(x))
+		want := math.Exp(float64(x))
+		if want < 1.2e-38 { // subnormal float32: absolute error of half a step
+			if math.Abs(got-want) > 0.51*math.SmallestNonzeroFloat32 {
+				t.Fatalf("Exp32(%g) = %g, want %g", x, got, want)
+			}
+			continue
+		}
+		ulp := float64(math.Nextafter32(float32(want), float32(math.Inf(1))) - float32(want))
+		if e := math.Abs(got-want) / ulp; e > worst {
+			worst = e
+		}
+	}
+	if worst > 0.51 {
+		t.Fatalf("Exp32: worst error %.3f ulp, want ≤ 0.51", worst)
+	}
+	for _, tc := range []struct{ x, want float32 }{
+		{0, 1}, {float32(math.Inf(-1)), 0}, {float32(math.Inf(1)), float32(math.Inf(1))}, {89, float32(math.Inf(1))}, {-200, 0},
+	} {
+		if got := Exp32(tc.x); got != tc.want {
+			t.Errorf("Exp32(%g) = %g, want %g", tc.x, got, tc.want)
+		}
+	}
+	if got := Exp32(float32(math.NaN())); got == got {
+		t.Errorf("Exp32(NaN) = %g, want NaN", got)
+	}
+}
+
+func TestVectorHelpers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 15, 16, 17, 64, 100, 896} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			a, b := randomActs(rng, n), randomActs(rng, n)
+			var exact, abs float64
+			for i := range a {
+				exact += float64(a[i]) * float64(b[i])
+				abs += math.Abs(float64(a[i]) * float64(b[i]))
+			}
+			if got := Dot(a, b); math.Abs(float64(got)-exact) > 1e-6*abs {
+				t.Errorf("Dot: got %g, want %g", got, exact)
+			}
+			h := make([]uint16, n)
+			F32ToF16(h, a)
+			back := make([]float32, n)
+			F16ToF32(back, h)
+			for i := range a {
+				if h[i] != ggml.F32ToF16(a[i]) || back[i] != ggml.F16ToF32(h[i]) {
+					t.Fatalf("f16 conversion of %g: got %#x/%g", a[i], h[i], back[i])
+				}
+			}
+			if got, want := DotF16(h, b), Dot(back, b); got != want {
+				t.Errorf("DotF16: got %g, want Dot of the widened values %g", got, want)
+			}
+			y := append([]float32(nil), b...)
+			AXPY(y, 0.5, a)
+			y2 := append([]float32(nil), b...)
+			AXPYF16(y2, 0.5, h)
+			for i := range y {
+				if want := b[i] + 0.5*a[i]; y[i] != want {
+					t.Fatalf("AXPY[%d]: got %g, want %g", i, y[i], want)
+				}
+				if want := b[i] + 0.5*back[i]; y2[i] != want {
+					t.Fatalf("AXPYF16[%d]: got %g, want %g", i, y2[i], want)
+				}
+			}
+			// RMSNorm against float64.
+			w := randomActs(rng, n)
+			dst := make([]float32, n)
+			RMSNorm(dst, a, w, 1e-6)
+			var ss float64
+			for _, v := range a {
+				ss += float64(v) * float64(v)
+			}
+			sc := 1 / math.Sqrt(ss/float64(n)+1e-6)
+			for i := range a {
+				want := float64(a[i]) * sc * float64(w[i])
+				if math.Abs(float64(dst[i])-want) > 1e-6*math.Abs(want)+1e-7 {
+					t.Fatalf("RMSNorm[%d]: got %g, want %g", i, dst[i], want)
+				}
+			}
+			// Softmax sums to one and follows exp ratios.
+			s := append([]float32(nil), a...)
+			Softmax(s)
+			var sum float64
+			for i := range s {
+				sum += float64(s[i])
+				want := math.Exp(float64(a[i]-a[0])) * float64(s[0])
+				if math.Abs(float64(s[i])-want) > 1e-5*want+1e-12 {
+					t.Fatalf("Softmax[%d]: got %g, want %g", i, s[i], want)
+				}
+			}
+			if math.Abs(sum-1) > 1e-5 {
+				t.Errorf("Softmax sums to %g, want 1", sum)
+			}
+			// SiLUMul.
+			g := make([]float32, n)
+			SiLUMul(g, a, b)
+			for i := range g {
+				want := float64(a[i]) / (1 + math.Exp(-float64(a[i]))) * float64(b[i])
+				if math.Abs(float64(g[i])-want) > 1e-6*math.Abs(want)+1e-30 {
+					t.Fatalf("SiLUMul[%d]: got %g, want %g", i, g[i], want)
+				}
+			}
+			sumv := make([]float32, n)
+			Add(sumv, a, b)
+			Scale(sumv, 2)
+			for i := range sumv {
+				if want := (a[i] + b[i]) * 2; sumv[i] != want {
+					t.Fatalf("Add/Scale[%d]: got %g, want %g", i, sumv[i], want)
+				}
+			}
+		})
+	}
+}
