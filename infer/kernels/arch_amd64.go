@@ -35,6 +35,18 @@ func q4_KDot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *in
 //go:noescape
 func q6_KDot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int16, acc *float32)
 
+//go:noescape
+func q4_0Dot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
+
+//go:noescape
+func q5_0Dot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
+
+//go:noescape
+func q4_1Dot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *float32, acc *float32)
+
+//go:noescape
+func q5_1Dot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *float32, acc *float32)
+
 // archImpl returns the SIMD implementation for t under the current
 // variant, or nil to use the portable one.
 func archImpl(t ggml.Type) matmulImpl {
@@ -43,10 +55,13 @@ func archImpl(t ggml.Type) matmulImpl {
 	}
 	switch k := kernelFor(t); k.block {
 	case 32:
-		if t == ggml.TypeQ8_0 {
-			return matmulQ8_0AVX512
+		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
+			if a.n > directMaxTokens {
+				matmulLegacyAVX512(y, m, a, r0, r1)
+				return
+			}
+			matmulRaw(y, m, a, r0, r1, legacyRaw[t])
 		}
-		return matmulLegacyAVX512
 	case 256:
 		switch t {
 		case ggml.TypeQ4_K:
@@ -215,14 +230,23 @@ const directMaxTokens = 4
 // 8-row group, blocks [0,nb).
 type rawKernel func(w *byte, idx *[8]int32, nb int, t int, a *acts, acc *float32)
 
-func matmulQ8_0AVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	if a.n > directMaxTokens {
-		matmulLegacyAVX512(y, m, a, r0, r1)
-		return
-	}
-	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+// legacyRaw maps the 32-element block types to their raw-block kernels.
+var legacyRaw = map[ggml.Type]rawKernel{
+	ggml.TypeQ8_0: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
 		q8_0Dot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)
-	})
+	},
+	ggml.TypeQ4_0: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q4_0Dot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)
+	},
+	ggml.TypeQ5_0: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q5_0Dot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)
+	},
+	ggml.TypeQ4_1: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q4_1Dot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.s[t*nb], acc)
+	},
+	ggml.TypeQ5_1: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q5_1Dot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.s[t*nb], acc)
+	},
 }
 
 func matmulQ4_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {

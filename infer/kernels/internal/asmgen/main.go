@@ -46,6 +46,9 @@ func main() {
 	out.WriteString(panelKernels)
 	genQ4K()
 	genQ6K()
+	for _, l := range legacies {
+		genLegacy(l)
+	}
 	if err := os.WriteFile(*path, []byte(out.String()), 0o644); err != nil {
 		log.Fatal(err)
 	}
