@@ -47,6 +47,31 @@ func q4_1Dot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *fl
 //go:noescape
 func q5_1Dot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *float32, acc *float32)
 
+//go:noescape
+func f16Dot4x1AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func f16Dot4x2AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func f16Dot4x3AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func f16Dot4x4AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func f32Dot4x1AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func f32Dot4x2AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func f32Dot4x3AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func f32Dot4x4AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func bf16Dot4x1AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func bf16Dot4x2AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func bf16Dot4x3AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+//go:noescape
+func bf16Dot4x4AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 // archImpl returns the SIMD implementation for t under the current
 // variant, or nil to use the portable one.
 func archImpl(t ggml.Type) matmulImpl {
@@ -54,6 +79,8 @@ func archImpl(t ggml.Type) matmulImpl {
 		return nil
 	}
 	switch k := kernelFor(t); k.block {
+	case 1:
+		return matmulFloatAVX512
 	case 32:
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
 			if a.n > directMaxTokens {
@@ -288,6 +315,49 @@ func matmulRaw(y []float32, m *Matrix, a *acts, r0, r1 int, kern rawKernel) {
 			copy(y[t*rows+g0:t*rows+g0+8], acc[:])
 		}
 	}
+	if g0 < r1 {
+		matmulGeneric(y, m, a, g0, r1)
+	}
+}
+
+// floatKernels[type][nt-1] is the 4-row × nt-token float kernel.
+var floatKernels = map[ggml.Type][4]func(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32){
+	ggml.TypeF16:  {f16Dot4x1AVX512, f16Dot4x2AVX512, f16Dot4x3AVX512, f16Dot4x4AVX512},
+	ggml.TypeF32:  {f32Dot4x1AVX512, f32Dot4x2AVX512, f32Dot4x3AVX512, f32Dot4x4AVX512},
+	ggml.TypeBF16: {bf16Dot4x1AVX512, bf16Dot4x2AVX512, bf16Dot4x3AVX512, bf16Dot4x4AVX512},
+}
+
+// matmulFloatAVX512 runs the float kernels over groups of 4 rows and up to
+// 4 tokens; the kernel leaves the 16 canonical lane sums, Go adds the
+// columns past the last whole 16 (into lane c mod 16) and reduces by the
+// fixed tree. Rows past the last whole group of 4 take the portable path.
+func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	kerns := floatKernels[m.Type]
+	rb, rows, cols := m.RowBytes, m.Rows, m.Cols
+	n16 := cols / 16
+	esize := rb / cols
+	var lanesBuf [4 * 4 * lanes]float32
+	gEnd := r0 + (r1-r0)/4*4
+	// Tokens outer, row quads inner: the tile's weights stay in L1 while
+	// four tokens' activations are used by every quad.
+	for t0 := 0; t0 < a.n; t0 += 4 {
+		nt := min(4, a.n-t0)
+		for g0 := r0; g0 < gEnd; g0 += 4 {
+			kerns[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
+			for r := 0; r < 4; r++ {
+				row := m.row(g0 + r)
+				for t := 0; t < nt; t++ {
+					acc := (*[lanes]float32)(lanesBuf[(r*nt+t)*lanes:])
+					x := a.f[(t0+t)*cols : (t0+t+1)*cols]
+					for c := n16 * 16; c < cols; c++ {
+						acc[c%lanes] = acc[c%lanes] + float32(floatAt(m.Type, row, c, esize)*x[c])
+					}
+					y[(t0+t)*rows+g0+r] = reduceLanes(acc)
+				}
+			}
+		}
+	}
+	g0 := gEnd
 	if g0 < r1 {
 		matmulGeneric(y, m, a, g0, r1)
 	}

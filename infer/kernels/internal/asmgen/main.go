@@ -49,6 +49,11 @@ func main() {
 	for _, l := range legacies {
 		genLegacy(l)
 	}
+	for _, typ := range []string{"F16", "F32", "BF16"} {
+		for nt := 1; nt <= 4; nt++ {
+			genFloat(typ, nt)
+		}
+	}
 	if err := os.WriteFile(*path, []byte(out.String()), 0o644); err != nil {
 		log.Fatal(err)
 	}
