@@ -49,26 +49,37 @@ func q5_1Dot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *fl
 
 //go:noescape
 func f16Dot4x1AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func f16Dot4x2AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func f16Dot4x3AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func f16Dot4x4AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func f32Dot4x1AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func f32Dot4x2AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func f32Dot4x3AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func f32Dot4x4AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func bf16Dot4x1AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func bf16Dot4x2AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func bf16Dot4x3AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 //go:noescape
 func bf16Dot4x4AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
 
