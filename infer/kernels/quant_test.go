@@ -249,3 +249,38 @@ func TestVectorHelpers(t *testing.T) {
 		})
 	}
 }
+
+// TestVectorHelpersVariants checks that every ISA variant of the vector
+// helpers gives the portable code's bits, for lengths around the 16-lane
+// width.
+func TestVectorHelpersVariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	defer SetISA(SetISA(ISAGeneric))
+	for _, n := range []int{1, 15, 16, 17, 32, 64, 100, 128, 4864} {
+		a, b := randomActs(rng, n), randomActs(rng, n)
+		h := make([]uint16, n)
+		F32ToF16(h, a)
+		type result struct {
+			dot, dotF16 float32
+			axpy, axpyF []float32
+		}
+		run := func() result {
+			r := result{dot: Dot(a, b), dotF16: DotF16(h, b)}
+			r.axpy = append([]float32(nil), b...)
+			AXPY(r.axpy, 0.37, a)
+			r.axpyF = append([]float32(nil), b...)
+			AXPYF16(r.axpyF, -1.7, h)
+			return r
+		}
+		SetISA(ISAGeneric)
+		want := run()
+		for _, v := range variants() {
+			SetISA(v)
+			got := run()
+			what := fmt.Sprintf("%s, n=%d", v, n)
+			bitsEqual(t, what+": Dot", []float32{got.dot, got.dotF16}, []float32{want.dot, want.dotF16})
+			bitsEqual(t, what+": AXPY", got.axpy, want.axpy)
+			bitsEqual(t, what+": AXPYF16", got.axpyF, want.axpyF)
+		}
+	}
+}

@@ -68,11 +68,17 @@ func Softmax(x []float32) {
 // order: products rounded to float32, element i added to accumulator i mod
 // 16, the 16 accumulators summed by a fixed tree (doc.go).
 func Dot(a, b []float32) float32 {
+	if v, ok := dotArch(a, b); ok {
+		return v
+	}
 	return dotF32(a, b)
 }
 
 // DotF16 is Dot with a given as f16 bit patterns (a row of an f16 K cache).
 func DotF16(a []uint16, b []float32) float32 {
+	if v, ok := dotF16Arch(a, b); ok {
+		return v
+	}
 	return dotF16F32(a, b)
 }
 
@@ -80,7 +86,9 @@ func DotF16(a []uint16, b []float32) float32 {
 // len(x).
 func AXPY(y []float32, a float32, x []float32) {
 	y = y[:len(x)]
-	for i, v := range x {
+	done := axpyArch(y, a, x)
+	for i, v := range x[done:] {
+		i += done
 		y[i] = y[i] + float32(a*v)
 	}
 }
@@ -89,7 +97,9 @@ func AXPY(y []float32, a float32, x []float32) {
 // cache).
 func AXPYF16(y []float32, a float32, x []uint16) {
 	y = y[:len(x)]
-	for i, v := range x {
+	done := axpyF16Arch(y, a, x)
+	for i, v := range x[done:] {
+		i += done
 		y[i] = y[i] + float32(a*f16Table[v])
 	}
 }
