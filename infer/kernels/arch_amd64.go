@@ -21,12 +21,6 @@ var bestISA = func() ISA {
 }()
 
 //go:noescape
-func legacyDot8AVX512(w *int8, wsum *int32, dw *float32, mw *float32, nb int, qu *uint8, da *float32, sa *float32, acc *float32)
-
-//go:noescape
-func kDot8AVX512(u *uint8, sc *int16, mn *int16, dw *float32, dm *float32, nsb int, q *int8, da *float32, bs *int16, acc *float32)
-
-//go:noescape
 func q8_0Dot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
 
 //go:noescape
@@ -83,6 +77,162 @@ func bf16Dot4x3AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, a
 //go:noescape
 func bf16Dot4x4AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
 
+//go:noescape
+func legacyPanel1AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func legacyMinPanel1AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func kPanel16x1AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel16x1AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kPanel32x1AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel32x1AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func legacyPanel2AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func legacyMinPanel2AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func kPanel16x2AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel16x2AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kPanel32x2AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel32x2AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func legacyPanel3AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func legacyMinPanel3AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func kPanel16x3AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel16x3AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kPanel32x3AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel32x3AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func legacyPanel4AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func legacyMinPanel4AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func kPanel16x4AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel16x4AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kPanel32x4AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel32x4AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func legacyPanel5AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func legacyMinPanel5AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func kPanel16x5AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel16x5AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kPanel32x5AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel32x5AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func legacyPanel6AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func legacyMinPanel6AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func kPanel16x6AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel16x6AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kPanel32x6AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel32x6AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func legacyPanel7AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func legacyMinPanel7AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func kPanel16x7AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel16x7AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kPanel32x7AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel32x7AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func legacyPanel8AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func legacyMinPanel8AVX512(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+//go:noescape
+func kPanel16x8AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel16x8AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kPanel32x8AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+//go:noescape
+func kMinPanel32x8AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+// archPrepare readies a for the implementation pickImpl chose.
+func archPrepare(a *acts, t ggml.Type) {
+	if isa < ISAAVX512 {
+		return
+	}
+	k := kernelFor(t)
+	raw := k.block == 32 || t == ggml.TypeQ4_K || t == ggml.TypeQ6_K
+	if (k.block == 32 || k.block == 256) && (a.n > directMaxTokens || !raw) {
+		prepPanels(a, t)
+	}
+}
+
 // archImpl returns the SIMD implementation for t under the current
 // variant, or nil to use the portable one.
 func archImpl(t ggml.Type) matmulImpl {
@@ -116,153 +266,6 @@ func archImpl(t ggml.Type) matmulImpl {
 // time: small enough that the panel stays in L1 while every token of the
 // call streams past it.
 const chunkCols = 1024
-
-// panel is an 8-row group of weights unpacked for the lane-per-row
-// kernels, block-major: legacy types [block][row][32]int8 with per
-// (block,row) 128·Σw, dw, mw; K-quants [super-block][row][256]uint8,
-// int16 scales per byte pair [super-block][row][128], int16 "mins" per
-// group of 16 [super-block][row][16], dw, dm.
-type panel struct {
-	w      []int8
-	wsum   []int32
-	u      []uint8
-	sc     []int16
-	mn     []int16
-	dw, mw []float32
-	acc    []float32
-	row    unpacked
-}
-
-var panelPool = sync.Pool{New: func() any { return new(panel) }}
-
-// kBias is the offset that makes a K-quant's unpacked values unsigned.
-func kBias(t ggml.Type) int32 {
-	switch t {
-	case ggml.TypeQ6_K:
-		return 32
-	case ggml.TypeQ3_K:
-		return 4
-	}
-	return 0
-}
-
-func matmulLegacyAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	k := kernelFor(m.Type)
-	pn := panelPool.Get().(*panel)
-	defer panelPool.Put(pn)
-	n, cols, rows := a.n, m.Cols, m.Rows
-	nbAll := cols / 32
-	ts := m.Type.TypeSize()
-	chunk := chunkCols / 32
-	pn.acc = grow(pn.acc, n*8)
-	pn.w = grow(pn.w, chunk*8*32)
-	pn.wsum = grow(pn.wsum, chunk*8)
-	pn.dw = grow(pn.dw, chunk*8)
-	pn.mw = grow(pn.mw, chunk*8)
-	for g0 := r0; g0 < r1; g0 += 8 {
-		clear(pn.acc)
-		for c0 := 0; c0 < nbAll; c0 += chunk {
-			nb := min(chunk, nbAll-c0)
-			k.alloc(&pn.row, nb*32)
-			for i := 0; i < 8; i++ {
-				r := min(g0+i, rows-1)
-				k.unpack(m.row(r)[c0*ts:(c0+nb)*ts], &pn.row)
-				for b := 0; b < nb; b++ {
-					src := pn.row.u[b*32 : b*32+32]
-					copy(pn.w[(b*8+i)*32:], src)
-					s := int32(0)
-					for _, v := range src {
-						s += int32(v)
-					}
-					pn.wsum[b*8+i] = 128 * s
-					pn.dw[b*8+i] = pn.row.bd[b]
-					pn.mw[b*8+i] = pn.row.bm[b]
-				}
-			}
-			for t := 0; t < n; t++ {
-				var mw, sa *float32
-				if k.hasMin {
-					mw, sa = &pn.mw[0], &a.s[t*nbAll+c0]
-				}
-				legacyDot8AVX512(&pn.w[0], &pn.wsum[0], &pn.dw[0], mw, nb,
-					&a.qu[t*cols+c0*32], &a.d[t*nbAll+c0], sa, &pn.acc[t*8])
-			}
-		}
-		for t := 0; t < n; t++ {
-			for i := 0; i < 8 && g0+i < r1; i++ {
-				y[t*rows+g0+i] = pn.acc[t*8+i]
-			}
-		}
-	}
-}
-
-func matmulKAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	k := kernelFor(m.Type)
-	pn := panelPool.Get().(*panel)
-	defer panelPool.Put(pn)
-	n, cols, rows := a.n, m.Cols, m.Rows
-	nsbAll := cols / 256
-	ts := m.Type.TypeSize()
-	chunk := chunkCols / 256
-	bias := kBias(m.Type)
-	ng := 256 / k.group
-	pn.acc = grow(pn.acc, n*8)
-	pn.u = grow(pn.u, chunk*8*256)
-	pn.sc = grow(pn.sc, chunk*8*128)
-	pn.mn = grow(pn.mn, chunk*8*16)
-	pn.dw = grow(pn.dw, chunk*8)
-	pn.mw = grow(pn.mw, chunk*8)
-	for g0 := r0; g0 < r1; g0 += 8 {
-		clear(pn.acc)
-		for c0 := 0; c0 < nsbAll; c0 += chunk {
-			nsb := min(chunk, nsbAll-c0)
-			k.alloc(&pn.row, nsb*256)
-			for i := 0; i < 8; i++ {
-				r := min(g0+i, rows-1)
-				k.unpack(m.row(r)[c0*ts:(c0+nsb)*ts], &pn.row)
-				for sb := 0; sb < nsb; sb++ {
-					p := sb*8 + i
-					u := pn.u[p*256 : p*256+256]
-					for j, v := range pn.row.u[sb*256 : sb*256+256] {
-						u[j] = uint8(int32(v) + bias)
-					}
-					sc := pn.sc[p*128 : p*128+128]
-					for l := range sc {
-						sc[l] = int16(pn.row.gsc[sb*ng+2*l/k.group])
-					}
-					mn := pn.mn[p*16 : p*16+16]
-					for h := range mn {
-						if k.hasMin {
-							mn[h] = int16(pn.row.gmin[sb*ng+h*16/k.group])
-						} else {
-							mn[h] = int16(bias * pn.row.gsc[sb*ng+h*16/k.group])
-						}
-					}
-					pn.dw[p] = pn.row.bd[sb]
-					pn.mw[p] = pn.row.bm[sb]
-				}
-			}
-			for t := 0; t < n; t++ {
-				var dm *float32
-				if k.hasMin {
-					dm = &pn.mw[0]
-				}
-				kDot8AVX512(&pn.u[0], &pn.sc[0], &pn.mn[0], &pn.dw[0], dm, nsb,
-					&a.q[t*cols+c0*256], &a.d[t*nsbAll+c0], &a.bs16[(t*cols+c0*256)/16], &pn.acc[t*8])
-			}
-		}
-		for t := 0; t < n; t++ {
-			for i := 0; i < 8 && g0+i < r1; i++ {
-				y[t*rows+g0+i] = pn.acc[t*8+i]
-			}
-		}
-	}
-}
-
-// directMaxTokens is the largest batch for which the raw-block kernels are
-// used; larger batches unpack panels once and reuse them across tokens.
-// Both give the canonical result, so the choice never changes a bit.
-const directMaxTokens = 4
 
 // rawKernel is a raw-block lane-per-row kernel: one token against an
 // 8-row group, blocks [0,nb).
@@ -372,4 +375,243 @@ func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	if g0 < r1 {
 		matmulGeneric(y, m, a, g0, r1)
 	}
+}
+
+type legacyPanelFunc func(u *uint8, dw, mw *float32, nb int, q *int8, qStride int, daT *float32, corrT *int32, saT *float32, acc *float32)
+
+type kPanelFunc func(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
+
+// The transposed-panel kernels, by token count 1..8.
+var (
+	legacyPanels    = [8]legacyPanelFunc{legacyPanel1AVX512, legacyPanel2AVX512, legacyPanel3AVX512, legacyPanel4AVX512, legacyPanel5AVX512, legacyPanel6AVX512, legacyPanel7AVX512, legacyPanel8AVX512}
+	legacyMinPanels = [8]legacyPanelFunc{legacyMinPanel1AVX512, legacyMinPanel2AVX512, legacyMinPanel3AVX512, legacyMinPanel4AVX512, legacyMinPanel5AVX512, legacyMinPanel6AVX512, legacyMinPanel7AVX512, legacyMinPanel8AVX512}
+	kPanels16       = [8]kPanelFunc{kPanel16x1AVX512, kPanel16x2AVX512, kPanel16x3AVX512, kPanel16x4AVX512, kPanel16x5AVX512, kPanel16x6AVX512, kPanel16x7AVX512, kPanel16x8AVX512}
+	kPanels32       = [8]kPanelFunc{kPanel32x1AVX512, kPanel32x2AVX512, kPanel32x3AVX512, kPanel32x4AVX512, kPanel32x5AVX512, kPanel32x6AVX512, kPanel32x7AVX512, kPanel32x8AVX512}
+	kMinPanels16    = [8]kPanelFunc{kMinPanel16x1AVX512, kMinPanel16x2AVX512, kMinPanel16x3AVX512, kMinPanel16x4AVX512, kMinPanel16x5AVX512, kMinPanel16x6AVX512, kMinPanel16x7AVX512, kMinPanel16x8AVX512}
+	kMinPanels32    = [8]kPanelFunc{kMinPanel32x1AVX512, kMinPanel32x2AVX512, kMinPanel32x3AVX512, kMinPanel32x4AVX512, kMinPanel32x5AVX512, kMinPanel32x6AVX512, kMinPanel32x7AVX512, kMinPanel32x8AVX512}
+)
+
+// panel is an 8-row group of weights unpacked for the transposed-panel
+// kernels. u holds unsigned values (the centred value plus the type's
+// offset) so that, per block of 32 (legacy) or super-block of 256
+// (K-quants), vector k's lane j is bytes 4k..4k+3 of row j. sc holds each
+// group's integer scale per row ([super-block][group][row]int32), mn the
+// int16 "mins" per group of 16 in pairs ([super-block][pair][row][2]),
+// dw and mw the float scales per [block][row].
+type panel struct {
+	u      []uint8
+	sc     []int32
+	mn     []int16
+	dw, mw []float32
+	acc    []float32
+	row    unpacked
+}
+
+var panelPool = sync.Pool{New: func() any { return new(panel) }}
+
+// legacyBias is the offset that makes a 32-element block type's centred
+// values unsigned.
+func legacyBias(t ggml.Type) int32 {
+	switch t {
+	case ggml.TypeQ8_0:
+		return 128
+	case ggml.TypeQ4_0:
+		return 8
+	case ggml.TypeQ5_0:
+		return 16
+	}
+	return 0
+}
+
+// prepPanels fills a's token-group-transposed activation scales for the
+// panel kernels: for token group g (8 tokens, zero-padded) and block b,
+// entry [g][b][t]. Legacy: da, bias·Σq, sa. K-quants: da and the block
+// sums as int16 pairs [g][b][pair][t].
+func prepPanels(a *acts, t ggml.Type) {
+	ng := (a.n + 7) / 8
+	nb := a.nb
+	a.daT = grow(a.daT, ng*nb*8)
+	clear(a.daT)
+	k := kernelFor(t)
+	if k.block == 32 {
+		bias := legacyBias(t)
+		a.corrT = grow(a.corrT, ng*nb*8)
+		clear(a.corrT)
+		if k.hasMin {
+			a.saT = grow(a.saT, ng*nb*8)
+			clear(a.saT)
+		}
+		for tok := 0; tok < a.n; tok++ {
+			g, ti := tok/8, tok%8
+			for b := 0; b < nb; b++ {
+				i := (g*nb+b)*8 + ti
+				a.daT[i] = a.d[tok*nb+b]
+				a.corrT[i] = bias * a.bs[tok*nb+b]
+				if k.hasMin {
+					a.saT[i] = a.s[tok*nb+b]
+				}
+			}
+		}
+		return
+	}
+	a.bsT = grow(a.bsT, ng*nb*64)
+	clear(a.bsT)
+	for tok := 0; tok < a.n; tok++ {
+		g, ti := tok/8, tok%8
+		for b := 0; b < nb; b++ {
+			a.daT[(g*nb+b)*8+ti] = a.d[tok*nb+b]
+			bs := a.bs16[(tok*nb+b)*16:]
+			for p := 0; p < 8; p++ {
+				a.bsT[((g*nb+b)*8+p)*8+ti] = int32(uint32(uint16(bs[2*p])) | uint32(uint16(bs[2*p+1]))<<16)
+			}
+		}
+	}
+}
+
+func matmulLegacyAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	k := kernelFor(m.Type)
+	pn := panelPool.Get().(*panel)
+	defer panelPool.Put(pn)
+	n, cols, rows := a.n, m.Cols, m.Rows
+	nbAll := cols / 32
+	ts := m.Type.TypeSize()
+	chunk := chunkCols / 32
+	bias := legacyBias(m.Type)
+	kerns := &legacyPanels
+	if k.hasMin {
+		kerns = &legacyMinPanels
+	}
+	ngroups := (n + 7) / 8
+	pn.acc = grow(pn.acc, ngroups*64)
+	pn.u = grow(pn.u, chunk*256)
+	pn.dw = grow(pn.dw, chunk*8)
+	pn.mw = grow(pn.mw, chunk*8)
+	for g0 := r0; g0 < r1; g0 += 8 {
+		clear(pn.acc)
+		for c0 := 0; c0 < nbAll; c0 += chunk {
+			nb := min(chunk, nbAll-c0)
+			k.alloc(&pn.row, nb*32)
+			for j := 0; j < 8; j++ {
+				r := min(g0+j, rows-1)
+				k.unpack(m.row(r)[c0*ts:(c0+nb)*ts], &pn.row)
+				for b := 0; b < nb; b++ {
+					src := pn.row.u[b*32 : b*32+32]
+					dst := pn.u[b*256:]
+					for kk := 0; kk < 8; kk++ {
+						for i := 0; i < 4; i++ {
+							dst[kk*32+j*4+i] = uint8(int32(src[4*kk+i]) + bias)
+						}
+					}
+					pn.dw[b*8+j] = pn.row.bd[b]
+					pn.mw[b*8+j] = pn.row.bm[b]
+				}
+			}
+			for tg := 0; tg < ngroups; tg++ {
+				nt := min(8, n-tg*8)
+				base := (tg*nbAll + c0) * 8
+				var sa *float32
+				if k.hasMin {
+					sa = &a.saT[base]
+				}
+				kerns[nt-1](&pn.u[0], &pn.dw[0], &pn.mw[0], nb, &a.q[tg*8*cols+c0*32], cols,
+					&a.daT[base], &a.corrT[base], sa, &pn.acc[tg*64])
+			}
+		}
+		for t := 0; t < n; t++ {
+			for j := 0; j < 8 && g0+j < r1; j++ {
+				y[t*rows+g0+j] = pn.acc[t*8+j]
+			}
+		}
+	}
+}
+
+func matmulKAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	k := kernelFor(m.Type)
+	pn := panelPool.Get().(*panel)
+	defer panelPool.Put(pn)
+	n, cols, rows := a.n, m.Cols, m.Rows
+	nsbAll := cols / 256
+	ts := m.Type.TypeSize()
+	chunk := chunkCols / 256
+	bias := kBias(m.Type)
+	ng := 256 / k.group
+	var kerns *[8]kPanelFunc
+	switch {
+	case k.group == 16 && k.hasMin:
+		kerns = &kMinPanels16
+	case k.group == 16:
+		kerns = &kPanels16
+	case k.hasMin:
+		kerns = &kMinPanels32
+	default:
+		kerns = &kPanels32
+	}
+	ngroups := (n + 7) / 8
+	pn.acc = grow(pn.acc, ngroups*64)
+	pn.u = grow(pn.u, chunk*2048)
+	pn.sc = grow(pn.sc, chunk*ng*8)
+	pn.mn = grow(pn.mn, chunk*128)
+	pn.dw = grow(pn.dw, chunk*8)
+	pn.mw = grow(pn.mw, chunk*8)
+	for g0 := r0; g0 < r1; g0 += 8 {
+		clear(pn.acc)
+		for c0 := 0; c0 < nsbAll; c0 += chunk {
+			nsb := min(chunk, nsbAll-c0)
+			k.alloc(&pn.row, nsb*256)
+			for j := 0; j < 8; j++ {
+				r := min(g0+j, rows-1)
+				k.unpack(m.row(r)[c0*ts:(c0+nsb)*ts], &pn.row)
+				for sb := 0; sb < nsb; sb++ {
+					src := pn.row.u[sb*256 : sb*256+256]
+					dst := pn.u[sb*2048:]
+					for kk := 0; kk < 64; kk++ {
+						for i := 0; i < 4; i++ {
+							dst[kk*32+j*4+i] = uint8(int32(src[4*kk+i]) + bias)
+						}
+					}
+					for g := 0; g < ng; g++ {
+						pn.sc[(sb*ng+g)*8+j] = pn.row.gsc[sb*ng+g]
+					}
+					for h := 0; h < 16; h++ {
+						var v int32
+						if k.hasMin {
+							v = pn.row.gmin[sb*ng+h*16/k.group]
+						} else {
+							v = bias * pn.row.gsc[sb*ng+h*16/k.group]
+						}
+						pn.mn[sb*128+(h/2)*16+j*2+h%2] = int16(v)
+					}
+					pn.dw[sb*8+j] = pn.row.bd[sb]
+					pn.mw[sb*8+j] = pn.row.bm[sb]
+				}
+			}
+			for tg := 0; tg < ngroups; tg++ {
+				nt := min(8, n-tg*8)
+				base := (tg*nsbAll + c0) * 8
+				kerns[nt-1](&pn.u[0], &pn.sc[0], &pn.mn[0], &pn.dw[0], &pn.mw[0], nsb, &a.q[tg*8*cols+c0*256], cols,
+					&a.daT[base], &a.bsT[base*8], &pn.acc[tg*64])
+			}
+		}
+		for t := 0; t < n; t++ {
+			for j := 0; j < 8 && g0+j < r1; j++ {
+				y[t*rows+g0+j] = pn.acc[t*8+j]
+			}
+		}
+	}
+}
+
+// directMaxTokens is the largest batch for which the raw-block kernels are
+// used; larger batches unpack panels once and reuse them across tokens.
+// Both give the canonical result, so the choice never changes a bit.
+const directMaxTokens = 4
+
+// kBias is the offset that makes a K-quant's centred values unsigned.
+func kBias(t ggml.Type) int32 {
+	switch t {
+	case ggml.TypeQ6_K:
+		return 32
+	case ggml.TypeQ3_K:
+		return 4
+	}
+	return 0
 }

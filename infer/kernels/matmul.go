@@ -50,6 +50,7 @@ func (p *Pool) MatMul(y []float32, m *Matrix, x []float32, n int) {
 			a.quantRow(x, t)
 		}
 	}
+	archPrepare(a, m.Type)
 	impl := pickImpl(m.Type)
 	tiles := (m.Rows + tileRows - 1) / tileRows
 	p.Parallel(tiles, func(i int) {

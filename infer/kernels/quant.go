@@ -38,6 +38,12 @@ type acts struct {
 
 	qu   []uint8 // Q8_0, Q8_1: q + 128 as unsigned bytes (the SIMD kernels' operand)
 	bs16 []int16 // Q8_K: bs as int16, as ggml stores them (the SIMD kernels' operand)
+
+	// Per group of 8 tokens, transposed for the panel kernels (arch code).
+	daT   []float32
+	corrT []int32
+	saT   []float32
+	bsT   []int32
 }
 
 // bsPer returns how many quantized values one entry of bs sums.
