@@ -161,3 +161,26 @@ func BenchmarkAttention(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQuantize measures activation quantization of one 4864-wide row
+// (Qwen2.5-0.5B's FFN width) per variant.
+func BenchmarkQuantize(b *testing.B) {
+	x := randomActs(rand.New(rand.NewPCG(1, 1)), 4864)
+	for _, kind := range []struct {
+		name string
+		k    actKind
+	}{{"Q8_0", actQ8_0}, {"Q8_1", actQ8_1}, {"Q8_K", actQ8_K}} {
+		for _, v := range variants() {
+			b.Run(kind.name+"/"+v.String(), func(b *testing.B) {
+				defer SetISA(SetISA(v))
+				var a acts
+				a.reset(kind.k, 1, len(x))
+				cpu := startCPU(b)
+				for b.Loop() {
+					a.quantRow(x, 0)
+				}
+				cpu.report(float64(len(x))/1e9, "Gelem")
+			})
+		}
+	}
+}

@@ -284,3 +284,65 @@ func TestVectorHelpersVariants(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizersVariants checks that the SIMD activation quantizers give
+// the portable quantizers' bytes, edge cases included: zeros, subnormals,
+// values whose scale underflows, infinities and NaNs (which take the Go
+// code block by block).
+func TestQuantizersVariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const n = 1024
+	inputs := quantInputs(rng, n)
+	sub := make([]float32, n)
+	for i := range sub {
+		sub[i] = math.Float32frombits(uint32(rng.IntN(1 << 23))) // subnormals
+		if i%2 == 0 {
+			sub[i] = -sub[i]
+		}
+	}
+	inputs["subnormal"] = sub
+	edge := randomActs(rng, n)
+	edge[3] = float32(math.Inf(1))
+	edge[300] = float32(math.NaN())
+	edge[600] = float32(math.Inf(-1))
+	edge[900] = 1e38
+	inputs["inf-nan"] = edge
+	for name, x := range inputs {
+		for _, kind := range []actKind{actQ8_0, actQ8_1, actQ8_K} {
+			t.Run(fmt.Sprintf("%s/%d", name, kind), func(t *testing.T) {
+				defer SetISA(SetISA(ISAGeneric))
+				var want acts
+				want.reset(kind, 1, n)
+				want.quantRow(x, 0)
+				for _, v := range variants() {
+					SetISA(v)
+					var got acts
+					got.reset(kind, 1, n)
+					got.quantRow(x, 0)
+					for i := range want.q {
+						if got.q[i] != want.q[i] {
+							t.Fatalf("%s: q[%d] = %d, want %d (x = %g)", v, i, got.q[i], want.q[i], x[i])
+						}
+					}
+					bitsEqual(t, v.String()+" d", got.d, want.d)
+					bitsEqual(t, v.String()+" s", got.s, want.s)
+					for i := range want.bs {
+						if got.bs[i] != want.bs[i] {
+							t.Fatalf("%s: bs[%d] = %d, want %d", v, i, got.bs[i], want.bs[i])
+						}
+					}
+					for i := range want.bs16 {
+						if got.bs16[i] != want.bs16[i] {
+							t.Fatalf("%s: bs16[%d] = %d, want %d", v, i, got.bs16[i], want.bs16[i])
+						}
+					}
+					for i := range want.qu {
+						if got.qu[i] != want.qu[i] {
+							t.Fatalf("%s: qu[%d] = %d, want %d", v, i, got.qu[i], want.qu[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}

@@ -6,3 +6,9 @@ func dotArch(a, b []float32) (float32, bool)             { return 0, false }
 func dotF16Arch(a []uint16, b []float32) (float32, bool) { return 0, false }
 func axpyArch(y []float32, a float32, x []float32) int   { return 0 }
 func axpyF16Arch(y []float32, a float32, x []uint16) int { return 0 }
+
+func quantQ8_0Arch(x []float32, q []int8, qu []uint8, d []float32, sums []int32, s []float32) bool {
+	return false
+}
+
+func quantQ8_KArch(x []float32, q []int8, d []float32, bs []int32, bs16 []int16) bool { return false }
