@@ -221,6 +221,42 @@ func kPanel32x8AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, 
 //go:noescape
 func kMinPanel32x8AVX512(u *uint8, sc *int32, mn *int16, dw, dm *float32, nsb int, q *int8, qStride int, daT *float32, bsT *int32, acc *float32)
 
+//go:noescape
+func f16Dot4x1RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func f16Dot4x2RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func f16Dot4x3RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func f16Dot4x4RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func f32Dot4x1RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func f32Dot4x2RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func f32Dot4x3RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func f32Dot4x4RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func bf16Dot4x1RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func bf16Dot4x2RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func bf16Dot4x3RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func bf16Dot4x4RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 // archPrepare readies a for the implementation pickImpl chose.
 func archPrepare(a *acts, t ggml.Type) {
 	if isa < ISAAVX512 {
@@ -334,6 +370,14 @@ func matmulRaw(y []float32, m *Matrix, a *acts, r0, r1 int, kern rawKernel) {
 	}
 }
 
+// floatKernelsR are the float kernels that also reduce (whole multiples
+// of 16 columns).
+var floatKernelsR = map[ggml.Type][4]func(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32){
+	ggml.TypeF16:  {f16Dot4x1RAVX512, f16Dot4x2RAVX512, f16Dot4x3RAVX512, f16Dot4x4RAVX512},
+	ggml.TypeF32:  {f32Dot4x1RAVX512, f32Dot4x2RAVX512, f32Dot4x3RAVX512, f32Dot4x4RAVX512},
+	ggml.TypeBF16: {bf16Dot4x1RAVX512, bf16Dot4x2RAVX512, bf16Dot4x3RAVX512, bf16Dot4x4RAVX512},
+}
+
 // floatKernels[type][nt-1] is the 4-row × nt-token float kernel.
 var floatKernels = map[ggml.Type][4]func(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32){
 	ggml.TypeF16:  {f16Dot4x1AVX512, f16Dot4x2AVX512, f16Dot4x3AVX512, f16Dot4x4AVX512},
@@ -346,7 +390,7 @@ var floatKernels = map[ggml.Type][4]func(w *byte, rowBytes int, x *float32, xStr
 // columns past the last whole 16 (into lane c mod 16) and reduces by the
 // fixed tree. Rows past the last whole group of 4 take the portable path.
 func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	kerns := floatKernels[m.Type]
+	kerns, kernsR := floatKernels[m.Type], floatKernelsR[m.Type]
 	rb, rows, cols := m.RowBytes, m.Rows, m.Cols
 	n16 := cols / 16
 	esize := rb / cols
@@ -357,6 +401,15 @@ func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	for t0 := 0; t0 < a.n; t0 += 4 {
 		nt := min(4, a.n-t0)
 		for g0 := r0; g0 < gEnd; g0 += 4 {
+			if cols%16 == 0 {
+				kernsR[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
+				for r := 0; r < 4; r++ {
+					for t := 0; t < nt; t++ {
+						y[(t0+t)*rows+g0+r] = lanesBuf[r*nt+t]
+					}
+				}
+				continue
+			}
 			kerns[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
 			for r := 0; r < 4; r++ {
 				row := m.row(g0 + r)

@@ -5,12 +5,18 @@ import "fmt"
 // genFloat writes the 4-row × nt-token kernels for a float weight type
 // ("F16", "F32", "BF16"). Lane l of accumulator (r,t) is the canonical
 // order's acc[l] for row r and token t; the kernel leaves the 16 lanes in
-// memory (acc[(r*nt+t)*16+l]) and Go adds the columns past the last whole
+// memory (acc[(r*nt+t)*16+l]) — or, the "R" variants for column counts
+// that are a multiple of 16, reduces them by the tree and stores
+// acc[r*nt+t] — and Go adds the columns past the last whole
 // 16 and runs the fixed reduction tree. F16 products are exact in float32,
 // so a fused multiply-add equals the canonical multiply-then-add; F32 and
 // BF16 multiply and add separately.
-func genFloat(typ string, nt int) {
-	name := fmt.Sprintf("%sDot4x%dAVX512", map[string]string{"F16": "f16", "F32": "f32", "BF16": "bf16"}[typ], nt)
+func genFloat(typ string, nt int, reduce bool) {
+	suffix := ""
+	if reduce {
+		suffix = "R"
+	}
+	name := fmt.Sprintf("%sDot4x%d%sAVX512", map[string]string{"F16": "f16", "F32": "f32", "BF16": "bf16"}[typ], nt, suffix)
 	step := 32 // weight bytes per 16 columns
 	if typ == "F32" {
 		step = 64
@@ -75,7 +81,21 @@ func genFloat(typ string, nt int) {
 	emit("\tMOVQ acc+40(FP), AX")
 	for r := 0; r < 4; r++ {
 		for t := 0; t < nt; t++ {
-			emit("\tVMOVUPS Z%d, %d(AX)", r*4+t, (r*nt+t)*64)
+			a := r*4 + t
+			if !reduce {
+				emit("\tVMOVUPS Z%d, %d(AX)", a, (r*nt+t)*64)
+				continue
+			}
+			// The fixed tree: +8, +4, +2, +1.
+			emit("\tVEXTRACTF32X8 $1, Z%d, Y24", a)
+			emit("\tVADDPS Y24, Y%d, Y%d", a, a)
+			emit("\tVEXTRACTF32X4 $1, Y%d, X24", a)
+			emit("\tVADDPS X24, X%d, X%d", a, a)
+			emit("\tVMOVHLPS X%d, X%d, X24", a, a)
+			emit("\tVADDPS X24, X%d, X%d", a, a)
+			emit("\tVMOVSHDUP X%d, X24", a)
+			emit("\tVADDSS X24, X%d, X%d", a, a)
+			emit("\tVMOVSS X%d, %d(AX)", a, (r*nt+t)*4)
 		}
 	}
 	emit("\tVZEROUPPER")

@@ -59,7 +59,8 @@ func main() {
 	}
 	for _, typ := range []string{"F16", "F32", "BF16"} {
 		for nt := 1; nt <= 4; nt++ {
-			genFloat(typ, nt)
+			genFloat(typ, nt, false)
+			genFloat(typ, nt, true)
 		}
 	}
 	if err := os.WriteFile(*path, []byte(out.String()), 0o644); err != nil {
