@@ -31,6 +31,7 @@ func genFloat(typ string, nt int, reduce bool) {
 	emit("\tMOVQ n16+32(FP), CX")
 	emit("\tLEAQ (DX)(DX*2), BX")
 	emit("\tLEAQ (R8)(R8*2), R9")
+	emit("\tLEAQ (SI)(DX*8), AX") // prefetch pointer: two 4-row groups ahead, linear
 	for r := 0; r < 4; r++ {
 		for t := 0; t < nt; t++ {
 			emit("\tVPXORD Z%d, Z%d, Z%d", r*4+t, r*4+t, r*4+t)
@@ -42,8 +43,11 @@ func genFloat(typ string, nt int, reduce bool) {
 	emit("\tTESTQ CX, CX")
 	emit("\tJLE %sdone", name)
 	emit("%sloop:", name)
+	for off := 0; off < 4*step; off += 64 {
+		emit("\tPREFETCHT0 %d(AX)", off)
+	}
+	emit("\tADDQ $%d, AX", 4*step)
 	for r := 0; r < 4; r++ {
-		emit("\tPREFETCHT0 %s", row(r, 8*step))
 		switch typ {
 		case "F16":
 			emit("\tVCVTPH2PS %s, Z%d", row(r, 0), 16+r)

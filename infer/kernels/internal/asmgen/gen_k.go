@@ -12,7 +12,7 @@ func prologue(name, doc string) {
 	emit("// func %s(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs unsafe.Pointer, acc *float32)", name)
 	emit("//")
 	emit("// %s", doc)
-	emit("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	emit("TEXT ·%s(SB), NOSPLIT, $8-56", name)
 	emit("\tMOVQ w+0(FP), SI")
 	emit("\tMOVQ idx+8(FP), AX")
 	emit("\tMOVQ nb+16(FP), CX")
@@ -22,8 +22,26 @@ func prologue(name, doc string) {
 	emit("\tMOVL 4(AX), DX")
 	emit("\tLEAQ (DX)(DX*2), BX")
 	emit("\tLEAQ (SI)(DX*4), R14")
+	// The prefetch pointer sweeps the 8-row group two groups ahead (rows
+	// are contiguous, so a group is one linear range).
+	emit("\tMOVQ DX, AX")
+	emit("\tSHLQ $4, AX")
+	emit("\tADDQ SI, AX")
+	emit("\tMOVQ AX, pf-8(SP)")
 	emit("\tMOVQ acc+48(FP), AX")
 	emit("\tVMOVUPS (AX), Y15")
+}
+
+// linearPrefetch prefetches the next 8·blockBytes bytes of the group two
+// groups ahead and advances the pointer kept at pf-8(SP). It clobbers R13.
+func linearPrefetch(blockBytes int) {
+	n := 8 * blockBytes
+	emit("\tMOVQ pf-8(SP), R13")
+	for off := 0; off < n; off += 64 {
+		emit("\tPREFETCHT0 %d(R13)", off)
+	}
+	emit("\tADDQ $%d, R13", n)
+	emit("\tMOVQ R13, pf-8(SP)")
 }
 
 func epilogue(label string) {
@@ -32,16 +50,6 @@ func epilogue(label string) {
 	emit("\tVMOVUPS Y15, (AX)")
 	emit("\tVZEROUPPER")
 	emit("\tRET")
-}
-
-// prefetch asks for the cache lines of every row that the iteration
-// "ahead" blocks later will read (block size bs bytes).
-func prefetch(bs, ahead int) {
-	for r := 0; r < 8; r++ {
-		for off := 0; off < bs; off += 64 {
-			emit("\tPREFETCHT0 %s", row(r, bs*ahead+off))
-		}
-	}
 }
 
 func zero8() {
@@ -74,7 +82,7 @@ func genQ4K() {
 	emit("\tTESTQ CX, CX")
 	emit("\tJLE q4kdone")
 	emit("q4kloop:")
-	prefetch(144, 3)
+	linearPrefetch(144)
 	emit("\tVPMADDWD (R12), Y12, Y14") // Σa per group of 32
 	for r := 0; r < 8; r++ {
 		emit("\tMOVL %s, R8", row(r, 4))
@@ -178,7 +186,7 @@ func genQ6K() {
 	emit("\tTESTQ CX, CX")
 	emit("\tJLE q6kdone")
 	emit("q6kloop:")
-	prefetch(210, 3)
+	linearPrefetch(210)
 	emit("\tVMOVDQU (R12), Y14") // bsums, 16 × int16
 	for r := 0; r < 8; r++ {
 		zero8()

@@ -37,9 +37,7 @@ func genLegacy(l legacy) {
 	emit("\tTESTQ CX, CX")
 	emit("\tJLE %sdone", l.name)
 	emit("%sloop:", l.name)
-	for r := 0; r < 8; r++ {
-		emit("\tPREFETCHT0 %s", row(r, 8*l.blockBytes))
-	}
+	linearPrefetch(l.blockBytes)
 	for r := 0; r < 8; r++ {
 		emit("\tVMOVDQU %s, X10", row(r, l.qsOff))
 		emit("\tVPSRLW $4, X10, X11")

@@ -99,7 +99,7 @@ const panelKernels = `// func q8_0Dot8AVX512(w *byte, idx *[8]int32, nb int, q *
 // The Q8_0 lane-per-row kernel on raw blocks: w points at block 0 of row 0
 // of an 8-row group, idx holds the byte offsets of the 8 rows. Per block:
 // isum = Σ (w+128)·a − 128·Σa; p = (dw·da)·float32(isum); acc = acc + p.
-TEXT ·q8_0Dot8AVX512(SB), NOSPLIT, $0-56
+TEXT ·q8_0Dot8AVX512(SB), NOSPLIT, $8-56
 	MOVQ w+0(FP), SI
 	MOVQ idx+8(FP), AX
 	MOVQ nb+16(FP), CX
@@ -114,18 +114,22 @@ TEXT ·q8_0Dot8AVX512(SB), NOSPLIT, $0-56
 	MOVL $0x80808080, R8
 	VPBROADCASTD R8, Y13           // 0x80 in every byte
 	VMOVUPS (R13), Y15
+	MOVQ DX, AX                    // prefetch pointer: two 8-row groups ahead
+	SHLQ $4, AX
+	ADDQ SI, AX
+	MOVQ AX, pf-8(SP)
 	TESTQ CX, CX
 	JLE   q8done
 
 q8loop:
-	PREFETCHT0 512(SI)
-	PREFETCHT0 512(SI)(DX*1)
-	PREFETCHT0 512(SI)(DX*2)
-	PREFETCHT0 512(SI)(BX*1)
-	PREFETCHT0 512(R14)
-	PREFETCHT0 512(R14)(DX*1)
-	PREFETCHT0 512(R14)(DX*2)
-	PREFETCHT0 512(R14)(BX*1)
+	MOVQ pf-8(SP), AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
+	PREFETCHT0 256(AX)
+	ADDQ $272, AX
+	MOVQ AX, pf-8(SP)
 	VMOVDQU32 2(SI), Y16
 	VMOVDQU32 2(SI)(DX*1), Y17
 	VMOVDQU32 2(SI)(DX*2), Y18
