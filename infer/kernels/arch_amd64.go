@@ -546,6 +546,9 @@ func matmulLegacyAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 			k.alloc(&pn.row, nb*32)
 			for j := 0; j < 8; j++ {
 				r := min(g0+j, rows-1)
+				if fillLegacyFast(m.Type, m.row(r)[c0*ts:(c0+nb)*ts], nb, j, pn) {
+					continue
+				}
 				k.unpack(m.row(r)[c0*ts:(c0+nb)*ts], &pn.row)
 				for b := 0; b < nb; b++ {
 					src := pn.row.u[b*32 : b*32+32]
@@ -613,6 +616,9 @@ func matmulKAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 			k.alloc(&pn.row, nsb*256)
 			for j := 0; j < 8; j++ {
 				r := min(g0+j, rows-1)
+				if fillKFast(m.Type, m.row(r)[c0*ts:(c0+nsb)*ts], nsb, j, pn) {
+					continue
+				}
 				k.unpack(m.row(r)[c0*ts:(c0+nsb)*ts], &pn.row)
 				for sb := 0; sb < nsb; sb++ {
 					src := pn.row.u[sb*256 : sb*256+256]
