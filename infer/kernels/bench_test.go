@@ -165,6 +165,17 @@ func BenchmarkAttention(b *testing.B) {
 			}
 			cpu.report(4*ctx*dim/1e9, "GFLOP")
 		})
+		b.Run(v.String()+"/rows", func(b *testing.B) {
+			defer SetISA(SetISA(v))
+			cpu := startCPU(b)
+			for b.Loop() {
+				DotF16Rows(scores, k, dim, q)
+				Softmax(scores)
+				clear(out)
+				AXPYF16Rows(out, scores, k, dim)
+			}
+			cpu.report(4*ctx*dim/1e9, "GFLOP")
+		})
 	}
 }
 

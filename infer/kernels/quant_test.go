@@ -346,3 +346,74 @@ func TestQuantizersVariants(t *testing.T) {
 		}
 	}
 }
+
+// TestRowsHelpers checks DotF16Rows and AXPYF16Rows against loops of
+// DotF16 and AXPYF16 on the portable code, bit for bit, for head sizes
+// around the lane width and several strides and row counts.
+func TestRowsHelpers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	defer SetISA(SetISA(ISAGeneric))
+	for _, dim := range []int{16, 48, 64, 80, 128, 20} {
+		for _, rows := range []int{1, 3, 17, 100} {
+			stride := dim*2 + 16 // e.g. two heads of a layer's K row, plus padding
+			kf := randomActs(rng, rows*stride)
+			k := make([]uint16, len(kf))
+			F32ToF16(k, kf)
+			q := randomActs(rng, dim)
+			a := randomActs(rng, rows)
+			y0 := randomActs(rng, dim)
+			SetISA(ISAGeneric)
+			wantD := make([]float32, rows)
+			for j := range wantD {
+				wantD[j] = DotF16(k[j*stride:j*stride+dim], q)
+			}
+			wantY := append([]float32(nil), y0...)
+			for j := range a {
+				AXPYF16(wantY, a[j], k[j*stride:j*stride+dim])
+			}
+			for _, v := range variants() {
+				SetISA(v)
+				gotD := make([]float32, rows)
+				DotF16Rows(gotD, k, stride, q)
+				gotY := append([]float32(nil), y0...)
+				AXPYF16Rows(gotY, a, k, stride)
+				what := fmt.Sprintf("%s dim=%d rows=%d", v, dim, rows)
+				bitsEqual(t, what+" DotF16Rows", gotD, wantD)
+				bitsEqual(t, what+" AXPYF16Rows", gotY, wantY)
+			}
+		}
+	}
+}
+
+// TestSoftmaxSiLUVariants checks Softmax and SiLUMul bit for bit across
+// variants, on lengths around the vector width and on rows with extreme
+// values (NaN rows stay in Go by design).
+func TestSoftmaxSiLUVariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	defer SetISA(SetISA(ISAGeneric))
+	for _, n := range []int{1, 7, 8, 9, 16, 100, 4864, 8192} {
+		x := randomActs(rng, n)
+		for i := range x {
+			x[i] *= 20 // scores with a wide range: exps that underflow
+		}
+		if n > 50 {
+			x[3] = 95 // silu overflow region
+			x[5] = -120
+		}
+		up := randomActs(rng, n)
+		SetISA(ISAGeneric)
+		wantS := append([]float32(nil), x...)
+		Softmax(wantS)
+		wantG := make([]float32, n)
+		SiLUMul(wantG, x, up)
+		for _, v := range variants() {
+			SetISA(v)
+			gotS := append([]float32(nil), x...)
+			Softmax(gotS)
+			gotG := make([]float32, n)
+			SiLUMul(gotG, x, up)
+			bitsEqual(t, fmt.Sprintf("%s n=%d Softmax", v, n), gotS, wantS)
+			bitsEqual(t, fmt.Sprintf("%s n=%d SiLUMul", v, n), gotG, wantG)
+		}
+	}
+}

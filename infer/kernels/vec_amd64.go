@@ -1,5 +1,10 @@
 package kernels
 
+import (
+	"math"
+	"unsafe"
+)
+
 //go:noescape
 func dotAVX512(a, b *float32, n16 int) float32
 
@@ -11,6 +16,12 @@ func axpyAVX512(y *float32, a float32, x *float32, n16 int)
 
 //go:noescape
 func axpyF16AVX512(y *float32, a float32, x *uint16, n16 int)
+
+//go:noescape
+func dotF16RowsAVX512(dst *float32, k *uint16, stride int, q *float32, n16 int, rows int)
+
+//go:noescape
+func axpyF16RowsAVX512(y *float32, a *float32, v *uint16, stride int, n16 int, rows int)
 
 // The SIMD vector helpers take whole multiples of 16 elements; lengths
 // with a remainder use the portable code, which has the same order.
@@ -45,4 +56,58 @@ func axpyF16Arch(y []float32, a float32, x []uint16) int {
 	n := len(x) / lanes
 	axpyF16AVX512(&y[0], a, &x[0], n)
 	return n * lanes
+}
+
+func dotF16RowsArch(dst []float32, k []uint16, stride int, q []float32) bool {
+	if isa < ISAAVX512 || len(q) < lanes || len(q)%lanes != 0 || len(dst) == 0 {
+		return false
+	}
+	dotF16RowsAVX512(&dst[0], &k[0], stride, &q[0], len(q)/lanes, len(dst))
+	return true
+}
+
+func axpyF16RowsArch(y []float32, a []float32, v []uint16, stride int) bool {
+	if isa < ISAAVX512 || len(y) < lanes || len(y)%lanes != 0 || len(a) == 0 {
+		return false
+	}
+	axpyF16RowsAVX512(&y[0], &a[0], &v[0], stride, len(y)/lanes, len(a))
+	return true
+}
+
+//go:noescape
+func softmaxExpAVX512(x *float32, n8 int, mx float32, c *float64, sums *[8]float64)
+
+//go:noescape
+func siluMulAVX512(dst, gate, up *float32, n8 int, c *float64)
+
+// expConsts are Exp32's constants for the assembly: float64 log2e, 0.5,
+// ln2hi, ln2lo, the polynomial coefficients in Horner order, int64 1023,
+// and float32 88.72284, -104, +Inf packed in the last two words.
+var expConsts = func() *[19]float64 {
+	var c [19]float64
+	c[0], c[1], c[2], c[3] = exp32Log2e, 0.5, exp32Ln2hi, exp32Ln2lo
+	c[4] = exp32Poly0
+	copy(c[5:16], exp32Poly[:])
+	c[16] = math.Float64frombits(1023)
+	w := (*[6]float32)(unsafe.Pointer(&c[17]))
+	w[0], w[1], w[2] = 88.72284, -104, float32(math.Inf(1))
+	return &c
+}()
+
+func softmaxExpArch(x []float32, mx float32, sums *[8]float64) int {
+	if isa < ISAAVX512 || len(x) < 8 {
+		return 0
+	}
+	n8 := len(x) / 8
+	softmaxExpAVX512(&x[0], n8, mx, &expConsts[0], sums)
+	return n8 * 8
+}
+
+func siluMulArch(dst, gate, up []float32) int {
+	if isa < ISAAVX512 || len(gate) < 8 {
+		return 0
+	}
+	n8 := len(gate) / 8
+	siluMulAVX512(&dst[0], &gate[0], &up[0], n8, &expConsts[0])
+	return n8 * 8
 }
