@@ -27,6 +27,9 @@ func q8_0Dot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *in
 func q4_KDot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int16, acc *float32)
 
 //go:noescape
+func q5_KDot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int16, acc *float32)
+
+//go:noescape
 func q6_KDot8AVX512(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int16, acc *float32)
 
 //go:noescape
@@ -263,7 +266,7 @@ func archPrepare(a *acts, t ggml.Type) {
 		return
 	}
 	k := kernelFor(t)
-	raw := k.block == 32 || t == ggml.TypeQ4_K || t == ggml.TypeQ6_K
+	raw := k.block == 32 || t == ggml.TypeQ4_K || t == ggml.TypeQ5_K || t == ggml.TypeQ6_K
 	if (k.block == 32 || k.block == 256) && (a.n > directMaxTokens || !raw) {
 		prepPanels(a, t)
 	}
@@ -290,6 +293,8 @@ func archImpl(t ggml.Type) matmulImpl {
 		switch t {
 		case ggml.TypeQ4_K:
 			return matmulQ4_KAVX512
+		case ggml.TypeQ5_K:
+			return matmulQ5_KAVX512
 		case ggml.TypeQ6_K:
 			return matmulQ6_KAVX512
 		}
@@ -333,6 +338,16 @@ func matmulQ4_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	}
 	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
 		q4_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
+	})
+}
+
+func matmulQ5_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	if a.n > directMaxTokens {
+		matmulKAVX512(y, m, a, r0, r1)
+		return
+	}
+	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q5_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
 	})
 }
 

@@ -56,6 +56,11 @@
 // them must bump NumericsVersion, which the engine folds into its identity
 // (for example "muser-cpu/1" → "muser-cpu/2").
 //
+// Results are bit-identical across variants for all inputs without NaN;
+// where a NaN is involved only "is NaN" is promised, not its payload.
+// Activations that are infinite or NaN quantize to 0 (ggml's C leaves that
+// case undefined).
+//
 // # Batch invariance and threads
 //
 // Activations are quantized per token row. Work is split into tiles of
@@ -81,10 +86,10 @@
 //
 //   - Raw-block kernels (n ≤ 4 tokens: decode) read the weight blocks in
 //     place for 8 rows at a time (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
-//     Q6_K), rebuild the values in registers, take VNNI dot products and
+//     Q5_K, Q6_K), rebuild the values in registers, take VNNI dot products and
 //     reduce them so that vector lane r is output row r.
-//   - Panel kernels (larger batches: prefill, and every batch of Q2_K,
-//     Q3_K, Q5_K) unpack 8 rows × up to 1024 columns once into a
+//   - Panel kernels (larger batches: prefill, and every batch of Q2_K and
+//     Q3_K) unpack 8 rows × up to 1024 columns once into a
 //     transposed panel whose vector k holds bytes 4k..4k+3 of each row, so
 //     that VNNI dots against broadcast activation bytes accumulate each
 //     row's sum in its own lane with no horizontal reduction; the panel is
@@ -99,7 +104,9 @@
 //
 // RMSNorm, SiLUMul, Softmax, Dot, AXPY, DotF16, AXPYF16, Add, Scale and the
 // f16 conversions are deterministic and documented with their order of
-// operations. Exp32 is a float64-only exponential used by SiLUMul and
+// operations. DotF16Rows and AXPYF16Rows batch DotF16 and AXPYF16 over the
+// rows of a K or V cache (one call per head instead of one per position)
+// with exactly the same bits. Exp32 is a float64-only exponential used by SiLUMul and
 // Softmax instead of math.Exp, whose amd64 assembly uses FMA when the CPU
 // has it and so can differ between machines.
 package kernels

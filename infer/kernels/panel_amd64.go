@@ -102,6 +102,29 @@ func fillKFast(t ggml.Type, row []byte, nsb, j int, pn *panel) bool {
 				}
 			}
 		}
+	case ggml.TypeQ5_K:
+		for sb := 0; sb < nsb; sb++ {
+			x := row[sb*176 : sb*176+176]
+			pn.dw[sb*8+j] = f16at(x, 0)
+			pn.mw[sb*8+j] = f16at(x, 2)
+			for g := 0; g < 8; g++ {
+				sc, mn := scaleMinK4(g, x[4:16])
+				pn.sc[(sb*8+g)*8+j] = sc
+				pn.mn[sb*128+g*16+j*2] = int16(mn)
+				pn.mn[sb*128+g*16+j*2+1] = int16(mn)
+			}
+			dst := pn.u[sb*2048+j*4:]
+			for c := 0; c < 4; c++ {
+				for l := 0; l < 32; l += 4 {
+					v := le.Uint32(x[48+32*c+l:])
+					h := le.Uint32(x[16+l:])
+					lo := v&0x0f0f0f0f | (h>>(2*c)&0x01010101)<<4
+					hi := v>>4&0x0f0f0f0f | (h>>(2*c+1)&0x01010101)<<4
+					le.PutUint32(dst[(c*16+l/4)*32:], lo)
+					le.PutUint32(dst[(c*16+8+l/4)*32:], hi)
+				}
+			}
+		}
 	case ggml.TypeQ6_K:
 		for sb := 0; sb < nsb; sb++ {
 			x := row[sb*210 : sb*210+210]

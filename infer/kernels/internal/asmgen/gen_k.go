@@ -73,16 +73,20 @@ func gatherScales(disp int) {
 // dot (lanes 4 bytes each) reduced so that lane g holds group g; lane-wise
 // scales and mins times the activations' group sums give two vectors per
 // row, reduced across rows into S and M (lane = row).
-func genQ4K() {
-	prologue("q4_KDot8AVX512", "Q4_K on raw blocks: p = (dw·da)·float32(S) − (dmin·da)·float32(M); acc = acc + p.")
+func genQ4K(five bool) {
+	name, lbl, bb, qsOff := "q4_KDot8AVX512", "q4k", 144, 16
+	if five {
+		name, lbl, bb, qsOff = "q5_KDot8AVX512", "q5k", 176, 48
+	}
+	prologue(name, name[:4]+" on raw blocks: p = (dw·da)·float32(S) − (dmin·da)·float32(M); acc = acc + p.")
 	emit("\tMOVL $0x0f0f0f0f, R8")
 	emit("\tVPBROADCASTD R8, Y13")
+	emit("\tTESTQ CX, CX")
+	emit("\tJLE %sdone", lbl)
+	emit("%sloop:", lbl)
+	linearPrefetch(bb)
 	emit("\tMOVL $0x00010001, R8")
 	emit("\tVPBROADCASTD R8, Y12")
-	emit("\tTESTQ CX, CX")
-	emit("\tJLE q4kdone")
-	emit("q4kloop:")
-	linearPrefetch(144)
 	emit("\tVPMADDWD (R12), Y12, Y14") // Σa per group of 32
 	for r := 0; r < 8; r++ {
 		emit("\tMOVL %s, R8", row(r, 4))
@@ -114,12 +118,23 @@ func genQ4K() {
 		emit("\tVMOVQ R9, X9")
 		emit("\tVPMOVZXBD X9, Y9")
 		zero8()
+		if five {
+			emit("\tVMOVDQU %s, Y12", row(r, 16)) // the fifth bits
+		}
 		for c := 0; c < 4; c++ {
-			emit("\tVMOVDQU %s, Y10", row(r, 16+32*c))
+			emit("\tVMOVDQU %s, Y10", row(r, qsOff+32*c))
 			emit("\tVPANDD Y13, Y10, Y11")
+			if five {
+				emit("\tVPTESTMB bit5<>+%d(SB), Y12, K2", 32*(2*c))
+				emit("\tVPADDB c10<>(SB), Y11, K2, Y11")
+			}
 			emit("\tVPDPBUSD %d(DI), Y11, Y%d", 64*c, 2*c)
 			emit("\tVPSRLW $4, Y10, Y10")
 			emit("\tVPANDD Y13, Y10, Y10")
+			if five {
+				emit("\tVPTESTMB bit5<>+%d(SB), Y12, K3", 32*(2*c+1))
+				emit("\tVPADDB c10<>(SB), Y10, K3, Y10")
+			}
 			emit("\tVPDPBUSD %d(DI), Y10, Y%d", 64*c+32, 2*c+1)
 		}
 		emit("\tREDUCE8")
@@ -152,14 +167,14 @@ func genQ4K() {
 	emit("\tVMULPS Y7, Y4, Y4")
 	emit("\tVSUBPS Y4, Y3, Y3")
 	emit("\tVADDPS Y3, Y15, Y15")
-	emit("\tADDQ $144, SI")
-	emit("\tADDQ $144, R14")
+	emit("\tADDQ $%d, SI", bb)
+	emit("\tADDQ $%d, R14", bb)
 	emit("\tADDQ $256, DI")
 	emit("\tADDQ $4, R11")
 	emit("\tADDQ $32, R12")
 	emit("\tDECQ CX")
-	emit("\tJNZ q4kloop")
-	epilogue("q4kdone")
+	emit("\tJNZ %sloop", lbl)
+	epilogue(lbl + "done")
 }
 
 // genQ6K writes the Q6_K raw-block kernel. Per super-block and row the 6-bit
