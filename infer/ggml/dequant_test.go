@@ -3,9 +3,12 @@ package ggml
 import (
 	"encoding/binary"
 	"errors"
+	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -305,4 +308,27 @@ func FuzzDequantize(f *testing.F) {
 			t.Fatalf("%s: %d whole blocks failed: %v", typ, len(src)/typ.TypeSize(), err)
 		}
 	})
+}
+
+var update = flag.Bool("update", false, "rewrite the committed fuzz seed corpus under testdata/fuzz")
+
+// TestWriteFuzzSeeds writes the hand blocks as FuzzDequantize seeds when
+// run with -update, and otherwise checks that the corpus is present.
+func TestWriteFuzzSeeds(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzDequantize")
+	if !*update {
+		if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
+			t.Errorf("no committed seeds in %s (run go test -run TestWriteFuzzSeeds -update): %v", dir, err)
+		}
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, hb := range handBlocks() {
+		body := fmt.Sprintf("go test fuzz v1\nbyte(%q)\n[]byte(%s)\n", rune(hb.typ), strconv.Quote(string(hb.src)))
+		if err := os.WriteFile(filepath.Join(dir, "hand-"+hb.typ.String()), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
