@@ -12,9 +12,9 @@ import (
 var bestISA = func() ISA {
 	x := cpu.X86
 	switch {
-	case x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VNNI && x.HasAVX2 && x.HasFMA:
+	case x.HasAVX512F && x.HasAVX512BW && x.HasAVX512DQ && x.HasAVX512VL && x.HasAVX512VNNI && x.HasAVX2 && x.HasFMA && x.HasF16C:
 		return ISAAVX512
-	case x.HasAVX2 && x.HasFMA:
+	case x.HasAVX2 && x.HasFMA && x.HasF16C:
 		return ISAAVX2
 	}
 	return ISAGeneric

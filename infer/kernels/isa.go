@@ -15,7 +15,7 @@ type ISA int
 const (
 	ISAGeneric ISA = iota // portable Go
 	ISAAVX2               // amd64 AVX2 + FMA (no kernels of its own yet: runs the portable code)
-	ISAAVX512             // amd64 AVX-512 F/BW/VL + VNNI
+	ISAAVX512             // amd64 AVX-512 F/BW/DQ/VL + VNNI
 )
 
 // String returns the variant's name.
