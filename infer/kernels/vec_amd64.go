@@ -23,54 +23,94 @@ func dotF16RowsAVX512(dst *float32, k *uint16, stride int, q *float32, n16 int, 
 //go:noescape
 func axpyF16RowsAVX512(y *float32, a *float32, v *uint16, stride int, n16 int, rows int)
 
+//go:noescape
+func dotAVX2(a, b *float32, n16 int) float32
+
+//go:noescape
+func dotF16AVX2(a *uint16, b *float32, n16 int) float32
+
+//go:noescape
+func axpyAVX2(y *float32, a float32, x *float32, n16 int)
+
+//go:noescape
+func axpyF16AVX2(y *float32, a float32, x *uint16, n16 int)
+
+//go:noescape
+func dotF16RowsAVX2(dst *float32, k *uint16, stride int, q *float32, n16 int, rows int)
+
+//go:noescape
+func axpyF16RowsAVX2(y *float32, a *float32, v *uint16, stride int, n16 int, rows int)
+
 // The SIMD vector helpers take whole multiples of 16 elements; lengths
 // with a remainder use the portable code, which has the same order.
 
 func dotArch(a, b []float32) (float32, bool) {
-	if isa < ISAAVX512 || len(a) < lanes || len(a)%lanes != 0 || len(b) < len(a) {
+	if isa < ISAAVX2 || len(a) < lanes || len(a)%lanes != 0 || len(b) < len(a) {
 		return 0, false
 	}
-	return dotAVX512(&a[0], &b[0], len(a)/lanes), true
+	if isa >= ISAAVX512 {
+		return dotAVX512(&a[0], &b[0], len(a)/lanes), true
+	}
+	return dotAVX2(&a[0], &b[0], len(a)/lanes), true
 }
 
 func dotF16Arch(a []uint16, b []float32) (float32, bool) {
-	if isa < ISAAVX512 || len(a) < lanes || len(a)%lanes != 0 || len(b) < len(a) {
+	if isa < ISAAVX2 || len(a) < lanes || len(a)%lanes != 0 || len(b) < len(a) {
 		return 0, false
 	}
-	return dotF16AVX512(&a[0], &b[0], len(a)/lanes), true
+	if isa >= ISAAVX512 {
+		return dotF16AVX512(&a[0], &b[0], len(a)/lanes), true
+	}
+	return dotF16AVX2(&a[0], &b[0], len(a)/lanes), true
 }
 
 func axpyArch(y []float32, a float32, x []float32) int {
-	if isa < ISAAVX512 || len(x) < lanes || len(y) < len(x) {
+	if isa < ISAAVX2 || len(x) < lanes || len(y) < len(x) {
 		return 0
 	}
 	n := len(x) / lanes
-	axpyAVX512(&y[0], a, &x[0], n)
+	if isa >= ISAAVX512 {
+		axpyAVX512(&y[0], a, &x[0], n)
+	} else {
+		axpyAVX2(&y[0], a, &x[0], n)
+	}
 	return n * lanes
 }
 
 func axpyF16Arch(y []float32, a float32, x []uint16) int {
-	if isa < ISAAVX512 || len(x) < lanes || len(y) < len(x) {
+	if isa < ISAAVX2 || len(x) < lanes || len(y) < len(x) {
 		return 0
 	}
 	n := len(x) / lanes
-	axpyF16AVX512(&y[0], a, &x[0], n)
+	if isa >= ISAAVX512 {
+		axpyF16AVX512(&y[0], a, &x[0], n)
+	} else {
+		axpyF16AVX2(&y[0], a, &x[0], n)
+	}
 	return n * lanes
 }
 
 func dotF16RowsArch(dst []float32, k []uint16, stride int, q []float32) bool {
-	if isa < ISAAVX512 || len(q) < lanes || len(q)%lanes != 0 || len(dst) == 0 {
+	if isa < ISAAVX2 || len(q) < lanes || len(q)%lanes != 0 || len(dst) == 0 {
 		return false
 	}
-	dotF16RowsAVX512(&dst[0], &k[0], stride, &q[0], len(q)/lanes, len(dst))
+	if isa >= ISAAVX512 {
+		dotF16RowsAVX512(&dst[0], &k[0], stride, &q[0], len(q)/lanes, len(dst))
+	} else {
+		dotF16RowsAVX2(&dst[0], &k[0], stride, &q[0], len(q)/lanes, len(dst))
+	}
 	return true
 }
 
 func axpyF16RowsArch(y []float32, a []float32, v []uint16, stride int) bool {
-	if isa < ISAAVX512 || len(y) < lanes || len(y)%lanes != 0 || len(a) == 0 {
+	if isa < ISAAVX2 || len(y) < lanes || len(y)%lanes != 0 || len(a) == 0 {
 		return false
 	}
-	axpyF16RowsAVX512(&y[0], &a[0], &v[0], stride, len(y)/lanes, len(a))
+	if isa >= ISAAVX512 {
+		axpyF16RowsAVX512(&y[0], &a[0], &v[0], stride, len(y)/lanes, len(a))
+	} else {
+		axpyF16RowsAVX2(&y[0], &a[0], &v[0], stride, len(y)/lanes, len(a))
+	}
 	return true
 }
 
