@@ -272,9 +272,15 @@ func archPrepare(a *acts, t ggml.Type) {
 	}
 }
 
+//go:noescape
+func q8_0Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
+
 // archImpl returns the SIMD implementation for t under the current
 // variant, or nil to use the portable one.
 func archImpl(t ggml.Type) matmulImpl {
+	if isa == ISAAVX2 {
+		return archImplAVX2(t)
+	}
 	if isa < ISAAVX512 {
 		return nil
 	}
@@ -688,4 +694,22 @@ func kBias(t ggml.Type) int32 {
 		return 4
 	}
 	return 0
+}
+
+// archImplAVX2 returns the AVX2 implementation for t, or nil for the
+// portable one. AVX2 has raw-block Q8_0 decode; everything else runs the
+// portable kernels.
+func archImplAVX2(t ggml.Type) matmulImpl {
+	if t != ggml.TypeQ8_0 {
+		return nil
+	}
+	return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
+		if a.n > directMaxTokens {
+			matmulGeneric(y, m, a, r0, r1)
+			return
+		}
+		matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+			q8_0Dot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)
+		})
+	}
 }
