@@ -1,10 +1,3 @@
-// Command asmgen writes matmul_amd64.s, the AVX-512 kernels of package
-// kernels. The raw-block kernels unroll eight rows and several groups per
-// block, which is clearer generated than written out; run it with
-//
-//	go generate ./infer/kernels
-//
-// and commit the result. It depends on nothing outside the standard library.
 package main
 
 import (
@@ -42,6 +35,14 @@ func row(r, disp int) string {
 func main() {
 	path := flag.String("out", "matmul_amd64.s", "output file")
 	flag.Parse()
+	if err := os.WriteFile(*path, []byte(generate()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// generate returns the whole assembly file.
+func generate() string {
+	out.Reset()
 	out.WriteString(header)
 	out.WriteString(constants)
 	out.WriteString(panelKernels)
@@ -65,9 +66,7 @@ func main() {
 			genFloat(typ, nt, true)
 		}
 	}
-	if err := os.WriteFile(*path, []byte(out.String()), 0o644); err != nil {
-		log.Fatal(err)
-	}
+	return out.String()
 }
 
 // header is the file's preamble and the shared reduction macro.
