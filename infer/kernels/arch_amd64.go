@@ -273,6 +273,18 @@ func archPrepare(a *acts, t ggml.Type) {
 }
 
 //go:noescape
+func q4_0Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
+
+//go:noescape
+func q5_0Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
+
+//go:noescape
+func q4_1Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *float32, acc *float32)
+
+//go:noescape
+func q5_1Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *float32, acc *float32)
+
+//go:noescape
 func q8_0Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
 
 // archImpl returns the SIMD implementation for t under the current
@@ -697,19 +709,33 @@ func kBias(t ggml.Type) int32 {
 }
 
 // archImplAVX2 returns the AVX2 implementation for t, or nil for the
-// portable one. AVX2 has raw-block Q8_0 decode; everything else runs the
-// portable kernels.
+// portable one. AVX2 has raw-block kernels only (no panels), which it uses
+// for every batch size: one token at a time against the blocks in place.
 func archImplAVX2(t ggml.Type) matmulImpl {
-	if t != ggml.TypeQ8_0 {
+	kern, ok := rawAVX2[t]
+	if !ok {
 		return nil
 	}
 	return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
-		if a.n > directMaxTokens {
-			matmulGeneric(y, m, a, r0, r1)
-			return
-		}
-		matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
-			q8_0Dot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)
-		})
+		matmulRaw(y, m, a, r0, r1, kern)
 	}
+}
+
+// rawAVX2 maps types to their AVX2 raw-block kernels.
+var rawAVX2 = map[ggml.Type]rawKernel{
+	ggml.TypeQ8_0: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q8_0Dot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)
+	},
+	ggml.TypeQ4_0: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q4_0Dot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)
+	},
+	ggml.TypeQ5_0: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q5_0Dot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)
+	},
+	ggml.TypeQ4_1: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q4_1Dot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.s[t*nb], acc)
+	},
+	ggml.TypeQ5_1: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q5_1Dot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.s[t*nb], acc)
+	},
 }

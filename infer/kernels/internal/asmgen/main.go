@@ -51,6 +51,7 @@ func generate() string {
 	genQ6K()
 	for _, l := range legacies {
 		genLegacy(l)
+		genLegacyAVX2(l)
 	}
 	for nt := 1; nt <= 8; nt++ {
 		genLegacyPanel(nt, false)
@@ -108,7 +109,30 @@ var constants = func() string {
 	for w := 0; w < 8; w++ {
 		fmt.Fprintf(&b, "DATA c10<>+%d(SB)/4, $0x10101010\n", 4*w)
 	}
-	b.WriteString("GLOBL c10<>(SB), RODATA|NOPTR, $32\n\n")
+	b.WriteString("GLOBL c10<>(SB), RODATA|NOPTR, $32\n")
+	// qhshuf<>: byte j takes byte j/8 of its 128-bit lane's copy of the
+	// broadcast 32 fifth bits; qhbits<>: byte j is 1<<(j mod 8); lo16<>: the
+	// low half of each 32-bit word.
+	for w := 0; w < 8; w++ {
+		k := (w % 4) / 2 // 0,0,1,1 in each lane, then +2 in the high lane
+		if w >= 4 {
+			k += 2
+		}
+		fmt.Fprintf(&b, "DATA qhshuf<>+%d(SB)/4, $0x%02x%02x%02x%02x\n", 4*w, k, k, k, k)
+	}
+	b.WriteString("GLOBL qhshuf<>(SB), RODATA|NOPTR, $32\n")
+	for w := 0; w < 8; w++ {
+		if w%2 == 0 {
+			fmt.Fprintf(&b, "DATA qhbits<>+%d(SB)/4, $0x08040201\n", 4*w)
+		} else {
+			fmt.Fprintf(&b, "DATA qhbits<>+%d(SB)/4, $0x80402010\n", 4*w)
+		}
+	}
+	b.WriteString("GLOBL qhbits<>(SB), RODATA|NOPTR, $32\n")
+	for w := 0; w < 8; w++ {
+		fmt.Fprintf(&b, "DATA lo16<>+%d(SB)/4, $0x0000ffff\n", 4*w)
+	}
+	b.WriteString("GLOBL lo16<>(SB), RODATA|NOPTR, $32\n\n")
 	return b.String()
 }()
 
