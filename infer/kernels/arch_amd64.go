@@ -285,6 +285,15 @@ func q4_1Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *floa
 func q5_1Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *float32, acc *float32)
 
 //go:noescape
+func q4_KDot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int16, acc *float32)
+
+//go:noescape
+func q5_KDot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int16, acc *float32)
+
+//go:noescape
+func q6_KDot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int16, acc *float32)
+
+//go:noescape
 func q8_0Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
 
 // archImpl returns the SIMD implementation for t under the current
@@ -725,6 +734,15 @@ func archImplAVX2(t ggml.Type) matmulImpl {
 var rawAVX2 = map[ggml.Type]rawKernel{
 	ggml.TypeQ8_0: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
 		q8_0Dot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)
+	},
+	ggml.TypeQ4_K: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q4_KDot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
+	},
+	ggml.TypeQ5_K: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q5_KDot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
+	},
+	ggml.TypeQ6_K: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q6_KDot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
 	},
 	ggml.TypeQ4_0: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
 		q4_0Dot8AVX2(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs[t*nb], acc)

@@ -1,5 +1,7 @@
 package main
 
+import "fmt"
+
 // genLegacyAVX2 writes the AVX2 (VEX only, 16 registers) raw-block kernel
 // for a nibble format: the same arithmetic as genLegacy, with the fifth bits
 // spread to bytes by a shuffle and compare (no mask registers), the dots by
@@ -98,4 +100,251 @@ func genLegacyAVX2(l legacy) {
 	emit("\tDECQ CX")
 	emit("\tJNZ %sloop", name)
 	epilogue(name + "done")
+}
+
+// avx2Prologue is prologue for the AVX2 K-quant kernels, whose frame also
+// holds per-row vectors (vs, vm) that AVX-512 keeps in registers 16-31.
+func avx2Prologue(name, doc string) {
+	emit("")
+	emit("// func %s(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int16, acc *float32)", name)
+	emit("//")
+	emit("// %s", doc)
+	emit("TEXT ·%s(SB), NOSPLIT, $584-56", name)
+	emit("\tMOVQ w+0(FP), SI")
+	emit("\tMOVQ idx+8(FP), AX")
+	emit("\tMOVQ nb+16(FP), CX")
+	emit("\tMOVQ q+24(FP), DI")
+	emit("\tMOVQ da+32(FP), R11")
+	emit("\tMOVQ bs+40(FP), R12")
+	emit("\tMOVL 4(AX), DX")
+	emit("\tLEAQ (DX)(DX*2), BX")
+	emit("\tLEAQ (SI)(DX*4), R14")
+	emit("\tMOVQ DX, AX")
+	emit("\tSHLQ $4, AX")
+	emit("\tADDQ SI, AX")
+	emit("\tMOVQ AX, pf-8(SP)")
+	emit("\tMOVQ acc+48(FP), AX")
+	emit("\tVMOVUPS (AX), Y15")
+	emit("\tMOVL $0x00010001, R8")
+	emit("\tMOVQ R8, X12")
+	emit("\tVPBROADCASTD X12, Y12")
+	emit("\tMOVL $0x0f0f0f0f, R8")
+	emit("\tMOVQ R8, X13")
+	emit("\tVPBROADCASTD X13, Y13")
+}
+
+// Frame slots of the AVX2 K kernels: vs[r] and vm[r] (32 bytes each) and
+// the activations' group sums.
+func vs(r int) string { return fmt.Sprintf("vs-%d(SP)", 584-32*r) }
+func vm(r int) string { return fmt.Sprintf("vm-%d(SP)", 328-32*r) }
+
+const asumSlot = "asum-72(SP)"
+
+// avx2Prefetch is linearPrefetch keeping the pointer at pf-8(SP) in AX.
+func avx2Prefetch(blockBytes int) {
+	emit("\tMOVQ pf-8(SP), AX")
+	for off := 0; off < 8*blockBytes; off += 64 {
+		emit("\tPREFETCHT0 %d(AX)", off)
+	}
+	emit("\tADDQ $%d, AX", 8*blockBytes)
+	emit("\tMOVQ AX, pf-8(SP)")
+}
+
+// avx2Scales gathers the 32 bits at disp of each row's block into Y2 and
+// leaves the low halves as float32 in Y3 (and the high halves in Y4 when
+// both is set). Clobbers Y5, Y14.
+func avx2Scales(disp int, both bool) {
+	emit("\tMOVQ idx+8(FP), AX")
+	emit("\tVMOVDQU (AX), Y5")
+	emit("\tVPCMPEQD Y14, Y14, Y14")
+	emit("\tVPGATHERDD Y14, %d(SI)(Y5*1), Y2", disp)
+	emit("\tVPAND lo16<>(SB), Y2, Y3")
+	emit("\tVPACKUSDW Y3, Y3, Y3")
+	emit("\tVPERMQ $0x08, Y3, Y3")
+	emit("\tVCVTPH2PS X3, Y3")
+	if both {
+		emit("\tVPSRLD $16, Y2, Y4")
+		emit("\tVPACKUSDW Y4, Y4, Y4")
+		emit("\tVPERMQ $0x08, Y4, Y4")
+		emit("\tVCVTPH2PS X4, Y4")
+	}
+}
+
+// genQ4KAVX2 writes the AVX2 raw-block Q4_K (or Q5_K) kernel: genQ4K's
+// arithmetic with VPMADDUBSW/VPMADDWD dots and the per-row vectors kept in
+// the frame.
+func genQ4KAVX2(five bool) {
+	name, lbl, bb, qsOff := "q4_KDot8AVX2", "q4ka2", 144, 16
+	if five {
+		name, lbl, bb, qsOff = "q5_KDot8AVX2", "q5ka2", 176, 48
+	}
+	avx2Prologue(name, name[:4]+" on raw blocks, AVX2: p = (dw·da)·float32(S) − (dmin·da)·float32(M); acc = acc + p.")
+	emit("\tTESTQ CX, CX")
+	emit("\tJLE %sdone", lbl)
+	emit("%sloop:", lbl)
+	avx2Prefetch(bb)
+	emit("\tVPMADDWD (R12), Y12, Y14") // Σa per group of 32
+	emit("\tVMOVDQU Y14, %s", asumSlot)
+	for r := 0; r < 8; r++ {
+		emit("\tMOVL %s, R8", row(r, 4))
+		emit("\tMOVL %s, R9", row(r, 8))
+		emit("\tMOVL %s, R10", row(r, 12))
+		emit("\tMOVL R10, AX")
+		emit("\tANDL $0x0f0f0f0f, AX")
+		emit("\tMOVL R8, R13")
+		emit("\tSHRL $6, R13")
+		emit("\tANDL $0x03030303, R13")
+		emit("\tSHLL $4, R13")
+		emit("\tORL R13, AX")
+		emit("\tANDL $0x3f3f3f3f, R8")
+		emit("\tMOVL R10, R13")
+		emit("\tSHRL $4, R13")
+		emit("\tANDL $0x0f0f0f0f, R13")
+		emit("\tMOVL R9, R10")
+		emit("\tSHRL $6, R10")
+		emit("\tANDL $0x03030303, R10")
+		emit("\tSHLL $4, R10")
+		emit("\tORL R10, R13")
+		emit("\tANDL $0x3f3f3f3f, R9")
+		emit("\tSHLQ $32, AX")
+		emit("\tORQ AX, R8")
+		emit("\tSHLQ $32, R13")
+		emit("\tORQ R13, R9")
+		emit("\tVMOVQ R8, X8")
+		emit("\tVPMOVZXBD X8, Y8")
+		emit("\tVMOVQ R9, X9")
+		emit("\tVPMOVZXBD X9, Y9")
+		emit("\tVPMULLD %s, Y9, Y9", asumSlot)
+		emit("\tVMOVDQU Y9, %s", vm(r))
+		if five {
+			emit("\tVMOVDQU %s, Y14", row(r, 16))
+		}
+		for c := 0; c < 4; c++ {
+			for half := 0; half < 2; half++ {
+				g := 2*c + half
+				emit("\tVMOVDQU %s, Y10", row(r, qsOff+32*c))
+				if half == 1 {
+					emit("\tVPSRLW $4, Y10, Y10")
+				}
+				emit("\tVPAND Y13, Y10, Y10")
+				if five {
+					emit("\tVPAND bit5<>+%d(SB), Y14, Y9", 32*g)
+					emit("\tVPCMPEQB bit5<>+%d(SB), Y9, Y9", 32*g)
+					emit("\tVPAND c10<>(SB), Y9, Y9")
+					emit("\tVPOR Y9, Y10, Y10")
+				}
+				emit("\tVPMADDUBSW %d(DI), Y10, Y10", 32*g)
+				emit("\tVPMADDWD Y12, Y10, Y%d", g)
+			}
+		}
+		emit("\tREDUCE8")
+		emit("\tVPMULLD Y8, Y1, Y1")
+		emit("\tVMOVDQU Y1, %s", vs(r))
+	}
+	for r := 0; r < 8; r++ {
+		emit("\tVMOVDQU %s, Y%d", vs(r), r)
+	}
+	emit("\tREDUCE8")
+	emit("\tVMOVDQA Y1, Y10") // S
+	for r := 0; r < 8; r++ {
+		emit("\tVMOVDQU %s, Y%d", vm(r), r)
+	}
+	emit("\tREDUCE8") // M
+	avx2Scales(0, true)
+	emit("\tVBROADCASTSS (R11), Y5")
+	emit("\tVMULPS Y5, Y3, Y3")
+	emit("\tVCVTDQ2PS Y10, Y6")
+	emit("\tVMULPS Y6, Y3, Y3")
+	emit("\tVMULPS Y5, Y4, Y4")
+	emit("\tVCVTDQ2PS Y1, Y7")
+	emit("\tVMULPS Y7, Y4, Y4")
+	emit("\tVSUBPS Y4, Y3, Y3")
+	emit("\tVADDPS Y3, Y15, Y15")
+	emit("\tADDQ $%d, SI", bb)
+	emit("\tADDQ $%d, R14", bb)
+	emit("\tADDQ $256, DI")
+	emit("\tADDQ $4, R11")
+	emit("\tADDQ $32, R12")
+	emit("\tDECQ CX")
+	emit("\tJNZ %sloop", lbl)
+	epilogue(lbl + "done")
+}
+
+// genQ6KAVX2 writes the AVX2 raw-block Q6_K kernel (genQ6K's arithmetic).
+func genQ6KAVX2() {
+	name, lbl := "q6_KDot8AVX2", "q6ka2"
+	avx2Prologue(name, "Q6_K on raw blocks, AVX2: isum = Σ_h sc_h·Σ (q−32)·a; p = (d·da)·float32(isum); acc = acc + p.")
+	emit("\tTESTQ CX, CX")
+	emit("\tJLE %sdone", lbl)
+	emit("%sloop:", lbl)
+	avx2Prefetch(210)
+	for r := 0; r < 8; r++ {
+		for h := 0; h < 2; h++ {
+			emit("\tVMOVDQU %s, Y10", row(r, 128+32*h)) // H
+			for j := 0; j < 4; j++ {
+				src := 64*h + 32*(j%2) // A for j = 0, 2; B for j = 1, 3
+				emit("\tVMOVDQU %s, Y8", row(r, src))
+				if j >= 2 {
+					emit("\tVPSRLW $4, Y8, Y8")
+				}
+				emit("\tVPAND Y13, Y8, Y8")
+				switch j {
+				case 0:
+					emit("\tVPSLLW $4, Y10, Y11")
+				case 1:
+					emit("\tVPSLLW $2, Y10, Y11")
+				case 2:
+					emit("\tVMOVDQA Y10, Y11")
+				case 3:
+					emit("\tVPSRLW $2, Y10, Y11")
+				}
+				emit("\tVPAND c30<>(SB), Y11, Y11")
+				emit("\tVPOR Y11, Y8, Y8")
+				emit("\tVPMADDUBSW %d(DI), Y8, Y8", 128*h+32*j)
+				emit("\tVPMADDWD Y12, Y8, Y%d", 4*h+j)
+			}
+		}
+		emit("\tVPHADDD Y1, Y0, Y0")
+		emit("\tVPHADDD Y3, Y2, Y2")
+		emit("\tVPHADDD Y5, Y4, Y4")
+		emit("\tVPHADDD Y7, Y6, Y6")
+		emit("\tVPHADDD Y2, Y0, Y0")
+		emit("\tVPHADDD Y6, Y4, Y4")
+		emit("\tVMOVDQU perm0246<>(SB), Y9")
+		emit("\tVPMOVSXBD %s, Y8", row(r, 192))
+		emit("\tVPERMD Y8, Y9, Y8")
+		emit("\tVPMULLD Y8, Y0, Y0")
+		emit("\tVPMOVSXBD %s, Y8", row(r, 200))
+		emit("\tVPERMD Y8, Y9, Y8")
+		emit("\tVPMULLD Y8, Y4, Y4")
+		emit("\tVPADDD Y4, Y0, Y0")
+		emit("\tVPMOVSXBW %s, Y8", row(r, 192))
+		emit("\tVPMADDWD (R12), Y8, Y8")
+		emit("\tVPSLLD $5, Y8, Y8")
+		emit("\tVPSUBD Y8, Y0, Y0")
+		emit("\tVMOVDQU Y0, %s", vs(r))
+	}
+	for r := 0; r < 8; r++ {
+		emit("\tVMOVDQU %s, Y%d", vs(r), r)
+	}
+	emit("\tREDUCE8")
+	avx2Scales(206, false)
+	// the f16 d is the high half of the gathered word
+	emit("\tVPSRLD $16, Y2, Y3")
+	emit("\tVPACKUSDW Y3, Y3, Y3")
+	emit("\tVPERMQ $0x08, Y3, Y3")
+	emit("\tVCVTPH2PS X3, Y3")
+	emit("\tVBROADCASTSS (R11), Y5")
+	emit("\tVMULPS Y5, Y3, Y3")
+	emit("\tVCVTDQ2PS Y1, Y1")
+	emit("\tVMULPS Y1, Y3, Y3")
+	emit("\tVADDPS Y3, Y15, Y15")
+	emit("\tADDQ $210, SI")
+	emit("\tADDQ $210, R14")
+	emit("\tADDQ $256, DI")
+	emit("\tADDQ $4, R11")
+	emit("\tADDQ $32, R12")
+	emit("\tDECQ CX")
+	emit("\tJNZ %sloop", lbl)
+	epilogue(lbl + "done")
 }

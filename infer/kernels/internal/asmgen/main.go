@@ -49,6 +49,9 @@ func generate() string {
 	genQ4K(false)
 	genQ4K(true)
 	genQ6K()
+	genQ4KAVX2(false)
+	genQ4KAVX2(true)
+	genQ6KAVX2()
 	for _, l := range legacies {
 		genLegacy(l)
 		genLegacyAVX2(l)
@@ -132,7 +135,16 @@ var constants = func() string {
 	for w := 0; w < 8; w++ {
 		fmt.Fprintf(&b, "DATA lo16<>+%d(SB)/4, $0x0000ffff\n", 4*w)
 	}
-	b.WriteString("GLOBL lo16<>(SB), RODATA|NOPTR, $32\n\n")
+	b.WriteString("GLOBL lo16<>(SB), RODATA|NOPTR, $32\n")
+	// c30<>: 0x30 in every byte; perm0246<>: the VPERMD order 0,2,4,6,1,3,5,7.
+	for w := 0; w < 8; w++ {
+		fmt.Fprintf(&b, "DATA c30<>+%d(SB)/4, $0x30303030\n", 4*w)
+	}
+	b.WriteString("GLOBL c30<>(SB), RODATA|NOPTR, $32\n")
+	for w, v := range []int{0, 2, 4, 6, 1, 3, 5, 7} {
+		fmt.Fprintf(&b, "DATA perm0246<>+%d(SB)/4, $%d\n", 4*w, v)
+	}
+	b.WriteString("GLOBL perm0246<>(SB), RODATA|NOPTR, $32\n\n")
 	return b.String()
 }()
 
