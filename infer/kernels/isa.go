@@ -14,7 +14,7 @@ type ISA int
 // The kernel variants, slowest first.
 const (
 	ISAGeneric ISA = iota // portable Go
-	ISAAVX2               // amd64 AVX2 + FMA + F16C (vector helpers and Q8_0 decode; the rest portable)
+	ISAAVX2               // amd64 AVX2 + FMA + F16C (see doc.go for what has AVX2 code)
 	ISAAVX512             // amd64 AVX-512 F/BW/DQ/VL + VNNI
 )
 
