@@ -427,24 +427,43 @@ var floatKernels = map[ggml.Type][4]func(w *byte, rowBytes int, x *float32, xStr
 	ggml.TypeBF16: {bf16Dot4x1AVX512, bf16Dot4x2AVX512, bf16Dot4x3AVX512, bf16Dot4x4AVX512},
 }
 
-// matmulFloatAVX512 runs the float kernels over groups of 4 rows and up to
-// 4 tokens; the kernel leaves the 16 canonical lane sums, Go adds the
-// columns past the last whole 16 (into lane c mod 16) and reduces by the
-// fixed tree. Rows past the last whole group of 4 take the portable path.
+// floatKernel is a 4-row float kernel over up to 4 tokens (see genFloat).
+type floatKernel func(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+// matmulFloatAVX512 runs the AVX-512 float kernels.
 func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	kerns, kernsR := floatKernels[m.Type], floatKernelsR[m.Type]
+	ks, kr := floatKernels[m.Type], floatKernelsR[m.Type]
+	var lanesK, reducedK [4]floatKernel
+	for i := range ks {
+		lanesK[i], reducedK[i] = ks[i], kr[i]
+	}
+	matmulFloatN(y, m, a, r0, r1, &lanesK, &reducedK, 4)
+}
+
+// matmulFloat runs a one-token float kernel pair (AVX2).
+func matmulFloat(y []float32, m *Matrix, a *acts, r0, r1 int, lanesK, reducedK floatKernel, _ int) {
+	matmulFloatN(y, m, a, r0, r1, &[4]floatKernel{lanesK}, &[4]floatKernel{reducedK}, 1)
+}
+
+// matmulFloatN runs float kernels over groups of 4 rows and up to maxT
+// tokens: kernel lanesK[nt-1] leaves the 16 canonical lane sums, Go adds
+// the columns past the last whole 16 (into lane c mod 16) and reduces by
+// the fixed tree; when the columns are a whole number of 16, reducedK does
+// the tree itself. Rows past the last whole group of 4 take the portable
+// path.
+func matmulFloatN(y []float32, m *Matrix, a *acts, r0, r1 int, lanesK, reducedK *[4]floatKernel, maxT int) {
 	rb, rows, cols := m.RowBytes, m.Rows, m.Cols
 	n16 := cols / 16
 	esize := rb / cols
 	var lanesBuf [4 * 4 * lanes]float32
 	gEnd := r0 + (r1-r0)/4*4
 	// Tokens outer, row quads inner: the tile's weights stay in L1 while
-	// four tokens' activations are used by every quad.
-	for t0 := 0; t0 < a.n; t0 += 4 {
-		nt := min(4, a.n-t0)
+	// the tokens' activations are used by every quad.
+	for t0 := 0; t0 < a.n; t0 += maxT {
+		nt := min(maxT, a.n-t0)
 		for g0 := r0; g0 < gEnd; g0 += 4 {
 			if cols%16 == 0 {
-				kernsR[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
+				reducedK[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
 				for r := 0; r < 4; r++ {
 					for t := 0; t < nt; t++ {
 						y[(t0+t)*rows+g0+r] = lanesBuf[r*nt+t]
@@ -452,7 +471,7 @@ func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 				}
 				continue
 			}
-			kerns[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
+			lanesK[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
 			for r := 0; r < 4; r++ {
 				row := m.row(g0 + r)
 				for t := 0; t < nt; t++ {
@@ -466,9 +485,8 @@ func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 			}
 		}
 	}
-	g0 := gEnd
-	if g0 < r1 {
-		matmulGeneric(y, m, a, g0, r1)
+	if gEnd < r1 {
+		matmulGeneric(y, m, a, gEnd, r1)
 	}
 }
 
@@ -717,10 +735,33 @@ func kBias(t ggml.Type) int32 {
 	return 0
 }
 
+//go:noescape
+func f16Dot4x1AVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func f16Dot4x1RAVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func f32Dot4x1AVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func f32Dot4x1RAVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func bf16Dot4x1AVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
+//go:noescape
+func bf16Dot4x1RAVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
+
 // archImplAVX2 returns the AVX2 implementation for t, or nil for the
 // portable one. AVX2 has raw-block kernels only (no panels), which it uses
 // for every batch size: one token at a time against the blocks in place.
 func archImplAVX2(t ggml.Type) matmulImpl {
+	if k, ok := floatAVX2[t]; ok {
+		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
+			matmulFloat(y, m, a, r0, r1, k[0], k[1], 1)
+		}
+	}
 	kern, ok := rawAVX2[t]
 	if !ok {
 		return nil
@@ -728,6 +769,13 @@ func archImplAVX2(t ggml.Type) matmulImpl {
 	return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
 		matmulRaw(y, m, a, r0, r1, kern)
 	}
+}
+
+// floatAVX2 maps the float types to their AVX2 kernels (lanes, reduced).
+var floatAVX2 = map[ggml.Type][2]floatKernel{
+	ggml.TypeF16:  {f16Dot4x1AVX2, f16Dot4x1RAVX2},
+	ggml.TypeF32:  {f32Dot4x1AVX2, f32Dot4x1RAVX2},
+	ggml.TypeBF16: {bf16Dot4x1AVX2, bf16Dot4x1RAVX2},
 }
 
 // rawAVX2 maps types to their AVX2 raw-block kernels.

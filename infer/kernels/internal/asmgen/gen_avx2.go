@@ -348,3 +348,86 @@ func genQ6KAVX2() {
 	emit("\tJNZ %sloop", lbl)
 	epilogue(lbl + "done")
 }
+
+// genFloatAVX2 writes the AVX2 float kernel for 4 rows × 1 token: the 16
+// canonical lanes of row r are Y(2r) (lanes 0-7) and Y(2r+1) (lanes 8-15).
+// With reduce it runs the fixed tree and stores acc[r], otherwise it stores
+// the 16 lanes at acc[16r].
+func genFloatAVX2(typ string, reduce bool) {
+	suffix := ""
+	if reduce {
+		suffix = "R"
+	}
+	name := fmt.Sprintf("%sDot4x1%sAVX2", map[string]string{"F16": "f16", "F32": "f32", "BF16": "bf16"}[typ], suffix)
+	step := 32
+	if typ == "F32" {
+		step = 64
+	}
+	half := step / 2
+	emit("")
+	emit("// func %s(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)", name)
+	emit("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	emit("\tMOVQ w+0(FP), SI")
+	emit("\tMOVQ rowBytes+8(FP), DX")
+	emit("\tMOVQ x+16(FP), DI")
+	emit("\tMOVQ n16+32(FP), CX")
+	emit("\tLEAQ (DX)(DX*2), BX")
+	emit("\tLEAQ (SI)(DX*8), AX")
+	for i := 0; i < 8; i++ {
+		emit("\tVXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	emit("\tTESTQ CX, CX")
+	emit("\tJLE %sdone", name)
+	emit("%sloop:", name)
+	for off := 0; off < 4*step; off += 64 {
+		emit("\tPREFETCHT0 %d(AX)", off)
+	}
+	emit("\tADDQ $%d, AX", 4*step)
+	emit("\tVMOVUPS (DI), Y12")
+	emit("\tVMOVUPS 32(DI), Y13")
+	for r := 0; r < 4; r++ {
+		for h := 0; h < 2; h++ {
+			w := 8 + h
+			switch typ {
+			case "F16":
+				emit("\tVCVTPH2PS %s, Y%d", row(r, h*half), w)
+			case "F32":
+				emit("\tVMOVUPS %s, Y%d", row(r, h*half), w)
+			case "BF16":
+				emit("\tVPMOVZXWD %s, Y%d", row(r, h*half), w)
+				emit("\tVPSLLD $16, Y%d, Y%d", w, w)
+			}
+			a := 2*r + h
+			if typ == "F16" {
+				emit("\tVFMADD231PS Y%d, Y%d, Y%d", 12+h, w, a)
+			} else {
+				emit("\tVMULPS Y%d, Y%d, Y%d", 12+h, w, w)
+				emit("\tVADDPS Y%d, Y%d, Y%d", w, a, a)
+			}
+		}
+	}
+	emit("\tADDQ $%d, SI", step)
+	emit("\tADDQ $64, DI")
+	emit("\tDECQ CX")
+	emit("\tJNZ %sloop", name)
+	emit("%sdone:", name)
+	emit("\tMOVQ acc+40(FP), AX")
+	for r := 0; r < 4; r++ {
+		lo, hi := 2*r, 2*r+1
+		if !reduce {
+			emit("\tVMOVUPS Y%d, %d(AX)", lo, 64*r)
+			emit("\tVMOVUPS Y%d, %d(AX)", hi, 64*r+32)
+			continue
+		}
+		emit("\tVADDPS Y%d, Y%d, Y%d", hi, lo, lo)
+		emit("\tVEXTRACTF128 $1, Y%d, X10", lo)
+		emit("\tVADDPS X10, X%d, X%d", lo, lo)
+		emit("\tVMOVHLPS X%d, X%d, X10", lo, lo)
+		emit("\tVADDPS X10, X%d, X%d", lo, lo)
+		emit("\tVMOVSHDUP X%d, X10", lo)
+		emit("\tVADDSS X10, X%d, X%d", lo, lo)
+		emit("\tVMOVSS X%d, %d(AX)", lo, 4*r)
+	}
+	emit("\tVZEROUPPER")
+	emit("\tRET")
+}

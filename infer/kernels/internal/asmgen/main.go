@@ -69,6 +69,8 @@ func generate() string {
 			genFloat(typ, nt, false)
 			genFloat(typ, nt, true)
 		}
+		genFloatAVX2(typ, false)
+		genFloatAVX2(typ, true)
 	}
 	return out.String()
 }
