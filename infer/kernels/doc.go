@@ -80,8 +80,9 @@
 // vec_avx2_amd64.s and matmul_avx2_amd64.s) for Dot, DotF16, AXPY,
 // AXPYF16, the Rows helpers and the raw-block kernels of Q4_0, Q4_1, Q5_0,
 // Q5_1, Q8_0, Q4_K, Q5_K and Q6_K — used for every batch size, as AVX2 has
-// no panel kernels — and the portable Go code for the rest (Q2_K, Q3_K,
-// the float weight types, the activation quantizers, Exp32). Every other
+// no panel kernels — and for F16, F32 and BF16 weights (4 rows × 1 token),
+// and the portable Go code for the rest (Q2_K, Q3_K, the activation
+// quantizers, Exp32). Every other
 // CPU and architecture runs the portable code.
 // SetISA forces a variant, for tests and benchmarks. All variants give
 // identical bits, so the variant is not part of the engine identity.
