@@ -441,7 +441,7 @@ func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 }
 
 // matmulFloat runs a one-token float kernel pair (AVX2).
-func matmulFloat(y []float32, m *Matrix, a *acts, r0, r1 int, lanesK, reducedK floatKernel, _ int) {
+func matmulFloat(y []float32, m *Matrix, a *acts, r0, r1 int, lanesK, reducedK floatKernel) {
 	matmulFloatN(y, m, a, r0, r1, &[4]floatKernel{lanesK}, &[4]floatKernel{reducedK}, 1)
 }
 
@@ -759,7 +759,7 @@ func bf16Dot4x1RAVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, ac
 func archImplAVX2(t ggml.Type) matmulImpl {
 	if k, ok := floatAVX2[t]; ok {
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
-			matmulFloat(y, m, a, r0, r1, k[0], k[1], 1)
+			matmulFloat(y, m, a, r0, r1, k[0], k[1])
 		}
 	}
 	kern, ok := rawAVX2[t]

@@ -263,3 +263,38 @@ func TestNewMatrixErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMatMulChecksMatrix checks that MatMul refuses, by panicking with a
+// *MatrixError, a hand-built Matrix whose data or RowBytes is inconsistent
+// (the assembly must never read past Data), and accepts one with RowBytes 0.
+func TestMatMulChecksMatrix(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	good := make([]byte, 4*34)
+	x := make([]float32, 64)
+	y := make([]float32, 4)
+	for _, tc := range []struct {
+		name    string
+		m       Matrix
+		wantErr bool
+	}{
+		{"RowBytes 0", Matrix{Type: ggml.TypeQ8_0, Rows: 2, Cols: 64, Data: good}, false},
+		{"short data", Matrix{Type: ggml.TypeQ8_0, Rows: 2, Cols: 64, Data: good[:100]}, true},
+		{"wrong RowBytes", Matrix{Type: ggml.TypeQ8_0, Rows: 2, Cols: 64, Data: good, RowBytes: 34}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				_, isMatrixErr := r.(*MatrixError)
+				if tc.wantErr != isMatrixErr {
+					t.Fatalf("got panic %v, want a *MatrixError: %v", r, tc.wantErr)
+				}
+			}()
+			m := tc.m
+			p.MatMul(y, &m, x, 1)
+			if m.RowBytes != tc.m.RowBytes {
+				t.Errorf("MatMul wrote RowBytes %d", m.RowBytes)
+			}
+		})
+	}
+}

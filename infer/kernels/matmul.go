@@ -28,17 +28,21 @@ var actsPool = sync.Pool{New: func() any { return new(acts) }}
 // position of the token in the batch, any thread count and any
 // instruction-set variant (doc.go, "Canonical order").
 //
-// MatMul panics if m was not built by NewMatrix (or is otherwise
-// inconsistent), or if x or y is shorter than n rows: those are programming
-// errors, not data errors.
+// MatMul checks m on every call and panics (with a *MatrixError) if it is
+// inconsistent, or if x or y is shorter than n rows: those are programming
+// errors, not data errors (NewMatrix is where data is checked).
 func (p *Pool) MatMul(y []float32, m *Matrix, x []float32, n int) {
 	if n <= 0 {
 		return
 	}
-	if m.RowBytes == 0 {
-		if err := m.check(); err != nil {
-			panic(err)
-		}
+	rb, err := m.check() // a few comparisons: the assembly must never read past Data
+	if err != nil {
+		panic(err)
+	}
+	if m.RowBytes != rb {
+		mm := *m
+		mm.RowBytes = rb
+		m = &mm
 	}
 	if len(x) < n*m.Cols || len(y) < n*m.Rows {
 		panic(fmt.Sprintf("kernels: MatMul of %d tokens: x has %d floats (want %d), y has %d (want %d)",
