@@ -65,10 +65,15 @@
 //
 // Round trip: Decode(Encode(s)) == s for every s the vocabulary can
 // represent. For SentencePiece that is every string without U+2581 whose
-// bytes all have a token or a byte-fallback token; for byte-level BPE it
-// is every valid UTF-8 string, except where llama.cpp's clean-up of spaces
-// before punctuation (" ." → ".") applies. Control tokens that Encode finds
-// by merging ordinary text render as nothing unless RenderSpecial is set.
+// bytes all have a token or a byte-fallback token, bar one llama.cpp
+// quirk: a byte that starts no valid UTF-8 sequence takes the bytes its
+// top bits announce into its symbol, so a space among them stays escaped
+// and comes back as U+2581. For byte-level BPE it is every valid UTF-8
+// string, except where llama.cpp's clean-up of spaces before punctuation
+// (" ." → ".") applies; invalid bytes come back as U+FFFD. Control tokens
+// that Encode finds by merging ordinary text render as nothing unless
+// RenderSpecial is set, and text right after a user-defined token gets
+// SentencePiece's space prefix too.
 //
 // # Digest
 //

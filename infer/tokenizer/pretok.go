@@ -74,7 +74,7 @@ func init() {
 		regex(oneOf(isCRLF)),
 		regex(spaceThen(func(r rune) bool { return inRanges(wide(r), deepseekLetters) })),
 		regex(spaceThen(func(r rune) bool { return inRanges(wide(r), deepseekPunct) })),
-		regex(trailingSpace),
+		splitTrailingSpace,
 		regex(runOf(isCJK)),
 		regex(runOf(isN)),
 	}, noClean: true}, "deepseek-llm")
@@ -264,10 +264,48 @@ func ds3Match(c []rune, p int) int {
 //
 //	...|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|...|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1}
 func jais2Split(c []rune, out []int) []int {
-	return splitRegex(c, out, jais2Match)
+	// The white-space run around p, found once per run so that a long run
+	// costs linear time: [wsStart, wsEnd), and the end of its last CR or
+	// LF (or -1).
+	wsStart, wsEnd, crlfEnd := -1, -1, -1
+	return splitRegex(c, out, func(c []rune, p int) int {
+		if n := jais2Word(c, p); n > 0 {
+			return n
+		}
+		if !isSpace(c[p]) {
+			return 0
+		}
+		if p < wsStart || p >= wsEnd {
+			wsStart, wsEnd, crlfEnd = p, p, -1
+			for wsEnd < len(c) && isSpace(c[wsEnd]) {
+				if isCRLF(c[wsEnd]) {
+					crlfEnd = wsEnd + 1
+				}
+				wsEnd++
+			}
+		}
+		if crlfEnd > p {
+			return crlfEnd - p // \s*[\r\n]+
+		}
+		n := wsEnd - p
+		// \s{k}(?!\S) matches when k code points of white space are
+		// followed by white space or by the end of the fragment.
+		fits := func(k int) bool { return n > k || n == k && wsEnd == len(c) }
+		for k := 512; k >= 4; k /= 2 {
+			if fits(k) {
+				return k
+			}
+		}
+		if fits(2) {
+			return 2
+		}
+		return 1
+	})
 }
 
-func jais2Match(c []rune, p int) int {
+// jais2Word matches the alternatives of Jais 2's regex before the white
+// space ones (Llama 3's), or returns 0.
+func jais2Word(c []rune, p int) int {
 	if n := contraction(c, p, true); n > 0 {
 		return n
 	}
@@ -287,26 +325,5 @@ func jais2Match(c []rune, p int) int {
 	if in(c, q, notSLN) {
 		return run(c, run(c, q, notSLN), isCRLF) - p
 	}
-	q = run(c, p, isSpace)
-	for k := p; k < q; k++ {
-		if isCRLF(c[k]) {
-			return spaceRun(c, p, true)
-		}
-	}
-	n := q - p
-	if n == 0 {
-		return 0
-	}
-	// \s{k}(?!\S) matches when k code points of white space are followed
-	// by white space or by the end of the fragment.
-	fits := func(k int) bool { return n > k || n == k && q == len(c) }
-	for k := 512; k >= 4; k /= 2 {
-		if fits(k) {
-			return k
-		}
-	}
-	if fits(2) {
-		return 2
-	}
-	return 1
+	return 0
 }

@@ -140,13 +140,21 @@ func spaceThen(class func(rune) bool) func(c []rune, p int) int {
 	}
 }
 
-// trailingSpace matches \s+$ : white space that runs to the end of the
-// fragment.
-func trailingSpace(c []rune, p int) int {
-	if run(c, p, isSpace) == len(c) {
-		return len(c) - p
+// splitTrailingSpace splits off the white space that ends a fragment:
+// the pieces std::regex gives for \s+$ (the one match is the trailing
+// white-space run; what precedes it is a gap).
+func splitTrailingSpace(c []rune, out []int) []int {
+	q := len(c)
+	for q > 0 && isSpace(c[q-1]) {
+		q--
 	}
-	return 0
+	if q > 0 {
+		out = append(out, q)
+	}
+	if q < len(c) {
+		out = append(out, len(c)-q)
+	}
+	return out
 }
 
 // threeDigits matches [0-9][0-9][0-9].
