@@ -60,6 +60,8 @@ func (e *reportedError) Unwrap() error { return e.err }
 func commands() []*command {
 	return []*command{
 		newVersionCommand(),
+		newTokenizeCommand(),
+		newDetokenizeCommand(),
 	}
 }
 
