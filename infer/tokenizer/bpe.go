@@ -80,7 +80,7 @@ type bpeWork struct {
 	next  []int
 	word  []byte
 	syms  []bpeSymbol
-	queue heap[bpeBigram]
+	queue bpeHeap
 }
 
 // encodeBPE appends the tokens of one text fragment: decode code points
@@ -153,8 +153,7 @@ func (t *Tokenizer) mergeWord(word string, out []int32, w *bpeWork) []int32 {
 			syms[len(syms)-1].next = -1
 		}
 		q := &w.queue
-		q.items = q.items[:0]
-		q.before = bpeBefore
+		*q = (*q)[:0]
 		try := func(left, right int) {
 			if left < 0 || right < 0 {
 				return
@@ -170,7 +169,7 @@ func (t *Tokenizer) mergeWord(word string, out []int32, w *bpeWork) []int32 {
 		for i := 1; i < len(syms); i++ {
 			try(i-1, i)
 		}
-		for q.len() > 0 {
+		for len(*q) > 0 {
 			b := q.pop()
 			l, r := &syms[b.left], &syms[b.right]
 			if l.n == 0 || r.n == 0 || l.piece != b.lp || r.piece != b.rp {
@@ -214,4 +213,45 @@ func (t *Tokenizer) mergeWord(word string, out []int32, w *bpeWork) []int32 {
 		}
 	}
 	return out
+}
+
+// bpeHeap is a binary heap of bigrams, the best (bpeBefore) first.
+type bpeHeap []bpeBigram
+
+func (h *bpeHeap) push(x bpeBigram) {
+	q := append(*h, x)
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !bpeBefore(q[i], q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+	*h = q
+}
+
+func (h *bpeHeap) pop() bpeBigram {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < last && bpeBefore(q[l], q[m]) {
+			m = l
+		}
+		if r := l + 1; r < last && bpeBefore(q[r], q[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
 }

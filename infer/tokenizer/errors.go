@@ -33,9 +33,10 @@ var (
 	// ErrNoSpecialToken is returned when encoding must add BOS or EOS and
 	// the vocabulary has none.
 	ErrNoSpecialToken = errors.New("tokenizer: special token not defined")
-	// ErrInvalidText is returned when text holds a byte sequence that
-	// decodes to a value above U+10FFFF, which llama.cpp's byte-level BPE
-	// refuses too.
+	// ErrInvalidText is returned when text cannot be encoded: it holds a
+	// byte sequence that decodes to a value above U+10FFFF, which
+	// llama.cpp's byte-level BPE refuses too, or one fragment of it is
+	// over 1 GiB.
 	ErrInvalidText = errors.New("tokenizer: text not encodable")
 )
 

@@ -25,16 +25,16 @@ func (t *Tokenizer) buildSPM() {
 // symbols being merged; n == 0 marks a symbol merged into its left
 // neighbour.
 type spmSymbol struct {
-	start, n   int
-	prev, next int
+	start, n   int32
+	prev, next int32
 }
 
 // spmBigram is a candidate merge of two adjacent symbols into the token
 // whose text they spell together.
 type spmBigram struct {
 	score       float32
-	left, right int
-	size        int
+	left, right int32
+	size        int32
 }
 
 // spmBefore orders the work queue: highest score first, then leftmost.
@@ -48,11 +48,14 @@ func spmBefore(a, b spmBigram) bool {
 // pair whose concatenation is the highest-scoring token, then emit each
 // remaining symbol as its token or, failing that, as byte tokens.
 func (t *Tokenizer) encodeSPM(text string, out []int32) ([]int32, error) {
+	if len(text) > 1<<30 {
+		return nil, fmt.Errorf("%w: %d bytes is too long to encode at once", ErrInvalidText, len(text))
+	}
 	syms := make([]spmSymbol, 0, len(text))
 	for off := 0; off < len(text); {
 		n := min(utf8Len(text[off]), len(text)-off)
-		i := len(syms)
-		syms = append(syms, spmSymbol{start: off, n: n, prev: i - 1, next: i + 1})
+		i := int32(len(syms))
+		syms = append(syms, spmSymbol{start: int32(off), n: int32(n), prev: i - 1, next: i + 1})
 		off += n
 	}
 	if len(syms) == 0 {
@@ -60,22 +63,21 @@ func (t *Tokenizer) encodeSPM(text string, out []int32) ([]int32, error) {
 	}
 	syms[len(syms)-1].next = -1
 
-	var q heap[spmBigram]
-	q.before = spmBefore
-	try := func(left, right int) {
+	q := make(spmHeap, 0, len(syms))
+	try := func(left, right int32) {
 		if left < 0 || right < 0 {
 			return
 		}
 		l := syms[left]
 		s := text[l.start : l.start+l.n+syms[right].n]
 		if id, ok := t.ids[s]; ok {
-			q.push(spmBigram{score: t.scores[id], left: left, right: right, size: len(s)})
+			q.push(spmBigram{score: t.scores[id], left: left, right: right, size: int32(len(s))})
 		}
 	}
-	for i := 1; i < len(syms); i++ {
+	for i := int32(1); i < int32(len(syms)); i++ {
 		try(i-1, i)
 	}
-	for q.len() > 0 {
+	for len(q) > 0 {
 		b := q.pop()
 		l, r := &syms[b.left], &syms[b.right]
 		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
@@ -91,7 +93,7 @@ func (t *Tokenizer) encodeSPM(text string, out []int32) ([]int32, error) {
 		try(b.left, l.next)
 	}
 
-	for i := 0; i != -1; i = syms[i].next {
+	for i := int32(0); i != -1; i = syms[i].next {
 		s := text[syms[i].start : syms[i].start+syms[i].n]
 		if id, ok := t.ids[s]; ok {
 			out = append(out, id)
@@ -108,46 +110,43 @@ func (t *Tokenizer) encodeSPM(text string, out []int32) ([]int32, error) {
 	return out, nil
 }
 
-// heap is a binary heap ordered by before (the first element is the one
-// no other is before).
-type heap[T any] struct {
-	items  []T
-	before func(a, b T) bool
-}
+// spmHeap is a binary heap of bigrams, the best (spmBefore) first.
+type spmHeap []spmBigram
 
-func (h *heap[T]) len() int { return len(h.items) }
-
-func (h *heap[T]) push(x T) {
-	h.items = append(h.items, x)
-	i := len(h.items) - 1
+func (h *spmHeap) push(x spmBigram) {
+	q := append(*h, x)
+	i := len(q) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.before(h.items[i], h.items[p]) {
+		if !spmBefore(q[i], q[p]) {
 			break
 		}
-		h.items[i], h.items[p] = h.items[p], h.items[i]
+		q[i], q[p] = q[p], q[i]
 		i = p
 	}
+	*h = q
 }
 
-func (h *heap[T]) pop() T {
-	top := h.items[0]
-	last := len(h.items) - 1
-	h.items[0] = h.items[last]
-	h.items = h.items[:last]
+func (h *spmHeap) pop() spmBigram {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
 	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < last && h.before(h.items[l], h.items[m]) {
+		l, m := 2*i+1, i
+		if l < last && spmBefore(q[l], q[m]) {
 			m = l
 		}
-		if r < last && h.before(h.items[r], h.items[m]) {
+		if r := l + 1; r < last && spmBefore(q[r], q[m]) {
 			m = r
 		}
 		if m == i {
 			break
 		}
-		h.items[i], h.items[m] = h.items[m], h.items[i]
+		q[i], q[m] = q[m], q[i]
 		i = m
 	}
+	*h = q
 	return top
 }
