@@ -6,15 +6,27 @@ import (
 )
 
 // bpeTables are what BPE encoding needs beyond the token list. Merge
-// halves are interned as "pieces" so that the merge loop compares
-// integers, not strings.
+// halves are numbered as "pieces" so that the merge loop compares
+// integers, not strings: a piece that is a token has the token's id, any
+// other text an id from len(tokens) up, in extra.
 type bpeTables struct {
-	pieces map[string]int32 // text → piece id, for every merge half and result
+	extra  map[string]int32 // pieces that are not tokens
 	ranks  map[uint64]int32 // (left piece, right piece) → rank
-	result []int32          // rank → piece id of the merged text
+	result []int32          // rank → piece of the merged text
 }
 
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+// piece returns the piece id of s, or -1.
+func (t *Tokenizer) piece(s string) int32 {
+	if id, ok := t.ids[s]; ok {
+		return id
+	}
+	if id, ok := t.bpe.extra[s]; ok {
+		return id
+	}
+	return null
+}
 
 // buildBPE parses the merges as llama.cpp does: each is split at its
 // first space after the first byte ("a b" → "a", "b"; a merge with no
@@ -25,17 +37,21 @@ func (t *Tokenizer) buildBPE(merges []string) error {
 		return vocabErr("tokenizer.ggml.merges", -1, "%d merges is too many", len(merges))
 	}
 	b := &t.bpe
-	b.pieces = make(map[string]int32, len(merges)+len(t.tokens))
+	b.extra = map[string]int32{}
 	b.ranks = make(map[uint64]int32, len(merges))
 	b.result = make([]int32, len(merges))
-	intern := func(s string) int32 {
-		if id, ok := b.pieces[s]; ok {
+	intern := func(s []byte) int32 {
+		if id, ok := t.ids[string(s)]; ok {
 			return id
 		}
-		id := int32(len(b.pieces))
-		b.pieces[s] = id
+		if id, ok := b.extra[string(s)]; ok {
+			return id
+		}
+		id := int32(len(t.tokens) + len(b.extra))
+		b.extra[string(s)] = id
 		return id
 	}
+	var buf []byte
 	for rank, m := range merges {
 		var first, second string
 		if len(m) > 1 {
@@ -43,12 +59,13 @@ func (t *Tokenizer) buildBPE(merges []string) error {
 				first, second = m[:i+1], m[i+2:]
 			}
 		}
-		l, r := intern(first), intern(second)
+		buf = append(append(buf[:0], first...), second...)
+		l, r := intern([]byte(first)), intern([]byte(second))
 		k := pairKey(l, r)
 		if _, dup := b.ranks[k]; !dup {
 			b.ranks[k] = int32(rank)
 		}
-		b.result[rank] = intern(first + second)
+		b.result[rank] = intern(buf)
 	}
 	return nil
 }
@@ -142,11 +159,7 @@ func (t *Tokenizer) mergeWord(word string, out []int32, w *bpeWork) []int32 {
 		for off := 0; off < len(word); {
 			n := min(utf8Len(word[off]), len(word)-off)
 			i := len(syms)
-			p, ok := t.bpe.pieces[word[off:off+n]]
-			if !ok {
-				p = null
-			}
-			syms = append(syms, bpeSymbol{start: off, n: n, prev: i - 1, next: i + 1, piece: p})
+			syms = append(syms, bpeSymbol{start: off, n: n, prev: i - 1, next: i + 1, piece: t.piece(word[off : off+n])})
 			off += n
 		}
 		if len(syms) > 0 {

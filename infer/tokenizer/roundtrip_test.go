@@ -127,7 +127,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
 			checked := 0
-			for i := 0; i < 3000; i++ {
+			for i := 0; i < 2000; i++ {
 				s := randomText(r, tok.kind == kindSPM || i%2 == 0)
 				want, ok := expectRoundTrip(tok, s)
 				if !ok {
@@ -146,8 +146,8 @@ func TestRoundTrip(t *testing.T) {
 					t.Fatalf("Decode(Encode(%q)) = %q, want %q (ids %v)", s, got, want, ids)
 				}
 			}
-			if checked < 1000 {
-				t.Fatalf("only %d of 3000 random strings were representable", checked)
+			if checked < 600 {
+				t.Fatalf("only %d of 2000 random strings were representable", checked)
 			}
 		})
 	}

@@ -2,8 +2,10 @@ package tokenizer
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 )
@@ -380,5 +382,52 @@ func TestSplitters(t *testing.T) {
 		if got := pieces(p.steps, tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: split(%q) = %q, want %q", tc.pre, tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestConcurrentUse encodes and decodes from several goroutines at once;
+// run with -race it checks that a Tokenizer is safe for concurrent use
+// (Digest is computed lazily, here from several goroutines at once).
+func TestConcurrentUse(t *testing.T) {
+	toks := []*Tokenizer{mustNew(t, tinySPM()), mustNew(t, tinyBPE("llama-bpe")), mustNew(t, tinyBPE("deepseek-llm"))}
+	texts := []string{"Hello the world", "café 你好 😀 123", "<|user|> in er on\n\n", "ÀÉÎ déjà vu"}
+	want := make([][][]int32, len(toks))
+	for i, tok := range toks {
+		for _, s := range texts {
+			ids, err := tok.Encode(s, EncodeOptions{ParseSpecial: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[i] = append(want[i], ids)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 50; k++ {
+				i := (g + k) % len(toks)
+				tok := toks[i]
+				tok.Digest()
+				for j, s := range texts {
+					ids, err := tok.Encode(s, EncodeOptions{ParseSpecial: true})
+					if err != nil || !slices.Equal(ids, want[i][j]) {
+						errs <- fmt.Errorf("goroutine %d: Encode(%q) = %v, %v; want %v", g, s, ids, err, want[i][j])
+						return
+					}
+					if _, err := tok.Decode(ids); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
