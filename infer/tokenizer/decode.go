@@ -79,13 +79,26 @@ func (t *Tokenizer) appendPiece(b []byte, id int32, special bool) ([]byte, error
 		return append(b, text...), nil
 	case a&AttrNormal != 0:
 		if t.kind == kindSPM || t.escapeSpaces {
-			return append(b, strings.ReplaceAll(text, "\u2581", " ")...), nil
+			return appendUnescaped(b, text), nil
 		}
 		return appendByteLevel(b, text), nil
 	case a&AttrByte != 0:
 		return append(b, byteOfToken(text)), nil
 	}
 	return b, nil
+}
+
+// appendUnescaped appends text with every U+2581 (SentencePiece's
+// space) turned back into a space.
+func appendUnescaped(b []byte, text string) []byte {
+	for {
+		i := strings.Index(text, "\u2581")
+		if i < 0 {
+			return append(b, text...)
+		}
+		b = append(append(b, text[:i]...), ' ')
+		text = text[i+len("\u2581"):]
+	}
 }
 
 // appendByteLevel appends the bytes a byte-level BPE token's text spells,

@@ -2,10 +2,11 @@
 // vocabularies of infer/tokenizer's BenchmarkEncode: the peer for
 // docs/benchmarks.md. An op is one tokenize(text, parse_special=true) of
 // the 10 KiB text, including node-llama-cpp's conversion of the string and
-// of the result.
+// of the result. Both sides are timed in CPU time (user + system, all
+// threads), which a shared machine disturbs far less than wall time.
 //
 //   node bench.mjs [--shared DIR] [--seconds S]
-//       prints "name ns/op" for llama.cpp, one line per vocabulary
+//       prints "name cpu-ns/op" for llama.cpp, one line per vocabulary
 //   node bench.mjs --compare [--rounds N] [--seconds S]
 //       alternates N rounds of this and of `go test -bench BenchmarkEncode`
 //       (so both see the same machine load) and prints the medians and
@@ -56,6 +57,7 @@ try {
     const model = await llama.loadModel({modelPath, vocabOnly: true});
     for (let i = 0; i < 3; i++) model.tokenize(text, true);
     let n = 0;
+    const cpu0 = process.cpuUsage();
     const start = process.hrtime.bigint();
     const deadline = start + BigInt(Math.round(seconds * 1e9));
     let now = start;
@@ -64,7 +66,8 @@ try {
       n++;
       now = process.hrtime.bigint();
     }
-    out[v.name] = Number(now - start) / n;
+    const cpu = process.cpuUsage(cpu0);
+    out[v.name] = ((cpu.user + cpu.system) * 1e3) / n;
     await model.dispose();
   }
 } finally {
@@ -73,12 +76,12 @@ try {
 return out;
 }
 
-// goRound runs BenchmarkEncode once and returns ns/op by vocabulary.
+// goRound runs BenchmarkEncode once and returns CPU ns/op by vocabulary.
 function goRound() {
   const out = {};
   const res = execFileSync("go", ["test", "-run", "^$", "-bench", "^BenchmarkEncode$", "-benchtime", `${seconds}s`, "./infer/tokenizer"],
     {cwd: root, encoding: "utf8"});
-  for (const m of res.matchAll(/^BenchmarkEncode\/(\S+?)(?:-\d+)?\s+\d+\s+(\d+(?:\.\d+)?) ns\/op/gm)) out[m[1]] = Number(m[2]);
+  for (const m of res.matchAll(/^BenchmarkEncode\/(\S+?)(?:-\d+)?\s.*?\s(\d+(?:\.\d+)?) cpu-ns\/op/gm)) out[m[1]] = Number(m[2]);
   return out;
 }
 
@@ -94,7 +97,7 @@ if (args.includes("--compare")) {
     for (const [k, v] of Object.entries(goRound())) (ours[k] ??= []).push(v);
     for (const [k, v] of Object.entries(await llamaRound())) (theirs[k] ??= []).push(v);
   }
-  console.log("| vocabulary | muser µs/op | llama.cpp µs/op | llama.cpp ÷ muser |");
+  console.log("| vocabulary | muser CPU µs/op | llama.cpp CPU µs/op | llama.cpp ÷ muser |");
   console.log("|---|---:|---:|---:|");
   for (const v of vocabs) {
     const a = median(ours[v.name] ?? [NaN]), b = median(theirs[v.name] ?? [NaN]);
