@@ -104,11 +104,11 @@ func BenchmarkNew(b *testing.B) {
 				v.Pre = bv.pre
 			}
 			b.ReportAllocs()
-			for b.Loop() {
+			loopCPU(b, func() {
 				if _, err := New(v); err != nil {
 					b.Fatal(err)
 				}
-			}
+			})
 		})
 	}
 }
