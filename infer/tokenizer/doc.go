@@ -49,10 +49,10 @@
 // rewriting of \p{..} classes for std::regex, which turns every non-ASCII
 // code point into a placeholder for its category. split.go explains how
 // the scanners reproduce std::regex's ECMAScript matching. Scanners rather
-// than Go's regexp: regexp has no lookahead (\s+(?!\S)), finds leftmost-
-// first matches with different backtracking choices only by accident, and
-// its \p classes follow Go's Unicode tables rather than llama.cpp's; a
-// scanner states each rule once, exactly, and runs in one linear pass.
+// than Go's regexp: regexp has no lookahead (\s+(?!\S), (?=\p{L})), and
+// its \p classes follow Go's Unicode tables rather than llama.cpp's
+// collapsed classes; a scanner states each rule once, exactly, and runs in
+// one linear pass.
 // PreTokenizers lists the supported names: 77 of the 87 llama.cpp knows;
 // the other 10 (Kimi K2, AFMoE, Tiny Aya, SuperBPE, Chameleon, Youtu,
 // EXAONE MoE, Granite embedding 97M, Cohere 2 MoE, whitespace) fail with
