@@ -41,11 +41,10 @@ func (t *Tokenizer) buildBPE(merges []string) error {
 	b.extra = map[string]int32{}
 	b.ranks = make(map[uint64]int32, len(merges))
 	b.result = make([]int32, len(merges))
+	// intern returns the piece id of s, numbering it if new (the
+	// string(s) conversions in map lookups do not allocate).
 	intern := func(s []byte) int32 {
-		if id, ok := t.ids[string(s)]; ok {
-			return id
-		}
-		if id, ok := b.extra[string(s)]; ok {
+		if id := t.piece(s); id != null {
 			return id
 		}
 		id := int32(len(t.tokens) + len(b.extra))
@@ -60,20 +59,22 @@ func (t *Tokenizer) buildBPE(merges []string) error {
 				first, second = m[:i+1], m[i+2:]
 			}
 		}
-		buf = append(append(buf[:0], first...), second...)
-		l, r := intern([]byte(first)), intern([]byte(second))
+		buf = append(buf[:0], m...)
+		l := intern(buf[:len(first)])
+		r := intern(buf[len(m)-len(second):])
 		k := pairKey(l, r)
 		if _, dup := b.ranks[k]; !dup {
 			b.ranks[k] = int32(rank)
 		}
+		buf = append(append(buf[:0], first...), second...)
 		b.result[rank] = intern(buf)
 	}
 	return nil
 }
 
 // bpeSymbol is a run of the word in the linked list being merged; n == 0
-// marks a symbol merged into its left neighbour. piece is the interned id
-// of its text, or -1 when no merge mentions that text.
+// marks a symbol merged into its left neighbour. piece is the piece id of
+// its text, or -1 when that text is neither a token nor part of a merge.
 type bpeSymbol struct {
 	start, n   int
 	prev, next int
