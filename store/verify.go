@@ -115,7 +115,10 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	}
 	chains := map[pack.Digest][]chainEntry{}
 
-	// Pass 1: the ledger, in one read transaction.
+	// Pass 1: the ledger, in one read transaction, under wmu so that no
+	// commit, removal or quarantine lands between this snapshot, the index
+	// comparison and the leases that keep gc off what is being checked.
+	s.wmu.Lock()
 	err := guard(s.ledgerPath(), func() error {
 		return s.db.View(func(tx *bolt.Tx) error {
 			pb, bb, cb := tx.Bucket(bucketPacks), tx.Bucket(bucketBlocks), tx.Bucket(bucketChunks)
@@ -198,6 +201,26 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 			})
 		})
 	})
+	if err == nil && whole {
+		quarantined := map[pack.Digest]bool{}
+		for _, vp := range packs {
+			if vp.rec.quarantined() {
+				quarantined[vp.id] = true
+			}
+		}
+		for _, d := range s.indexDiffs(chains, quarantined) {
+			ledger("blocks", []byte("index"), errors.New(d))
+		}
+	}
+	var leased []pack.Digest
+	for _, vp := range packs {
+		leased = append(leased, vp.id)
+		for _, e := range vp.chain {
+			leased = append(leased, e.chunk)
+		}
+	}
+	defer s.lease(leased...)()
+	s.wmu.Unlock()
 	if err != nil {
 		return rep, err
 	}
@@ -335,13 +358,7 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	}
 
 	if whole {
-		quarantined := map[pack.Digest]bool{}
-		for _, vp := range packs {
-			if vp.rec.quarantined() {
-				quarantined[vp.id] = true
-			}
-		}
-		s.verifyLedgerWide(&rep, chunkRecs, refs, chains, quarantined, ledger)
+		s.verifyRefs(&rep, chunkRecs, refs, ledger)
 	}
 	sortFindings(rep.Findings)
 
@@ -391,15 +408,9 @@ func (s *Store) recordMismatches(r *packRecord, m *pack.Manifest, keys []pack.Di
 	return out
 }
 
-// verifyLedgerWide checks reference counts against the packs, and the
-// in-memory index against one rebuilt from the ledger's chains.
-func (s *Store) verifyLedgerWide(rep *VerifyReport, recs map[pack.Digest]chunkRecord, refs map[pack.Digest]uint32,
-	chains map[pack.Digest][]chainEntry, quarantined map[pack.Digest]bool, ledger func(string, []byte, error)) {
-	for id, r := range recs {
-		if want := refs[id]; r.refs != want {
-			ledger("chunks", id[:], fmt.Errorf("reference count %d, packs reference it %d times", r.refs, want))
-		}
-	}
+// indexDiffs compares the in-memory index with one rebuilt from the
+// ledger's chains (leaving out quarantined packs). The caller holds wmu.
+func (s *Store) indexDiffs(chains map[pack.Digest][]chainEntry, quarantined map[pack.Digest]bool) []string {
 	want := newIndex()
 	for id, c := range chains {
 		if !quarantined[id] {
@@ -407,6 +418,7 @@ func (s *Store) verifyLedgerWide(rep *VerifyReport, recs map[pack.Digest]chunkRe
 		}
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	got := s.ix
 	var diffs []string
 	if len(got.nodes) != len(want.nodes) {
@@ -424,9 +436,17 @@ func (s *Store) verifyLedgerWide(rep *VerifyReport, recs map[pack.Digest]chunkRe
 			break
 		}
 	}
-	s.mu.Unlock()
-	for _, d := range diffs {
-		ledger("blocks", []byte("index"), errors.New(d))
+	return diffs
+}
+
+// verifyRefs checks reference counts against the packs' chains (all from
+// one ledger snapshot) and counts orphan chunk files.
+func (s *Store) verifyRefs(rep *VerifyReport, recs map[pack.Digest]chunkRecord, refs map[pack.Digest]uint32,
+	ledger func(string, []byte, error)) {
+	for id, r := range recs {
+		if want := refs[id]; r.refs != want {
+			ledger("chunks", id[:], fmt.Errorf("reference count %d, packs reference it %d times", r.refs, want))
+		}
 	}
 	// Orphans are reported, not counted as faults.
 	_ = s.walkFiles(filepath.Join(s.dir, chunksDir), func(path string, fi fs.FileInfo) {
