@@ -222,7 +222,7 @@ func (s *Store) restoreLeased(ctx context.Context, req RestoreRequest, source st
 			return 0, err
 		}
 		ref := m.Chunks[i]
-		data, err := s.readChunk(ref, i, buf)
+		data, err := s.readChunk(ref, buf)
 		if err != nil {
 			fault := &ChunkFault{Block: i, Chunk: ref.ID, Err: err}
 			return 0, s.fail(req.Pack, source, fault, &ref.ID)

@@ -336,12 +336,8 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 			}
 			continue
 		}
-		data, err := s.readChunk(ref, users[id][0].block, buf)
+		data, err := s.readChunk(ref, buf)
 		if err != nil {
-			var de *pack.DigestError
-			if errors.As(err, &de) {
-				de.Object = "chunk " + id.Short()
-			}
 			if !errors.Is(err, errMissing) && !errors.Is(err, errSize) && !errors.Is(err, pack.ErrCorrupt) {
 				return rep, err
 			}
