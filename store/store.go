@@ -174,8 +174,10 @@ func (s *Store) init() error {
 	now := s.opts.Now()
 	fresh := true
 	_ = s.db.View(func(tx *bolt.Tx) error {
+		// A ledger is new only if it has no meta and no packs: a damaged
+		// one that lost its meta must not be re-initialised over its data.
 		m := tx.Bucket(bucketMeta)
-		fresh = m == nil || m.Get(metaFormat) == nil
+		fresh = (m == nil || m.Get(metaFormat) == nil) && tx.Bucket(bucketPacks) == nil
 		return nil
 	})
 	// Only a new ledger is written at open, so that opening an existing
