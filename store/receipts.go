@@ -55,7 +55,13 @@ type Receipt struct {
 	Actual   pack.Digest `json:"actual,omitzero"`
 }
 
-// reasonOf extends pack.ReasonOf with the store's own faults.
+// ReasonOf classifies an error from the store or from package pack into
+// the reason code a receipt records for it: pack.ReasonOf extended with
+// the store's own faults (a missing chunk file, a chunk file of the wrong
+// size, divergent KV, a block size, replay, a stale generation, another
+// tenant).
+func ReasonOf(err error) pack.Reason { return reasonOf(err) }
+
 func reasonOf(err error) pack.Reason {
 	switch {
 	case errors.Is(err, errMissing):
