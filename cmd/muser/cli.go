@@ -63,6 +63,17 @@ func commands() []*command {
 		newModelInspectCommand(),
 		newTokenizeCommand(),
 		newDetokenizeCommand(),
+		newPackLsCommand(),
+		newPackInspectCommand(),
+		newPackVerifyCommand(),
+		newPackGCCommand(),
+		newPackRmCommand(),
+		newPackPinCommand(true),
+		newPackPinCommand(false),
+		newPackExportCommand(),
+		newPackImportCommand(),
+		newReceiptsLsCommand(),
+		newReceiptsShowCommand(),
 	}
 }
 
