@@ -61,6 +61,19 @@ func commands() []*command {
 	return []*command{
 		newVersionCommand(),
 		newModelInspectCommand(),
+		newTokenizeCommand(),
+		newDetokenizeCommand(),
+		newPackLsCommand(),
+		newPackInspectCommand(),
+		newPackVerifyCommand(),
+		newPackGCCommand(),
+		newPackRmCommand(),
+		newPackPinCommand(true),
+		newPackPinCommand(false),
+		newPackExportCommand(),
+		newPackImportCommand(),
+		newReceiptsLsCommand(),
+		newReceiptsShowCommand(),
 	}
 }
 
