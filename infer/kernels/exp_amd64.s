@@ -118,3 +118,49 @@ siloop:
 sidone:
 	VZEROUPPER
 	RET
+
+// func maxNaNAVX512(x *float32, n16 int) (mx float32, nan bool)
+//
+// The largest of x[0:16·n16] and whether any is NaN. Without NaNs the
+// maximum is order-independent (a zero maximum's sign may differ from a
+// sequential scan's, which Softmax's x−max cannot see).
+TEXT ·maxNaNAVX512(SB), NOSPLIT, $0-21
+	MOVQ x+0(FP), SI
+	MOVQ n16+8(FP), CX
+	VMOVUPS (SI), Z0
+	KXORW K2, K2, K2
+mnloop:
+	VMOVUPS (SI), Z1
+	VCMPPS $3, Z1, Z1, K1
+	KORW K1, K2, K2
+	VMAXPS Z1, Z0, Z0
+	ADDQ $64, SI
+	DECQ CX
+	JNZ mnloop
+	VEXTRACTF32X8 $1, Z0, Y1
+	VMAXPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VMOVHLPS X0, X0, X1
+	VMAXPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VMAXSS X1, X0, X0
+	MOVSS X0, mx+16(FP)
+	KORTESTW K2, K2
+	SETNE nan+20(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAVX512(x *float32, s float32, n16 int)
+TEXT ·scaleAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	VBROADCASTSS s+8(FP), Z1
+	MOVQ n16+16(FP), CX
+scloop:
+	VMULPS (SI), Z1, Z0
+	VMOVUPS Z0, (SI)
+	ADDQ $64, SI
+	DECQ CX
+	JNZ scloop
+	VZEROUPPER
+	RET

@@ -49,13 +49,15 @@ func Softmax(x []float32) {
 	if len(x) == 0 {
 		return
 	}
-	mx := x[0]
-	nan := mx != mx
-	for _, v := range x[1:] {
-		if v > mx {
-			mx = v
+	mx, nan, ok := maxNaNArch(x)
+	if !ok || nan { // a NaN: the sequential scan's maximum, exactly
+		mx, nan = x[0], x[0] != x[0]
+		for _, v := range x[1:] {
+			if v > mx {
+				mx = v
+			}
+			nan = nan || v != v
 		}
-		nan = nan || v != v
 	}
 	var sums [8]float64
 	done := 0
@@ -72,10 +74,7 @@ func Softmax(x []float32) {
 			sums[l] += sums[l+h]
 		}
 	}
-	inv := float32(1 / sums[0])
-	for i := range x {
-		x[i] *= inv
-	}
+	Scale(x, float32(1/sums[0]))
 }
 
 // Dot returns Σ a[i]·b[i] over len(a) elements in the canonical float
@@ -179,7 +178,7 @@ func Add(dst, a, b []float32) {
 
 // Scale sets x[i] = x[i]·s.
 func Scale(x []float32, s float32) {
-	for i := range x {
+	for i := scaleArch(x, s); i < len(x); i++ {
 		x[i] *= s
 	}
 }

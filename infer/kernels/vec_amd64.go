@@ -151,3 +151,35 @@ func siluMulArch(dst, gate, up []float32) int {
 	siluMulAVX512(&dst[0], &gate[0], &up[0], n8, &expConsts[0])
 	return n8 * 8
 }
+
+//go:noescape
+func maxNaNAVX512(x *float32, n16 int) (mx float32, nan bool)
+
+//go:noescape
+func scaleAVX512(x *float32, s float32, n16 int)
+
+// maxNaNArch returns the maximum of x and whether x holds a NaN, or ok =
+// false when there is no SIMD version.
+func maxNaNArch(x []float32) (mx float32, nan, ok bool) {
+	if isa < ISAAVX512 || len(x) < lanes {
+		return 0, false, false
+	}
+	n := len(x) / lanes
+	mx, nan = maxNaNAVX512(&x[0], n)
+	for _, v := range x[n*lanes:] {
+		if v > mx {
+			mx = v
+		}
+		nan = nan || v != v
+	}
+	return mx, nan, true
+}
+
+func scaleArch(x []float32, s float32) int {
+	if isa < ISAAVX512 || len(x) < lanes {
+		return 0
+	}
+	n := len(x) / lanes
+	scaleAVX512(&x[0], s, n)
+	return n * lanes
+}

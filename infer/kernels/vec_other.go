@@ -20,3 +20,7 @@ func axpyF16RowsArch(y []float32, a []float32, v []uint16, stride int) bool { re
 func softmaxExpArch(x []float32, mx float32, sums *[8]float64) int { return 0 }
 
 func siluMulArch(dst, gate, up []float32) int { return 0 }
+
+func maxNaNArch(x []float32) (mx float32, nan, ok bool) { return 0, false, false }
+
+func scaleArch(x []float32, s float32) int { return 0 }
