@@ -106,14 +106,18 @@ func (k DigestKind) String() string {
 // or seals them. It carries both digests and wraps ErrCorrupt.
 type DigestError struct {
 	Kind     DigestKind
-	Object   string // what was hashed, e.g. "chunk 7" or "manifest"
+	Object   string // what was hashed, e.g. "chunk 7" or "manifest"; may be empty
 	Expected Digest // the digest the format promised
 	Actual   Digest // the digest of the bytes found
 }
 
 // Error names what was hashed and both digests.
 func (e *DigestError) Error() string {
-	return fmt.Sprintf("%s: %s mismatch: expected %s, actual %s", e.Object, e.Kind, e.Expected, e.Actual)
+	msg := fmt.Sprintf("%s mismatch: expected %s, actual %s", e.Kind, e.Expected, e.Actual)
+	if e.Object == "" {
+		return msg
+	}
+	return e.Object + ": " + msg
 }
 
 // Unwrap returns ErrCorrupt.

@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package kernels
+
+import "github.com/muserhq/muser/infer/ggml"
+
+const bestISA = ISAGeneric
+
+func archImpl(ggml.Type) matmulImpl { return nil }
+
+func archPrepare(*acts, ggml.Type) {}
