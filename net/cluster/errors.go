@@ -30,6 +30,7 @@ type FileError struct {
 	Err  error
 }
 
+// Error names the file and the fault.
 func (e *FileError) Error() string { return fmt.Sprintf("%s: %v", e.Path, e.Err) }
 
 // Unwrap returns the cause.

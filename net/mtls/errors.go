@@ -33,6 +33,7 @@ type BundleError struct {
 	Err   error
 }
 
+// Error names the bundle field at fault and the fault.
 func (e *BundleError) Error() string {
 	return fmt.Sprintf("%v: %s: %v", ErrBadBundle, e.Field, e.Err)
 }
@@ -47,6 +48,7 @@ type PeerError struct {
 	Err  error
 }
 
+// Error names the refused peer and the reason.
 func (e *PeerError) Error() string {
 	if e.Name == "" {
 		return fmt.Sprintf("peer refused: %v", e.Err)

@@ -22,6 +22,7 @@ const (
 	FallbackFail
 )
 
+// String returns the policy's flag value, "local" or "fail".
 func (f Fallback) String() string {
 	if f == FallbackFail {
 		return "fail"

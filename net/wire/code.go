@@ -158,6 +158,8 @@ type Error struct {
 	Detail string
 }
 
+// Error prints the code, the side that raised it, the peer, the detail
+// and the receipt.
 func (e *Error) Error() string {
 	side := "local"
 	if e.Remote {

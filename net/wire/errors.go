@@ -24,6 +24,7 @@ type FrameError struct {
 	Err   error
 }
 
+// Error names the frame type, the field at fault and the fault.
 func (e *FrameError) Error() string {
 	if e.Field == "" {
 		return fmt.Sprintf("%v: %s frame: %v", ErrMalformed, e.Type, e.Err)

@@ -14,7 +14,8 @@ import (
 // Type is a frame type.
 type Type uint8
 
-// Frame types (docs/replication.md, "Messages").
+// Frame types (docs/replication.md, "Frames"): each names the message its
+// frame carries.
 const (
 	TypeOffer   Type = 0x01
 	TypeNeed    Type = 0x02
@@ -54,6 +55,7 @@ const (
 	MaxIdentity = pack.MaxIdentityBytes
 )
 
+// String returns the frame type's name as docs/replication.md spells it.
 func (t Type) String() string {
 	switch t {
 	case TypeOffer:
@@ -164,13 +166,26 @@ type Chunks struct {
 	Transfer uint64
 }
 
-func (*Offer) Type() Type   { return TypeOffer }
-func (*Need) Type() Type    { return TypeNeed }
-func (*Done) Type() Type    { return TypeDone }
-func (*Refuse) Type() Type  { return TypeRefuse }
-func (*Pull) Type() Type    { return TypePull }
+// Type returns TypeOffer.
+func (*Offer) Type() Type { return TypeOffer }
+
+// Type returns TypeNeed.
+func (*Need) Type() Type { return TypeNeed }
+
+// Type returns TypeDone.
+func (*Done) Type() Type { return TypeDone }
+
+// Type returns TypeRefuse.
+func (*Refuse) Type() Type { return TypeRefuse }
+
+// Type returns TypePull.
+func (*Pull) Type() Type { return TypePull }
+
+// Type returns TypePrefill.
 func (*Prefill) Type() Type { return TypePrefill }
-func (*Chunks) Type() Type  { return TypeChunks }
+
+// Type returns TypeChunks.
+func (*Chunks) Type() Type { return TypeChunks }
 
 // Append appends m's whole frame (header and payload) to b. A field over
 // its limit is an error, never a silently truncated frame.

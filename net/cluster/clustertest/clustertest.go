@@ -1,6 +1,3 @@
-// Package clustertest builds real clusters for tests: data directories in
-// temporary directories, a CA holder that ran cluster.Init and nodes that
-// joined with bundles it enrolled, all admitting each other.
 package clustertest
 
 import (

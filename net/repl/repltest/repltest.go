@@ -1,6 +1,3 @@
-// Package repltest provides a prefill producer for tests of replication and
-// disaggregated prefill before the engine is wired in: it publishes
-// synthetic KV through the store's public API, as an engine would.
 package repltest
 
 import (
