@@ -24,8 +24,9 @@ func newNodeLsCommand() *command {
 	cmd := &command{
 		name:    "node ls",
 		summary: "list this node's cluster and the peers it admits",
-		help: `Prints the cluster ID, this node's name, and one line per peer in the
-registry: NAME, ADDR, STATE (active or removed), ADDED and REMOVED.`,
+		help: `Prints the cluster ID, this node's name and the end of its certificate's
+validity, and one line per peer in the registry: NAME, ADDR, STATE (active
+or removed), ADDED and REMOVED.`,
 		flags: opts.AddFlags,
 		home:  true,
 	}
@@ -42,17 +43,24 @@ registry: NAME, ADDR, STATE (active or removed), ADDED and REMOVED.`,
 			return err
 		}
 		info := h.Info()
+		var notAfter time.Time
+		if cred, err := h.Credential(time.Now()); err == nil {
+			notAfter = cred.Cert.NotAfter
+		} else {
+			fmt.Fprintf(env.stderr, "muser node ls: this node's credential: %v\n", err)
+		}
 		if opts.json {
 			type peerJSON struct {
 				cluster.Peer
 				State string `json:"state"`
 			}
 			out := struct {
-				ClusterID string     `json:"cluster_id"`
-				Name      string     `json:"name"`
-				CAHolder  bool       `json:"ca_holder"`
-				Peers     []peerJSON `json:"peers"`
-			}{ClusterID: info.ClusterID, Name: info.Name, CAHolder: h.CAHolder(), Peers: []peerJSON{}}
+				ClusterID    string     `json:"cluster_id"`
+				Name         string     `json:"name"`
+				CAHolder     bool       `json:"ca_holder"`
+				CertNotAfter time.Time  `json:"cert_not_after,omitzero"`
+				Peers        []peerJSON `json:"peers"`
+			}{ClusterID: info.ClusterID, Name: info.Name, CAHolder: h.CAHolder(), CertNotAfter: notAfter, Peers: []peerJSON{}}
 			for _, p := range peers {
 				out.Peers = append(out.Peers, peerJSON{Peer: p, State: peerState(p)})
 			}
@@ -64,7 +72,11 @@ registry: NAME, ADDR, STATE (active or removed), ADDED and REMOVED.`,
 		if h.CAHolder() {
 			role = ", CA holder"
 		}
-		fmt.Fprintf(env.stdout, "cluster %s, this node %q%s\n", info.ClusterID, info.Name, role)
+		fmt.Fprintf(env.stdout, "cluster %s, this node %q%s", info.ClusterID, info.Name, role)
+		if !notAfter.IsZero() {
+			fmt.Fprintf(env.stdout, ", certificate valid until %s", notAfter.Local().Format(time.DateOnly))
+		}
+		fmt.Fprintln(env.stdout)
 		if len(peers) == 0 {
 			fmt.Fprintln(env.stdout, "no peers")
 			return nil

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestClusterEnrollment(t *testing.T) {
@@ -63,9 +64,10 @@ func TestClusterEnrollment(t *testing.T) {
 		t.Fatalf("node ls --json: exit %d", code)
 	}
 	var ls struct {
-		ClusterID string `json:"cluster_id"`
-		Name      string `json:"name"`
-		CAHolder  bool   `json:"ca_holder"`
+		ClusterID string    `json:"cluster_id"`
+		Name      string    `json:"name"`
+		CAHolder  bool      `json:"ca_holder"`
+		NotAfter  time.Time `json:"cert_not_after"`
 		Peers     []struct {
 			Name  string `json:"name"`
 			Addr  string `json:"addr"`
@@ -76,7 +78,8 @@ func TestClusterEnrollment(t *testing.T) {
 		t.Fatalf("node ls --json: %v in %q", err, stdout)
 	}
 	if ls.Name != "beta" || ls.CAHolder || len(ls.Peers) != 1 || ls.Peers[0].Name != "alpha" ||
-		ls.Peers[0].Addr != "127.0.0.1:7443" || ls.Peers[0].State != "active" || len(ls.ClusterID) != 32 {
+		ls.Peers[0].Addr != "127.0.0.1:7443" || ls.Peers[0].State != "active" || len(ls.ClusterID) != 32 ||
+		ls.NotAfter.Before(time.Now().Add(365*24*time.Hour)) {
 		t.Fatalf("node ls --json on beta = %+v, want beta (not CA holder) admitting alpha at 127.0.0.1:7443", ls)
 	}
 }
