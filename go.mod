@@ -2,4 +2,9 @@ module github.com/muserhq/muser
 
 go 1.26.8
 
-require github.com/spf13/pflag v1.1.0
+require (
+	github.com/spf13/pflag v1.1.0
+	github.com/zeebo/blake3 v0.2.4
+)
+
+require github.com/klauspost/cpuid/v2 v2.0.12 // indirect
