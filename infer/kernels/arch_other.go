@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package kernels
+
+import "github.com/muserhq/muser/infer/ggml"
+
+const bestISA = ISAGeneric
+
+func archImpl(ggml.Type) matmulImpl { return nil }

@@ -1,0 +1,5 @@
+package kernels
+
+import "errors"
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -1,0 +1,60 @@
+package kernels
+
+import "github.com/muserhq/muser/infer/ggml"
+
+// ISA names an instruction-set variant of the kernels. Every variant
+// computes bit-identical results; the variant only changes speed.
+type ISA int
+
+// The kernel variants, slowest first.
+const (
+	ISAGeneric ISA = iota // portable Go
+	ISAAVX2               // amd64 AVX2 + FMA
+	ISAAVX512             // amd64 AVX-512 F/BW/VL + VNNI
+)
+
+// String returns the variant's name.
+func (i ISA) String() string {
+	switch i {
+	case ISAGeneric:
+		return "generic"
+	case ISAAVX2:
+		return "avx2"
+	case ISAAVX512:
+		return "avx512"
+	}
+	return "unknown"
+}
+
+// isa is the variant in use: the best the CPU has, or what SetISA chose.
+var isa = bestISA
+
+// CurrentISA returns the variant the kernels use now.
+func CurrentISA() ISA { return isa }
+
+// SetISA makes the kernels use variant v, which must be one the CPU
+// supports (at most BestISA()); it returns the previous variant. It is a
+// knob for tests and benchmarks, which compare variants bit for bit; it is
+// not safe to call while kernels run.
+func SetISA(v ISA) ISA {
+	if v > bestISA || v < 0 {
+		v = bestISA
+	}
+	old := isa
+	isa = v
+	return old
+}
+
+// BestISA returns the fastest variant this CPU supports.
+func BestISA() ISA { return bestISA }
+
+// matmulImpl computes rows [r0,r1) of y for every token of a.
+type matmulImpl func(y []float32, m *Matrix, a *acts, r0, r1 int)
+
+// pickImpl returns the implementation for t under the current variant.
+func pickImpl(t ggml.Type) matmulImpl {
+	if f := archImpl(t); f != nil {
+		return f
+	}
+	return matmulGeneric
+}

@@ -1,0 +1,59 @@
+package kernels
+
+import (
+	"fmt"
+	"sync"
+)
+
+// tileRows is the number of output rows one work item computes. Threads
+// split output rows, never the reduction dimension, so a result does not
+// depend on which thread computes it.
+const tileRows = 16
+
+// actsPool recycles activation buffers between MatMul calls.
+var actsPool = sync.Pool{New: func() any { return new(acts) }}
+
+// MatMul sets y[t*m.Rows+r] = Σ_c m[r][c]·x[t*m.Cols+c] for t < n: x is n
+// rows of m.Cols floats, y is n rows of m.Rows floats. The activations are
+// quantized per token row as the weight type needs (as llama.cpp does):
+// Q8_0 for Q4_0, Q5_0 and Q8_0; Q8_1 for Q4_1 and Q5_1; Q8_K for the
+// K-quants; f16 for F16, bf16 for BF16; F32 weights take x as it is.
+//
+// MatMul is batch-invariant: each y element is bit-identical for any n, any
+// position of the token in the batch, any thread count and any
+// instruction-set variant (doc.go, "Canonical order").
+//
+// MatMul panics if m was not built by NewMatrix (or is otherwise
+// inconsistent), or if x or y is shorter than n rows: those are programming
+// errors, not data errors.
+func (p *Pool) MatMul(y []float32, m *Matrix, x []float32, n int) {
+	if n <= 0 {
+		return
+	}
+	if m.RowBytes == 0 {
+		if err := m.check(); err != nil {
+			panic(err)
+		}
+	}
+	if len(x) < n*m.Cols || len(y) < n*m.Rows {
+		panic(fmt.Sprintf("kernels: MatMul of %d tokens: x has %d floats (want %d), y has %d (want %d)",
+			n, len(x), n*m.Cols, len(y), n*m.Rows))
+	}
+	k := kernelFor(m.Type)
+	a := actsPool.Get().(*acts)
+	defer actsPool.Put(a)
+	a.reset(k.act, n, m.Cols)
+	if n >= 4 {
+		p.Parallel(n, func(t int) { a.quantRow(x, t) })
+	} else {
+		for t := 0; t < n; t++ {
+			a.quantRow(x, t)
+		}
+	}
+	impl := pickImpl(m.Type)
+	tiles := (m.Rows + tileRows - 1) / tileRows
+	p.Parallel(tiles, func(i int) {
+		r0 := i * tileRows
+		impl(y, m, a, r0, min(r0+tileRows, m.Rows))
+	})
+}

@@ -1,0 +1,220 @@
+package kernels
+
+import (
+	"math"
+
+	"github.com/muserhq/muser/infer/ggml"
+)
+
+// Activation quantization. Each token row is quantized on its own, so a
+// token's quantized activations never depend on the batch it is in. The
+// values are bit-identical to ggml's reference quantizers
+// (quantize_row_q8_0_ref, quantize_row_q8_1_ref, quantize_row_q8_K_ref);
+// they are kept in a struct-of-arrays layout the kernels read directly
+// rather than in ggml's block structs.
+
+// actKind is the activation format a weight type needs.
+type actKind uint8
+
+const (
+	actF32  actKind = iota // F32 weights: activations as given
+	actF16                 // F16 weights: activations rounded to f16
+	actBF16                // BF16 weights: activations rounded to bf16
+	actQ8_0                // Q4_0, Q5_0, Q8_0 weights
+	actQ8_1                // Q4_1, Q5_1 weights
+	actQ8_K                // K-quant weights
+)
+
+// acts holds n token rows of quantized activations of cols elements.
+type acts struct {
+	kind    actKind
+	n, cols int
+	nb      int       // blocks per row: cols/32 (Q8_0, Q8_1) or cols/256 (Q8_K)
+	q       []int8    // n*cols quantized values
+	d       []float32 // n*nb block scales (Q8_0/Q8_1: the f16 scale widened; Q8_K: the f32 scale)
+	s       []float32 // n*nb (Q8_1 only): the f16 "d × Σq" widened
+	bs      []int32   // sums of q: per 32 (Q8_0, Q8_1, n*nb) or per 16 (Q8_K, n*cols/16)
+	f       []float32 // n*cols (float kinds): the activations after rounding to the weight's float type
+
+	qu   []uint8 // Q8_0, Q8_1: q + 128 as unsigned bytes (the SIMD kernels' operand)
+	bs16 []int16 // Q8_K: bs as int16, as ggml stores them (the SIMD kernels' operand)
+}
+
+// bsPer returns how many quantized values one entry of bs sums.
+func (a *acts) bsPer() int {
+	if a.kind == actQ8_K {
+		return 16
+	}
+	return 32
+}
+
+// quantize fills a from x (n rows of cols floats), token t by token t.
+// quantRow may be called concurrently for different t.
+func (a *acts) reset(kind actKind, n, cols int) {
+	a.kind, a.n, a.cols = kind, n, cols
+	switch kind {
+	case actF32, actF16, actBF16:
+		a.nb = 0
+		a.f = grow(a.f, n*cols)
+	case actQ8_0, actQ8_1, actQ8_K:
+		bsz := 32
+		if kind == actQ8_K {
+			bsz = 256
+		}
+		a.nb = cols / bsz
+		a.q = grow(a.q, n*cols)
+		a.d = grow(a.d, n*a.nb)
+		a.bs = grow(a.bs, n*cols/a.bsPer())
+		if kind == actQ8_1 {
+			a.s = grow(a.s, n*a.nb)
+		}
+		if kind == actQ8_K {
+			a.bs16 = grow(a.bs16, n*cols/16)
+		} else {
+			a.qu = grow(a.qu, n*cols)
+		}
+	}
+}
+
+// quantRow quantizes token row t of x.
+func (a *acts) quantRow(x []float32, t int) {
+	c := a.cols
+	src := x[t*c : (t+1)*c]
+	switch a.kind {
+	case actF32:
+		copy(a.f[t*c:], src)
+	case actF16:
+		dst := a.f[t*c : (t+1)*c]
+		for i, v := range src {
+			dst[i] = f16Table[ggml.F32ToF16(v)]
+		}
+	case actBF16:
+		dst := a.f[t*c : (t+1)*c]
+		for i, v := range src {
+			dst[i] = ggml.BF16ToF32(ggml.F32ToBF16(v))
+		}
+	case actQ8_0, actQ8_1:
+		nb := a.nb
+		var s []float32
+		if a.kind == actQ8_1 {
+			s = a.s[t*nb : (t+1)*nb]
+		}
+		quantQ8_0(src, a.q[t*c:(t+1)*c], a.d[t*nb:(t+1)*nb], a.bs[t*nb:(t+1)*nb], s)
+		qu := a.qu[t*c : (t+1)*c]
+		for i, v := range a.q[t*c : (t+1)*c] {
+			qu[i] = uint8(v) ^ 0x80
+		}
+	case actQ8_K:
+		quantQ8_K(src, a.q[t*c:(t+1)*c], a.d[t*a.nb:(t+1)*a.nb], a.bs[t*c/16:(t+1)*c/16])
+		for i, v := range a.bs[t*c/16 : (t+1)*c/16] {
+			a.bs16[t*c/16+i] = int16(v)
+		}
+	}
+}
+
+// quantQ8_0 quantizes x in blocks of 32 as quantize_row_q8_0_ref does:
+// d = amax/127 stored as f16, q = roundf(x × (1/d)) with d the unrounded
+// scale. sums receives each block's Σq. If s is not nil it receives
+// Q8_1's second field, f16(Σq × d), widened (quantize_row_q8_1_ref).
+func quantQ8_0(x []float32, q []int8, d []float32, sums []int32, s []float32) {
+	for b := range d {
+		xb := x[b*32 : b*32+32]
+		var amax float32
+		for _, v := range xb {
+			av := abs32(v)
+			if !(amax > av) { // MAX(amax, fabsf(v)) as ggml's macro evaluates it
+				amax = av
+			}
+		}
+		dd := amax / 127
+		var id float32
+		if dd != 0 {
+			id = 1 / dd
+		}
+		d[b] = f16Table[ggml.F32ToF16(dd)]
+		qb := q[b*32 : b*32+32]
+		sum := int32(0)
+		for j, v := range xb {
+			qq := roundAway(v * id)
+			qb[j] = qq
+			sum += int32(qq)
+		}
+		sums[b] = sum
+		if s != nil {
+			s[b] = f16Table[ggml.F32ToF16(float32(sum)*dd)]
+		}
+	}
+}
+
+// quantQ8_K quantizes x in blocks of 256 as quantize_row_q8_K_ref does:
+// the element of largest magnitude maps to -127, q = nearest_int(-127/max
+// × x) clamped to 127, d = 1/iscale in float32; bs receives the sums of
+// each 16 consecutive values.
+func quantQ8_K(x []float32, q []int8, d []float32, bs []int32) {
+	for b := range d {
+		xb := x[b*256 : b*256+256]
+		qb := q[b*256 : b*256+256]
+		var mx, amax float32
+		for _, v := range xb {
+			if av := abs32(v); av > amax {
+				amax, mx = av, v
+			}
+		}
+		if amax == 0 {
+			d[b] = 0
+			clear(qb)
+			clear(bs[b*16 : b*16+16])
+			continue
+		}
+		iscale := -127 / mx
+		for j, v := range xb {
+			qb[j] = int8(min(127, nearestInt(iscale*v)))
+		}
+		for g := 0; g < 16; g++ {
+			sum := int32(0)
+			for _, v := range qb[g*16 : g*16+16] {
+				sum += int32(v)
+			}
+			bs[b*16+g] = sum
+		}
+		d[b] = 1 / iscale
+	}
+}
+
+// abs32 is fabsf.
+func abs32(v float32) float32 {
+	return math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
+}
+
+// roundAway is C's roundf (halves away from zero) followed by the
+// conversion to int8 that ggml's quantizers make; v is within [-127.5, 127.5]
+// for finite inputs.
+func roundAway(v float32) int8 {
+	return int8(int32(math.Round(float64(v))))
+}
+
+// nearestInt is ggml's nearest_int: round to nearest, ties to even, by the
+// 1.5×2^23 trick (valid for |v| < 2^22).
+func nearestInt(v float32) int32 {
+	val := v + 12582912
+	return int32(math.Float32bits(val)&0x007fffff) - 0x00400000
+}
+
+// grow returns s resized to n elements, reusing its array when it is large
+// enough.
+func grow[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+// f16Table maps every f16 bit pattern to its float32 value
+// (ggml.F16ToF32), so conversions in inner loops are one load.
+var f16Table = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = ggml.F16ToF32(uint16(i))
+	}
+	return &t
+}()
