@@ -12,7 +12,8 @@
 //
 // # Dequantization
 //
-// Dequantize decodes the types for which CanDequantize is true. Each decoder performs the same float32
+// Dequantize decodes F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K and Q8_K (CanDequantize). Each decoder performs the same float32
 // operations in the same order as ggml's reference dequantizer
 // (dequantize_row_* in ggml-quants.c), rounding every product and sum to
 // float32 (explicit conversions stop the Go compiler from fusing a
@@ -21,7 +22,8 @@
 //
 // # Quantization
 //
-// Quantize encodes the types for which CanQuantize is true, with the algorithms of ggml's reference quantizers
+// Quantize encodes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K and
+// Q8_K (CanQuantize) with the algorithms of ggml's reference quantizers
 // (quantize_row_*_ref): the same scale selection, the same rounding
 // (roundf, ggml's nearest_int, truncating casts) and the same iterative
 // search for Q4_K. Q8_0 and Q8_K are what the engine uses for activations.

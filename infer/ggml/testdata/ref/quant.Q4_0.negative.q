@@ -1,0 +1,1 @@
+06 2uhd`1wFs"S16P#1FfVA&6D∏5uUG361! 8@5à,6DavdbDfrA3$StG·5BUGta3u&ba/6W'3@CS4qaG&FÚ5ÇFÅ3qpd"wCGdQ`¯5De3r&Ñ4gET"R@Á5x%aw0'!!wF`táf56E$6`aVdeVf#EB·5Qg0&u3XwPVPÅ#6É5gu4FÇ&a$Q6V&6fqU!&tFg 63p@af∑5Äq!!ÇpR!1@e3&6eh 3PWSSUefrW6b$CrB#7c$!Q4B@

@@ -1,0 +1,2 @@
+(³¡çš‚gCkU±|žd"V[°d4VX©¸w7:¤ÆÅ‹¹pE·R}´§†$¾	¹¥kQªl¡WÓÊû4ž¨{D¸ˆœi§—rZ·€žÄ5ˆwA{i›wÊªÛÆZ£Äp‹41lw »Får›†¤––”ª¯o³…äsE¸ÎDJ[	¯‡~H¼Q	3X|zwe~ÉŠáYª nýž³€hUkE·‰»¶.PZ6r›´WŠg–¶hJºÈwša»¥G´€lj»t%§JÌy‰s}
+zˆˆ2ŠDq¿ŠüÊ,Ò`©ÿ}OC›´ŠLkŒ*vZµÓ…wƒœ5×–3VzÃ w‹¥lu¦:“…Õo§5¶ëshHõWËY£–HhuÏ´wf9V•µ§‰¸z„Àù‡Ûš
