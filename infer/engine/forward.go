@@ -44,13 +44,15 @@ type row struct {
 // workspace holds Forward's buffers, grown to the largest batch seen.
 type workspace struct {
 	n        int
-	x, xn    []float32 // [n][hidden]
-	q, att   []float32 // [n][heads·head_dim]
-	k, v     []float32 // [n][kv_heads·head_dim]
-	ffA, ffB []float32 // [n][ffn]
-	rope     []float32 // [n][rope_dim]: cos, sin per rotated pair
-	logits   []float32 // [logitRows][vocab]
-	scores   [][]float32
+	x, xn    []float32   // [n][hidden]
+	q, att   []float32   // [n][heads·head_dim]
+	k, v     []float32   // [n][kv_heads·head_dim]
+	ffA, ffB []float32   // [n][ffn]
+	rope     []float32   // [n][rope_dim]: cos, sin per rotated pair
+	logits   []float32   // [logitRows][vocab]
+	scores   [][]float32 // attention scores, one buffer per work chunk
+	qh       [][]float32 // a head's query rounded to f16, per chunk
+	qh16     [][]uint16
 	rows     []row
 	outRows  []int
 }
@@ -333,6 +335,9 @@ func (m *Model) rotate(x, cs []float32) {
 // attention computes att = softmax(q·Kᵀ/√d)·V per token and head over
 // positions 0..pos of the token's sequence, reading K and V back from the
 // cache (so a restored prefix and a recomputed one are used identically).
+// With an f16 cache, q and the attention weights are rounded to f16 before
+// they multiply the f16 K and V rows, as llama.cpp's CPU attention does
+// (its KQ and KQV products take f16 operands); products and sums are f32.
 func (m *Model) attention(li int, rows []row, q, att []float32) {
 	c := &m.cfg
 	w := &m.ws
@@ -340,6 +345,8 @@ func (m *Model) attention(li int, rows []row, q, att []float32) {
 	chunks := min(tasks, 4*m.pool.Threads())
 	for len(w.scores) < chunks {
 		w.scores = append(w.scores, nil)
+		w.qh = append(w.qh, make([]float32, c.HeadDim))
+		w.qh16 = append(w.qh16, make([]uint16, c.HeadDim))
 	}
 	D, Q, row := c.HeadDim, c.Heads*c.HeadDim, c.KVRow()
 	group := c.Heads / c.KVHeads
@@ -361,12 +368,16 @@ func (m *Model) attention(li int, rows []row, q, att []float32) {
 			cache := r.seq.cache
 			if cache.DType() == kvcache.DTypeF16 {
 				K, V := cache.K16(li), cache.V16(li)
+				q16, qr := w.qh16[ci], w.qh[ci]
+				kernels.F32ToF16(q16, qh)
+				kernels.F16ToF32(qr, q16)
 				for j := range n {
-					sc[j] = kernels.DotF16(K[j*row+off:j*row+off+D], qh) * scale
+					sc[j] = kernels.DotF16(K[j*row+off:j*row+off+D], qr) * scale
 				}
 				kernels.Softmax(sc)
 				for j := range n {
-					kernels.AXPYF16(out, sc[j], V[j*row+off:j*row+off+D])
+					p := ggml.F16ToF32(ggml.F32ToF16(sc[j]))
+					kernels.AXPYF16(out, p, V[j*row+off:j*row+off+D])
 				}
 			} else {
 				K, V := cache.K32(li), cache.V32(li)
