@@ -36,7 +36,7 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // benchResult is what `muser bench --json` prints; scripts/bench.sh reads
-// it beside node-llama-cpp's equivalent (scripts/parity/bench.mjs).
+// it beside node-llama-cpp's equivalent (scripts/parity/engine-bench.mjs).
 type benchResult struct {
 	Engine       string  `json:"engine"`
 	Model        string  `json:"model"`
@@ -61,7 +61,7 @@ func newBenchCommand() *command {
            after the previous one, following all but the last prompt token.
 The fastest of --reps repetitions is reported, with the peak resident set
 size of the process (VmHWM; weights are memory-mapped, so the file's pages
-count once touched). scripts/parity/bench.mjs runs the same protocol on
+count once touched). scripts/parity/engine-bench.mjs runs the same protocol on
 llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.`,
 		flags: o.AddFlags,
 	}

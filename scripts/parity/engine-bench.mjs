@@ -1,6 +1,6 @@
 // llama.cpp's side of muser's engine benchmark (scripts/bench.sh).
 //
-// Usage: node bench.mjs MODEL.gguf [THREADS] [PROMPT_TOKENS] [GEN_TOKENS] [REPS]
+// Usage: node engine-bench.mjs MODEL.gguf [THREADS] [PROMPT_TOKENS] [GEN_TOKENS] [REPS]
 //
 // Protocol, the same as `muser bench`: the prompt is token i = (1 + 7919·i)
 // mod n_vocab; prefill evaluates it in one batch (batch size = prompt
@@ -14,7 +14,7 @@ import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
 const [modelPath, threadsArg = "2", promptArg = "512", genArg = "128", repsArg = "3"] = process.argv.slice(2);
 if (!modelPath) {
-    console.error("usage: node bench.mjs MODEL.gguf [THREADS] [PROMPT_TOKENS] [GEN_TOKENS] [REPS]");
+    console.error("usage: node engine-bench.mjs MODEL.gguf [THREADS] [PROMPT_TOKENS] [GEN_TOKENS] [REPS]");
     process.exit(2);
 }
 const threads = Number(threadsArg), nPrompt = Number(promptArg), nGen = Number(genArg), reps = Number(repsArg);
