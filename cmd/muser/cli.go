@@ -60,6 +60,7 @@ func (e *reportedError) Unwrap() error { return e.err }
 func commands() []*command {
 	return []*command{
 		newVersionCommand(),
+		newModelInspectCommand(),
 		newBenchCommand(),
 	}
 }

@@ -72,8 +72,19 @@ func quantBF16(src []float32, dst []byte) {
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
 
-// roundf rounds half away from zero, like C's roundf.
-func roundf(x float32) float32 { return float32(math.Round(float64(x))) }
+// roundInt rounds half away from zero, like C's roundf, and returns an
+// int. It is exact for |x| < 2^31: x - trunc(x) is computed without
+// rounding because trunc(x) shares x's exponent or a smaller one.
+func roundInt(x float32) int {
+	t := int32(x)
+	f := x - float32(t)
+	if f >= 0.5 {
+		t++
+	} else if f <= -0.5 {
+		t--
+	}
+	return int(t)
+}
 
 // nearestInt is ggml's nearest_int: round to nearest, ties to even, by
 // adding 1.5 * 2^23 and reading the mantissa. ggml asserts |x| <= 4194303;
@@ -212,7 +223,7 @@ func quantQ8_0(src []float32, dst []byte) {
 		}
 		putF16(dst, d)
 		for j := 0; j < 32; j++ {
-			dst[2+j] = uint8(int8(roundf(float32(src[j] * id))))
+			dst[2+j] = uint8(int8(roundInt(float32(src[j] * id))))
 		}
 	}
 }

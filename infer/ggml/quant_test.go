@@ -186,3 +186,20 @@ func TestQuantizeNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundInt compares roundInt with math.Round on edge cases and a sweep
+// of float32 values in the range Q8_0 uses.
+func TestRoundInt(t *testing.T) {
+	for _, x := range []float32{0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999997, -0.49999997, 126.5, -127.5, 127, 8388607.5, 1 << 30} {
+		if got, want := roundInt(x), int(math.Round(float64(x))); got != want {
+			t.Errorf("roundInt(%v) = %d, want %d", x, got, want)
+		}
+	}
+	for u := uint32(0); u < 0x43000000; u += 251 { // [0, 128)
+		for _, x := range []float32{math.Float32frombits(u), -math.Float32frombits(u)} {
+			if got, want := roundInt(x), int(math.Round(float64(x))); got != want {
+				t.Fatalf("roundInt(%v) = %d, want %d", x, got, want)
+			}
+		}
+	}
+}

@@ -45,11 +45,24 @@
 //   - each tensor's offset a multiple of the alignment, its data within
 //     the file, and no two tensors' data overlapping.
 //
-// Heap use while parsing is bounded by a small multiple of the metadata's
-// size in the file; tensor data is never touched.
+// Heap use while parsing is bounded by a small multiple (about ten at
+// worst, for a file made of minimal entries) of the size of the file's
+// header, metadata and tensor infos; tensor data is never touched.
 //
 // A file mapped by Open must not be truncated by another process while in
 // use: reading a page past the new end raises SIGBUS.
+//
+// # Writing
+//
+// Builder assembles a file: metadata set with Set, SetString, SetUint32,
+// SetArray and friends (kept in the order set), and tensors added with
+// AddTensor (already-encoded bytes) or AddFloat32 (float32 values encoded
+// with ggml.Quantize). WriteTo and Bytes produce GGUF version 3;
+// WriteFile writes atomically (temporary file, fsync, parse-back check,
+// rename, directory fsync). The layout is llama.cpp's: tensor data in
+// order, each at an offset aligned to general.alignment (default 32) and
+// padded with zeros, so re-encoding a file llama.cpp wrote gives the same
+// bytes. NewBuilderFrom starts from an existing File.
 //
 // # Identity fields
 //

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/muserhq/muser/infer/ggml"
 )
@@ -85,18 +86,27 @@ func (p *parser) u64(field string) (uint64, error) {
 }
 
 // strBytes reads a length-prefixed string and returns its bytes (a view of
-// the input, not a copy), refusing lengths above max.
-func (p *parser) strBytes(field string, max int) ([]byte, error) {
+// the input, not a copy), refusing lengths above max. The field is named
+// field, or field[idx] when idx >= 0; the name is built only on failure, so
+// reading a large string array allocates nothing per element.
+func (p *parser) strBytes(field string, idx int, max int) ([]byte, error) {
 	start := p.off
-	n, err := p.u64(field + " length")
-	if err != nil {
-		return nil, err
+	name := func() string {
+		if idx < 0 {
+			return field
+		}
+		return field + "[" + strconv.Itoa(idx) + "]"
 	}
+	if p.remaining() < 8 {
+		return nil, p.failf(start, name()+" length", ErrTruncated, "need 8 bytes, %d left", p.remaining())
+	}
+	n := le64(p.data[p.off:])
+	p.off += 8
 	if n > uint64(max) {
-		return nil, p.failf(start, field, ErrLimit, "string length %d exceeds the limit of %d bytes", n, max)
+		return nil, p.failf(start, name(), ErrLimit, "string length %d exceeds the limit of %d bytes", n, max)
 	}
 	if n > uint64(p.remaining()) {
-		return nil, p.failf(start, field, ErrTruncated, "string length %d exceeds the %d bytes left in the file", n, p.remaining())
+		return nil, p.failf(start, name(), ErrTruncated, "string length %d exceeds the %d bytes left in the file", n, p.remaining())
 	}
 	b := p.data[p.off : p.off+int(n)]
 	p.off += int(n)
@@ -233,7 +243,7 @@ func tensorField(i int, name string) string {
 func (p *parser) readKV(m *Metadata, i int) error {
 	keyOff := p.off
 	field := "kv[" + strconv.Itoa(i) + "].key"
-	kb, err := p.strBytes(field, MaxKeyLength)
+	kb, err := p.strBytes(field, -1, MaxKeyLength)
 	if err != nil {
 		return err
 	}
@@ -272,7 +282,7 @@ func (p *parser) readKV(m *Metadata, i int) error {
 // readScalar reads one value of a scalar type or string.
 func (p *parser) readScalar(t ValueType, field string) (Value, error) {
 	if t == TypeString {
-		b, err := p.strBytes(field, MaxStringLength)
+		b, err := p.strBytes(field, -1, MaxStringLength)
 		if err != nil {
 			return Value{}, err
 		}
@@ -340,7 +350,7 @@ func (p *parser) readArray(field string) (Value, error) {
 	start := p.off
 	total := uint64(0)
 	for j := 0; j < int(n); j++ {
-		b, err := p.strBytes(field+"["+strconv.Itoa(j)+"]", MaxStringLength)
+		b, err := p.strBytes(field, j, MaxStringLength)
 		if err != nil {
 			return Value{}, err
 		}
@@ -349,16 +359,17 @@ func (p *parser) readArray(field string) (Value, error) {
 	if total > math.MaxUint32 {
 		return Value{}, p.failf(start, field, ErrLimit, "string array holds %d bytes, more than 4 GiB", total)
 	}
-	buf := make([]byte, 0, total)
+	var buf strings.Builder
+	buf.Grow(int(total))
 	v.ends = make([]uint32, n)
 	q := start
 	for j := range v.ends {
 		l := int(le64(p.data[q:]))
-		buf = append(buf, p.data[q+8:q+8+l]...)
-		v.ends[j] = uint32(len(buf))
+		buf.Write(p.data[q+8 : q+8+l])
+		v.ends[j] = uint32(buf.Len())
 		q += 8 + l
 	}
-	v.str = string(buf)
+	v.str = buf.String()
 	return v, nil
 }
 
@@ -368,7 +379,7 @@ func (p *parser) readArray(field string) (Value, error) {
 func (p *parser) readTensorInfo(f *File, i int, rel *uint64, relOff *int) error {
 	nameOff := p.off
 	field := tensorField(i, "") + ".name"
-	nb, err := p.strBytes(field, MaxStringLength)
+	nb, err := p.strBytes(field, -1, MaxStringLength)
 	if err != nil {
 		return err
 	}

@@ -190,12 +190,21 @@ func (b *Builder) checkTensor(name string, typ ggml.Type, shape []int64) (int64,
 	if len(shape) > MaxDims {
 		return 0, builderErr("tensor %q: %d dimensions, at most %d", name, len(shape), MaxDims)
 	}
-	n := uint64(1)
+	// A shape with a zero dimension has no elements, however large the
+	// others (the parser agrees); otherwise the product must fit an int64.
+	n, zero := uint64(1), false
 	for _, d := range shape {
 		if d < 0 {
 			return 0, builderErr("tensor %q: negative dimension in %v", name, shape)
 		}
-		if d != 0 && n > math.MaxInt64/uint64(d) {
+		zero = zero || d == 0
+	}
+	for _, d := range shape {
+		if zero {
+			n = 0
+			break
+		}
+		if n > math.MaxInt64/uint64(d) {
 			return 0, builderErr("tensor %q: shape %v overflows", name, shape)
 		}
 		n *= uint64(d)
@@ -288,6 +297,9 @@ func (b *Builder) WriteFile(path string) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
+	if err = tmp.Chmod(0o644); err != nil {
+		return err
+	}
 	if _, err = b.WriteTo(tmp); err != nil {
 		return fmt.Errorf("gguf: writing %s: %w", tmp.Name(), err)
 	}

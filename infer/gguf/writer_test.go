@@ -264,6 +264,30 @@ func TestBuilderErrors(t *testing.T) {
 	}
 }
 
+// TestBuilderZeroDimension: a zero dimension makes a tensor empty however
+// large its other dimensions, in the builder as in the parser (found by
+// FuzzRoundTrip).
+func TestBuilderZeroDimension(t *testing.T) {
+	b := NewBuilder()
+	if err := b.AddTensor("z", ggml.TypeF32, []int64{1 << 62, 1 << 62, 0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	data, err := b.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z, _ := f.Tensor("z"); z.Size != 0 || z.Elements() != 0 {
+		t.Errorf("size %d, elements %d; want 0, 0", z.Size, z.Elements())
+	}
+	if err := NewBuilder().AddTensor("big", ggml.TypeF32, []int64{1 << 62, 1 << 62}, nil); !errors.Is(err, ErrBuilder) {
+		t.Errorf("overflowing shape: got %v, want ErrBuilder", err)
+	}
+}
+
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.gguf")
