@@ -61,6 +61,8 @@ func commands() []*command {
 	return []*command{
 		newVersionCommand(),
 		newModelInspectCommand(),
+		newTokenizeCommand(),
+		newDetokenizeCommand(),
 		newBenchCommand(),
 	}
 }
