@@ -17,10 +17,6 @@ const NumericsVersion = 1
 // EngineName is the identity's engine field for this build.
 var EngineName = fmt.Sprintf("muser-cpu/%d", NumericsVersion)
 
-// FormatVersion is the pack format version the engine writes into
-// identities.
-const FormatVersion = 1
-
 // KVString returns the identity's kv field for this model's KV dtype and
 // a block of blockTokens tokens: "f16;block=64;layout=lkv1".
 func (m *Model) KVString(blockTokens int) string {
@@ -39,7 +35,7 @@ func (m *Model) WeightsDigest() [32]byte {
 // block size. Two engines share KV only if all eight fields are equal.
 func (m *Model) Identity(tokenizer, template [32]byte, blockTokens int) pack.Identity {
 	return pack.Identity{
-		Format:    FormatVersion,
+		Format:    pack.FormatVersion,
 		Model:     m.WeightsDigest(),
 		Arch:      m.cfg.ArchString(),
 		Tokenizer: tokenizer,
