@@ -51,6 +51,8 @@ func main() {
 		err = report(os.Args[2:])
 	case "fixture":
 		err = fixture(os.Args[2:])
+	case "benchreport":
+		err = benchReport(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -492,4 +494,92 @@ func fixture(args []string) error {
 		return err
 	}
 	return os.WriteFile(*out, append(b, '\n'), 0o644)
+}
+
+// benchRow is one line of `muser bench --json` or engine-bench.mjs.
+type benchRow struct {
+	Engine       string  `json:"engine"`
+	Model        string  `json:"model"`
+	Threads      int     `json:"threads"`
+	PromptTokens int     `json:"prompt_tokens"`
+	GenTokens    int     `json:"gen_tokens"`
+	PrefillTokS  float64 `json:"prefill_tok_s"`
+	DecodeTokS   float64 `json:"decode_tok_s"`
+	PeakRSS      int64   `json:"peak_rss_bytes"`
+	FileBytes    int64   `json:"file_bytes"`
+}
+
+func benchReport(args []string) error {
+	fs := flag.NewFlagSet("benchreport", flag.ExitOnError)
+	in := fs.String("in", "", "bench JSON lines")
+	doc := fs.String("doc", "", "docs/benchmarks.md")
+	cpu := fs.String("cpu", "", "machine description")
+	rounds := fs.Int("rounds", 0, "rounds per engine")
+	fs.Parse(args)
+	data, err := os.ReadFile(*in)
+	if err != nil {
+		return err
+	}
+	type best struct{ prefill, decode, rss, file float64 }
+	type key struct{ model, engine string }
+	bests := map[key]*best{}
+	var order []string
+	threads, prompt, gen := 0, 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r benchRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return fmt.Errorf("%s: %w", *in, err)
+		}
+		eng := "llama.cpp"
+		if strings.HasPrefix(r.Engine, "muser") {
+			eng = "muser"
+		}
+		name := filepath.Base(r.Model)
+		k := key{name, eng}
+		b := bests[k]
+		if b == nil {
+			b = &best{}
+			bests[k] = b
+			if eng == "muser" {
+				order = append(order, name)
+			}
+		}
+		b.prefill, b.decode = max(b.prefill, r.PrefillTokS), max(b.decode, r.DecodeTokS)
+		b.rss, b.file = max(b.rss, float64(r.PeakRSS)), max(b.file, float64(r.FileBytes))
+		threads, prompt, gen = r.Threads, r.PromptTokens, r.GenTokens
+	}
+	mib := func(v float64) string { return fmt.Sprintf("%.0f", v/(1<<20)) }
+	var t strings.Builder
+	begin, end := "<!-- engine-bench:begin (scripts/bench.sh rewrites this table) -->", "<!-- engine-bench:end -->"
+	t.WriteString(begin + "\n")
+	fmt.Fprintf(&t, "%s; %d threads; prefill of a %d-token prompt in one batch, decode of %d tokens one at a time; best of %d alternating rounds each.\n\n",
+		*cpu, threads, prompt, gen, *rounds)
+	t.WriteString("| model | prefill tok/s muser / llama.cpp | ratio | decode tok/s muser / llama.cpp | ratio | peak RSS MiB muser / llama.cpp | file MiB |\n")
+	t.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, name := range order {
+		m, l := bests[key{name, "muser"}], bests[key{name, "llama.cpp"}]
+		if l == nil {
+			l = &best{}
+		}
+		ratio := func(a, b float64) string {
+			if b == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f×", a/b)
+		}
+		fmt.Fprintf(&t, "| %s | %.1f / %.1f | %s | %.2f / %.2f | %s | %s / %s | %s |\n",
+			name, m.prefill, l.prefill, ratio(m.prefill, l.prefill), m.decode, l.decode, ratio(m.decode, l.decode),
+			mib(m.rss), mib(l.rss), mib(m.file))
+	}
+	t.WriteString(end)
+	old, err := os.ReadFile(*doc)
+	if err != nil {
+		return err
+	}
+	s := string(old)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: marker lines %q and %q not found", *doc, begin, end)
+	}
+	return os.WriteFile(*doc, []byte(s[:i]+t.String()+s[j+len(end):]), 0o644)
 }
