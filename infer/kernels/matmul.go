@@ -5,10 +5,15 @@ import (
 	"sync"
 )
 
-// tileRows is the number of output rows one work item computes. Threads
-// split output rows, never the reduction dimension, so a result does not
-// depend on which thread computes it.
-const tileRows = 16
+// tileRows is the number of output rows one work item computes (a
+// multiple of 8, the SIMD kernels' row group). Threads split output rows,
+// never the reduction dimension, so a result does not depend on which
+// thread computes it. Decode (a few tokens) takes decodeTileRows, so that
+// each thread streams longer contiguous runs of weights.
+const (
+	tileRows       = 16
+	decodeTileRows = 64
+)
 
 // actsPool recycles activation buffers between MatMul calls.
 var actsPool = sync.Pool{New: func() any { return new(acts) }}
@@ -50,10 +55,15 @@ func (p *Pool) MatMul(y []float32, m *Matrix, x []float32, n int) {
 			a.quantRow(x, t)
 		}
 	}
+	archPrepare(a, m.Type)
 	impl := pickImpl(m.Type)
-	tiles := (m.Rows + tileRows - 1) / tileRows
+	tr := tileRows
+	if n <= 4 {
+		tr = decodeTileRows
+	}
+	tiles := (m.Rows + tr - 1) / tr
 	p.Parallel(tiles, func(i int) {
-		r0 := i * tileRows
-		impl(y, m, a, r0, min(r0+tileRows, m.Rows))
+		r0 := i * tr
+		impl(y, m, a, r0, min(r0+tr, m.Rows))
 	})
 }
