@@ -185,25 +185,27 @@ func (s *Store) Receipts(f ReceiptFilter) ([]Receipt, error) {
 		return nil, err
 	}
 	var out []Receipt
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketReceipts).Cursor()
-		var k, v []byte
-		if f.Since.IsZero() {
-			k, v = c.First()
-		} else {
-			k, v = c.Seek(receiptKey(f.Since, [8]byte{}))
-		}
-		for ; k != nil; k, v = c.Next() {
-			r, err := decodeReceipt(k, v)
-			if err != nil {
-				return err
+	err := guard(s.ledgerPath(), func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketReceipts).Cursor()
+			var k, v []byte
+			if f.Since.IsZero() {
+				k, v = c.First()
+			} else {
+				k, v = c.Seek(receiptKey(f.Since, [8]byte{}))
 			}
-			if f.Reason != "" && r.Reason != f.Reason || !f.Pack.IsZero() && r.Pack != f.Pack {
-				continue
+			for ; k != nil; k, v = c.Next() {
+				r, err := decodeReceipt(k, v)
+				if err != nil {
+					return err
+				}
+				if f.Reason != "" && r.Reason != f.Reason || !f.Pack.IsZero() && r.Pack != f.Pack {
+					continue
+				}
+				out = append(out, r)
 			}
-			out = append(out, r)
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }

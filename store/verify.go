@@ -31,6 +31,7 @@ func ParseSubset(s string) (Subset, error) {
 	return Subset{N: n, T: t}, nil
 }
 
+// String prints the subset as "n/t".
 func (sub Subset) String() string { return fmt.Sprintf("%d/%d", sub.N, sub.T) }
 
 // contains reports whether chunk id is in the subset (all when T is 0).
@@ -115,84 +116,86 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	chains := map[pack.Digest][]chainEntry{}
 
 	// Pass 1: the ledger, in one read transaction.
-	err := s.db.View(func(tx *bolt.Tx) error {
-		pb, bb, cb := tx.Bucket(bucketPacks), tx.Bucket(bucketBlocks), tx.Bucket(bucketChunks)
-		load := func(id pack.Digest) {
-			v := pb.Get(id[:])
-			if v == nil {
-				find(id, fmt.Errorf("no ledger record: %w", ErrNotFound))
-				return
-			}
-			vp := &verifyPack{id: id}
-			r, err := decodePackRecord(v)
-			if err != nil {
-				ledger("packs", id[:], err)
-				return
-			}
-			vp.rec = r
-			if cv := bb.Get(id[:]); cv != nil {
-				c, err := decodeChain(cv)
-				if err != nil {
-					ledger("blocks", id[:], err)
-					vp.bad = true
+	err := guard(s.ledgerPath(), func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			pb, bb, cb := tx.Bucket(bucketPacks), tx.Bucket(bucketBlocks), tx.Bucket(bucketChunks)
+			load := func(id pack.Digest) {
+				v := pb.Get(id[:])
+				if v == nil {
+					find(id, fmt.Errorf("no ledger record: %w", ErrNotFound))
+					return
 				}
-				vp.chain = c
-			}
-			packs = append(packs, vp)
-		}
-		if whole {
-			if err := pb.ForEach(func(k, _ []byte) error {
-				id, err := digestKey(k)
+				vp := &verifyPack{id: id}
+				r, err := decodePackRecord(v)
 				if err != nil {
-					ledger("packs", k, err)
+					ledger("packs", id[:], err)
+					return
+				}
+				vp.rec = r
+				if cv := bb.Get(id[:]); cv != nil {
+					c, err := decodeChain(cv)
+					if err != nil {
+						ledger("blocks", id[:], err)
+						vp.bad = true
+					}
+					vp.chain = c
+				}
+				packs = append(packs, vp)
+			}
+			if whole {
+				if err := pb.ForEach(func(k, _ []byte) error {
+					id, err := digestKey(k)
+					if err != nil {
+						ledger("packs", k, err)
+						return nil
+					}
+					load(id)
 					return nil
+				}); err != nil {
+					return err
 				}
+				if err := bb.ForEach(func(k, v []byte) error {
+					id, err := digestKey(k)
+					if err != nil {
+						ledger("blocks", k, err)
+						return nil
+					}
+					if pb.Get(k) == nil {
+						ledger("blocks", k, errors.New("block chain of a pack that has no record"))
+					}
+					if c, err := decodeChain(v); err == nil {
+						chains[id] = c
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+				return cb.ForEach(func(k, v []byte) error {
+					id, err := digestKey(k)
+					if err != nil {
+						ledger("chunks", k, err)
+						return nil
+					}
+					r, err := decodeChunkRecord(v)
+					if err != nil {
+						ledger("chunks", k, err)
+						return nil
+					}
+					chunkRecs[id] = r
+					return nil
+				})
+			}
+			for _, id := range opts.Packs {
 				load(id)
-				return nil
-			}); err != nil {
-				return err
-			}
-			if err := bb.ForEach(func(k, v []byte) error {
-				id, err := digestKey(k)
-				if err != nil {
-					ledger("blocks", k, err)
-					return nil
-				}
-				if pb.Get(k) == nil {
-					ledger("blocks", k, errors.New("block chain of a pack that has no record"))
-				}
-				if c, err := decodeChain(v); err == nil {
-					chains[id] = c
-				}
-				return nil
-			}); err != nil {
-				return err
 			}
 			return cb.ForEach(func(k, v []byte) error {
-				id, err := digestKey(k)
-				if err != nil {
-					ledger("chunks", k, err)
-					return nil
+				if id, err := digestKey(k); err == nil {
+					if r, err := decodeChunkRecord(v); err == nil {
+						chunkRecs[id] = r
+					}
 				}
-				r, err := decodeChunkRecord(v)
-				if err != nil {
-					ledger("chunks", k, err)
-					return nil
-				}
-				chunkRecs[id] = r
 				return nil
 			})
-		}
-		for _, id := range opts.Packs {
-			load(id)
-		}
-		return cb.ForEach(func(k, v []byte) error {
-			if id, err := digestKey(k); err == nil {
-				if r, err := decodeChunkRecord(v); err == nil {
-					chunkRecs[id] = r
-				}
-			}
-			return nil
 		})
 	})
 	if err != nil {
