@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 )
@@ -18,11 +19,11 @@ type bpeTables struct {
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 // piece returns the piece id of s, or -1.
-func (t *Tokenizer) piece(s string) int32 {
-	if id, ok := t.ids[s]; ok {
+func (t *Tokenizer) piece(s []byte) int32 {
+	if id, ok := t.ids[string(s)]; ok {
 		return id
 	}
-	if id, ok := t.bpe.extra[s]; ok {
+	if id, ok := t.bpe.extra[string(s)]; ok {
 		return id
 	}
 	return null
@@ -139,19 +140,17 @@ func (t *Tokenizer) encodeBPE(text string, out []int32, w *bpeWork) ([]int32, er
 			}
 		}
 		start += n
-		out = t.mergeWord(string(w.word), out, w)
+		out = t.mergeWord(w.word, out, w)
 	}
 	return out, nil
 }
 
 // mergeWord appends the tokens of one encoded word.
-func (t *Tokenizer) mergeWord(word string, out []int32, w *bpeWork) []int32 {
+func (t *Tokenizer) mergeWord(word []byte, out []int32, w *bpeWork) []int32 {
 	syms := w.syms[:0]
 	whole := false
-	if t.ignoreMerges {
-		_, whole = t.ids[word]
-	} else if t.pre.newlineWords && strings.Trim(word, "\n") == "" {
-		_, whole = t.ids[word]
+	if t.ignoreMerges || t.pre.newlineWords && len(bytes.Trim(word, "\n")) == 0 {
+		_, whole = t.ids[string(word)]
 	}
 	if whole {
 		syms = append(syms, bpeSymbol{start: 0, n: len(word), prev: -1, next: -1})
@@ -206,7 +205,7 @@ func (t *Tokenizer) mergeWord(word string, out []int32, w *bpeWork) []int32 {
 			continue
 		}
 		s := word[syms[i].start : syms[i].start+syms[i].n]
-		if id, ok := t.ids[s]; ok {
+		if id, ok := t.ids[string(s)]; ok {
 			out = append(out, id)
 			continue
 		}
@@ -216,9 +215,9 @@ func (t *Tokenizer) mergeWord(word string, out []int32, w *bpeWork) []int32 {
 			var id int32
 			var ok bool
 			if t.pre.rawUTF8 {
-				id, ok = t.ids[fmt.Sprintf("<0x%02X>", s[j])]
+				id, ok = t.ids[byteTokenText[s[j]]]
 			} else {
-				id, ok = t.ids[s[j:j+1]]
+				id, ok = t.ids[string(s[j:j+1])]
 			}
 			if ok {
 				out = append(out, id)

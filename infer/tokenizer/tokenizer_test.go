@@ -104,6 +104,7 @@ func TestNewErrors(t *testing.T) {
 		{"unknown pre", func(v *Vocab) { v.Pre = "no-such-pre" }, ErrUnknownPre},
 		{"unsupported pre", func(v *Vocab) { v.Pre = "kimi-k2" }, ErrUnsupportedPre},
 		{"token beyond U+10FFFF", func(v *Vocab) { v.Tokens[100] = "\xF7\xBF\xBF\xBF" }, ErrInvalidVocab},
+		{"token rendering too long", func(v *Vocab) { v.Tokens[100] = strings.Repeat("あ", 5000) }, ErrInvalidVocab},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := tinyBPE("gpt-2")
