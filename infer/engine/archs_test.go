@@ -12,6 +12,7 @@ import (
 	"github.com/muserhq/muser/infer/engine/enginetest"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/gguf"
+	"github.com/muserhq/muser/infer/kernels"
 )
 
 // tinyModel writes a tiny random model of arch at quant into a temp dir.
@@ -267,5 +268,16 @@ func TestArchString(t *testing.T) {
 	id := l.Identity([32]byte{1}, [32]byte{2}, 64)
 	if id.Engine != EngineName || id.KV != "f16;block=64;layout=lkv1" || id.Quant != gguf.QuantName(l.File()) || id.Model == ([32]byte{}) {
 		t.Errorf("Identity = %+v", id)
+	}
+}
+
+// TestNumericsVersion pins the kernels' numerics version the engine's
+// identity was last bumped for: when the kernels change their canonical
+// orders, this fails until NumericsVersion is bumped too.
+func TestNumericsVersion(t *testing.T) {
+	const kernelsAtEngineV1 = 1
+	if kernels.NumericsVersion != kernelsAtEngineV1 || NumericsVersion != 1 {
+		t.Fatalf("kernels.NumericsVersion is %d and engine NumericsVersion %d: bump engine.NumericsVersion (identity %q) and update this test",
+			kernels.NumericsVersion, NumericsVersion, EngineName)
 	}
 }

@@ -9,9 +9,9 @@ import (
 
 // NumericsVersion is the engine's numerics version, the N of the identity's
 // engine field "muser-cpu/N". It must be bumped whenever a change to the
-// forward pass or to the kernels (infer/kernels, "Canonical order") can
-// change a single bit of K, V or logits, so packs computed by an older
-// build are refused instead of mixed with new ones.
+// forward pass or to the kernels (kernels.NumericsVersion, whose value a
+// test pins) can change a single bit of K, V or logits, so packs computed
+// by an older build are refused instead of mixed with new ones.
 const NumericsVersion = 1
 
 // EngineName is the identity's engine field for this build.
