@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/muserhq/muser/infer"
+	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/generate"
 	"github.com/muserhq/muser/infer/gguf"
@@ -45,7 +46,7 @@ type runOptions struct {
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.model, "model", "m", "", "GGUF model file")
+	fs.StringVarP(&o.model, "model", "m", "", "GGUF model file (default: the embedded default model)")
 	fs.StringVarP(&o.prompt, "prompt", "p", "", "prompt text; - reads it from standard input")
 	fs.BoolVar(&o.chat, "chat", false, "apply the model's chat template (ChatML if it has none) and print only the reply")
 	fs.IntVarP(&o.maxTokens, "max-tokens", "n", 256, "most tokens to generate (0: until the context is full)")
@@ -68,7 +69,10 @@ func newRunCommand() *command {
 	cmd := &command{
 		name:    "run",
 		summary: "generate text from a prompt with a GGUF model",
-		help: `In plain mode the prompt is tokenized as it is (with BOS where the model
+		help: `Without --model, muser's small embedded default model is used (and
+named on stderr); it answers simple chat questions (--chat).
+
+In plain mode the prompt is tokenized as it is (with BOS where the model
 adds one), echoed, and followed by the completion, as llama2.c and
 llama.cpp's CLI print it. With --chat the prompt becomes a one-message
 conversation rendered with the model's chat template (ChatML when it has
@@ -90,9 +94,6 @@ output on every run and platform.`,
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef(cmd, "takes no arguments, got %q (use -p TEXT)", args[0])
-		}
-		if o.model == "" {
-			return usagef(cmd, "no --model given: name a GGUF file (an embedded default model comes in a later release)")
 		}
 		if o.threads <= 0 || o.ctx <= 0 || o.maxTokens < 0 {
 			return usagef(cmd, "--threads and --ctx must be positive and --max-tokens not negative")
@@ -120,9 +121,24 @@ func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType) e
 		}
 	}
 	t0 := time.Now()
-	m, err := engine.Open(o.model, engine.Options{Threads: o.threads, KV: kv})
-	if err != nil {
-		return err
+	opts := engine.Options{Threads: o.threads, KV: kv}
+	var m *engine.Model
+	if o.model == "" {
+		f, err := defaultmodel.File()
+		if err != nil {
+			return err
+		}
+		if m, err = engine.Load(f, opts); err != nil {
+			return fmt.Errorf("the embedded default model: %w", err)
+		}
+		o.model = defaultmodel.Name
+		fmt.Fprintf(env.stderr, "muser run: no --model given; using the embedded default model %s (%s, sha256 %s…)\n",
+			defaultmodel.Name, humanBytes(defaultmodel.Size), defaultmodel.SHA256[:12])
+	} else {
+		var err error
+		if m, err = engine.Open(o.model, opts); err != nil {
+			return err
+		}
 	}
 	defer m.Close()
 	f := m.File()

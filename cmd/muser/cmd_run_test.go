@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/muserhq/muser/infer/defaultmodel/evalset"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -117,7 +118,6 @@ func TestRunUsage(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"run", "-p", "hi", "--no-cache"}, exitUsage, "no --model"},
 		{[]string{"run", "--model", "nonexistent.gguf", "-p", "hi", "--no-cache"}, exitNotFound, "nonexistent.gguf"},
 		{[]string{"run", "--model", "x.gguf", "--kv", "q8", "--no-cache"}, exitUsage, "--kv"},
 		{[]string{"run", "--model", "x.gguf", "extra", "--no-cache"}, exitUsage, "takes no arguments"},
@@ -129,5 +129,23 @@ func TestRunUsage(t *testing.T) {
 	}
 	if code, _, errOut := runCLI(t, "run", "--model", stories(t), "-p", "hi", "--temperature", "-1", "--no-cache"); code != exitUsage || !strings.Contains(errOut, "temperature") {
 		t.Errorf("--temperature -1: exit %d, %q", code, errOut)
+	}
+}
+
+// TestRunDefaultModel: without --model the embedded default model answers
+// held-out questions (graded as infer/defaultmodel/evalset grades them).
+func TestRunDefaultModel(t *testing.T) {
+	qs := evalset.Questions()
+	for _, q := range qs[:3] {
+		code, out, errOut := runCLI(t, "run", "-p", q.Prompt, "--chat", "--temperature", "0", "--max-tokens", "40", "--no-cache")
+		if code != exitOK {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+		if !strings.Contains(errOut, "embedded default model") {
+			t.Errorf("stderr %q does not say the default model is used", errOut)
+		}
+		if !q.Check(out) {
+			t.Errorf("%q: reply %q graded wrong (want %s)", q.Prompt, out, q.Want)
+		}
 	}
 }
