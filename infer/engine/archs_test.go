@@ -281,3 +281,36 @@ func TestNumericsVersion(t *testing.T) {
 			kernels.NumericsVersion, NumericsVersion, EngineName)
 	}
 }
+
+func TestForkAndTruncate(t *testing.T) {
+	m := openModel(t, tinyModel(t, "qwen2", ggml.TypeQ8_0), Options{Threads: 2})
+	r := rand.New(rand.NewPCG(8, 8))
+	p := randomTokens(r, 30, m.Config().Vocab)
+	_, full := prefill(t, m, p)
+	V := m.Config().Vocab
+	a, _ := m.NewSequence(64)
+	if err := m.Forward(context.Background(), []Step{{Seq: a, Tokens: p[:20]}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.Fork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Continue a with garbage, then truncate it back; b continues cleanly.
+	if err := m.Forward(context.Background(), []Step{{Seq: a, Tokens: []int32{1, 2, 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Truncate(20); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Sequence{a, b} {
+		st := []Step{{Seq: s, Tokens: p[20:], Output: OutputAll}}
+		if err := m.Forward(context.Background(), st); err != nil {
+			t.Fatal(err)
+		}
+		requireSame(t, "continuation after fork/truncate", st[0].Logits, full[20*V:])
+	}
+	if err := a.Truncate(31); err == nil {
+		t.Error("Truncate past the end succeeded")
+	}
+}

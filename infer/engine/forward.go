@@ -151,6 +151,7 @@ func (m *Model) Forward(ctx context.Context, batch []Step) error {
 		}
 	}
 	w.rows = rows
+	defer clear(w.rows) // drop references to sequences and logits
 	for lo := 0; lo < len(rows); lo += m.batch {
 		win := rows[lo:min(lo+m.batch, len(rows))]
 		if err := m.forwardRows(ctx, win); err != nil {
@@ -160,7 +161,6 @@ func (m *Model) Forward(ctx context.Context, batch []Step) error {
 			r.seq.tokens = append(r.seq.tokens, r.tok)
 		}
 	}
-	clear(w.rows) // drop references to sequences and logits
 	return nil
 }
 
