@@ -6,26 +6,29 @@
 # and the fastest prefill and decode of each are kept. Writes the table
 # in docs/benchmarks.md ("Engine: muser vs llama.cpp").
 #
-#   scripts/bench.sh                   # Qwen2.5-0.5B shape at F16, Q8_0, Q4_K, plus stories260K
+#   scripts/bench.sh                   # stories260K and the Llama-3.2-1B, Qwen2.5-0.5B and
+#                                      # Qwen3-0.6B shapes at F16, Q8_0 and Q4_K
 #   MODELS="a.gguf b.gguf" scripts/bench.sh
 #
 # Environment: OUT (default scripts/parity/out; random models are
 # generated there as by scripts/parity/parity.sh), THREADS (2), PROMPT
-# (512), GEN (128), ROUNDS (3).
+# (512), GEN (128), ROUNDS (2).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/scripts/parity/out}
 threads=${THREADS:-2}
 prompt=${PROMPT:-512}
 gen=${GEN:-128}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-2}
 mkdir -p "$out/models"
 (cd "$root/scripts/parity" && { [ -d node_modules ] || npm ci; })
 (cd "$root" && go build -o "$out/muser" ./cmd/muser && go build -o "$out/paritytool" ./scripts/parity/paritytool)
 if [ -z "${MODELS:-}" ]; then
-	"$out/paritytool" gen -dir "$out/models" -shapes qwen2.5-0.5b
+	"$out/paritytool" gen -dir "$out/models"
 	MODELS="$root/../shared/models/stories260K.gguf"
-	for q in F16 Q8_0 Q4_K; do MODELS="$MODELS $out/models/qwen2.5-0.5b-$q-seed1.gguf"; done
+	for s in qwen2.5-0.5b qwen3-0.6b llama-3.2-1b; do
+		for q in Q8_0 Q4_K F16; do MODELS="$MODELS $out/models/$s-$q-seed1.gguf"; done
+	done
 fi
 results=$out/bench.jsonl
 : > "$results"
