@@ -52,7 +52,6 @@ type workspace struct {
 	logits   []float32   // [logitRows][vocab]
 	scores   [][]float32 // attention scores, one buffer per work chunk
 	qh       [][]float32 // a head's query rounded to f16, per chunk
-	qh16     [][]uint16
 	rows     []row
 	outRows  []int
 }
@@ -285,8 +284,8 @@ func (m *Model) qkv(li int, L *layer, r row, q, k, v, rope []float32) {
 	off := r.pos * row
 	cache := r.seq.cache
 	if cache.DType() == kvcache.DTypeF16 {
-		kernels.F32ToF16(cache.K16(li)[off:off+row], k)
-		kernels.F32ToF16(cache.V16(li)[off:off+row], v)
+		f32ToF16s(cache.K16(li)[off:off+row], k)
+		f32ToF16s(cache.V16(li)[off:off+row], v)
 	} else {
 		copy(cache.K32(li)[off:off+row], k)
 		copy(cache.V32(li)[off:off+row], v)
@@ -346,14 +345,14 @@ func (m *Model) attention(li int, rows []row, q, att []float32) {
 	for len(w.scores) < chunks {
 		w.scores = append(w.scores, nil)
 		w.qh = append(w.qh, make([]float32, c.HeadDim))
-		w.qh16 = append(w.qh16, make([]uint16, c.HeadDim))
 	}
 	D, Q, row := c.HeadDim, c.Heads*c.HeadDim, c.KVRow()
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(D)))
+	// Chunk ci takes tasks ci, ci+chunks, ...: later tokens attend to more
+	// positions, so interleaving balances the chunks.
 	m.each(chunks, func(ci int) {
-		lo, hi := ci*tasks/chunks, (ci+1)*tasks/chunks
-		for t := lo; t < hi; t++ {
+		for t := ci; t < tasks; t += chunks {
 			i, h := t/c.Heads, t%c.Heads
 			r := rows[i]
 			n := r.pos + 1
@@ -368,17 +367,15 @@ func (m *Model) attention(li int, rows []row, q, att []float32) {
 			cache := r.seq.cache
 			if cache.DType() == kvcache.DTypeF16 {
 				K, V := cache.K16(li), cache.V16(li)
-				q16, qr := w.qh16[ci], w.qh[ci]
-				kernels.F32ToF16(q16, qh)
-				kernels.F16ToF32(qr, q16)
+				qr := w.qh[ci]
+				copy(qr, qh)
+				roundF16s(qr)
 				kernels.DotF16Rows(sc, K[off:], row, qr)
 				for j := range sc {
 					sc[j] *= scale
 				}
 				kernels.Softmax(sc)
-				for j, p := range sc {
-					sc[j] = ggml.F16ToF32(ggml.F32ToF16(p))
-				}
+				roundF16s(sc)
 				kernels.AXPYF16Rows(out, sc, V[off:], row)
 			} else {
 				K, V := cache.K32(li), cache.V32(li)
