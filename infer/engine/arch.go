@@ -129,7 +129,7 @@ const (
 )
 
 // KVRow returns the K (or V) elements per token per layer.
-func (c *Config) KVRow() int { return c.KVHeads * c.HeadDim }
+func (c Config) KVRow() int { return c.KVHeads * c.HeadDim }
 
 // ArchString returns the canonical description of everything in c that
 // shapes K and V, the arch field of the pack identity:
@@ -140,7 +140,7 @@ func (c *Config) KVRow() int { return c.KVHeads * c.HeadDim }
 //
 // (one line, no spaces). Floats are printed in the shortest form that
 // reads back to the same float32.
-func (c *Config) ArchString() string {
+func (c Config) ArchString() string {
 	f := func(v float32) string { return strconv.FormatFloat(float64(v), 'g', -1, 32) }
 	b := func(v bool) string {
 		if v {

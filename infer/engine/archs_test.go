@@ -257,8 +257,7 @@ func TestBatchErrors(t *testing.T) {
 func TestArchString(t *testing.T) {
 	m := openModel(t, tinyModel(t, "qwen3", ggml.TypeQ8_0), Options{Threads: 1})
 	want := "qwen3;layers=2;hidden=256;heads=4;kv_heads=2;head_dim=32;rope=neox;rope_dim=32;rope_base=10000;rope_scale=1;rope_freqs=none;eps=1e-05;qk_norm=1;qkv_bias=0"
-	if c := m.Config(); c.ArchString() != want {
-		got := c.ArchString()
+	if got := m.Config().ArchString(); got != want {
 		t.Errorf("ArchString =\n%s\nwant\n%s", got, want)
 	}
 	l := openModel(t, tinyModel(t, "llama", ggml.TypeQ8_0), Options{Threads: 1})
