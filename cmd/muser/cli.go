@@ -63,6 +63,8 @@ func commands() []*command {
 		newModelInspectCommand(),
 		newTokenizeCommand(),
 		newDetokenizeCommand(),
+		newRunCommand(),
+		newBenchCommand(),
 		newPackLsCommand(),
 		newPackInspectCommand(),
 		newPackVerifyCommand(),

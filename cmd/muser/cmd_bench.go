@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/muserhq/muser/infer/engine"
+)
+
+// benchOptions are the flags of `muser bench`.
+type benchOptions struct {
+	model   string
+	threads int
+	prompt  int
+	gen     int
+	reps    int
+	json    bool
+	cpuProf string
+}
+
+func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.model, "model", "m", "", "GGUF model file (required)")
+	fs.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "worker threads")
+	fs.IntVar(&o.prompt, "prompt-tokens", 512, "prompt length for the prefill measurement")
+	fs.IntVar(&o.gen, "gen-tokens", 128, "tokens decoded one at a time for the decode measurement")
+	fs.IntVar(&o.reps, "reps", 3, "repetitions; the fastest is reported")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof)")
+}
+
+// benchResult is what `muser bench --json` prints; scripts/bench.sh reads
+// it beside node-llama-cpp's equivalent (scripts/parity/engine-bench.mjs).
+type benchResult struct {
+	Engine       string  `json:"engine"`
+	Model        string  `json:"model"`
+	Threads      int     `json:"threads"`
+	PromptTokens int     `json:"prompt_tokens"`
+	GenTokens    int     `json:"gen_tokens"`
+	PrefillTokS  float64 `json:"prefill_tok_s"`
+	DecodeTokS   float64 `json:"decode_tok_s"`
+	PeakRSS      int64   `json:"peak_rss_bytes"`
+	FileBytes    int64   `json:"file_bytes"`
+	KVBytes      int64   `json:"kv_bytes"`
+}
+
+func newBenchCommand() *command {
+	o := &benchOptions{}
+	cmd := &command{
+		name:    "bench",
+		summary: "measure prefill and decode speed of a model",
+		help: `Loads the model and measures, in a fresh sequence each repetition:
+  prefill  the prompt (token i = (1 + 7919·i) mod vocab) in one batch;
+  decode   --gen-tokens tokens fed one at a time, each the greedy choice
+           after the previous one, following all but the last prompt token.
+The fastest of --reps repetitions is reported, with the peak resident set
+size of the process (VmHWM; weights are memory-mapped, so the file's pages
+count once touched). scripts/parity/engine-bench.mjs runs the same protocol on
+llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.`,
+		flags: o.AddFlags,
+	}
+	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
+		if len(args) > 0 {
+			return usagef(cmd, "takes no arguments, got %q", args[0])
+		}
+		if o.model == "" {
+			return usagef(cmd, "--model is required")
+		}
+		if o.threads <= 0 || o.prompt < 2 || o.gen < 1 || o.reps < 1 {
+			return usagef(cmd, "--threads, --gen-tokens and --reps must be positive and --prompt-tokens at least 2")
+		}
+		if o.cpuProf != "" {
+			f, err := os.Create(o.cpuProf)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
+		res, err := runBench(ctx, o)
+		if err != nil {
+			return err
+		}
+		if o.json {
+			b, _ := json.Marshal(res)
+			fmt.Fprintln(env.stdout, string(b))
+			return nil
+		}
+		fmt.Fprintf(env.stdout, "model    %s (%s)\nthreads  %d\nprefill  %.1f tok/s (%d tokens)\ndecode   %.2f tok/s (%d tokens)\npeak RSS %.1f MiB (file %.1f MiB, KV %.1f MiB)\n",
+			res.Model, humanBytes(res.FileBytes), res.Threads, res.PrefillTokS, res.PromptTokens, res.DecodeTokS, res.GenTokens,
+			float64(res.PeakRSS)/(1<<20), float64(res.FileBytes)/(1<<20), float64(res.KVBytes)/(1<<20))
+		return nil
+	}
+	return cmd
+}
+
+func runBench(ctx context.Context, o *benchOptions) (*benchResult, error) {
+	m, err := engine.Open(o.model, engine.Options{Threads: o.threads})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	V := m.Config().Vocab
+	prompt := make([]int32, o.prompt)
+	for i := range prompt {
+		prompt[i] = int32((1 + 7919*int64(i)) % int64(V))
+	}
+	res := &benchResult{
+		Engine: engine.EngineName, Model: o.model, Threads: o.threads,
+		PromptTokens: o.prompt, GenTokens: o.gen, FileBytes: m.File().Size(),
+	}
+	var bestPrefill, bestDecode time.Duration
+	for r := 0; r < o.reps; r++ {
+		seq, err := m.NewSequence(o.prompt + o.gen + 8)
+		if err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		if err := m.Forward(ctx, []engine.Step{{Seq: seq, Tokens: prompt, Output: engine.OutputLast}}); err != nil {
+			return nil, err
+		}
+		if d := time.Since(t0); r == 0 || d < bestPrefill {
+			bestPrefill = d
+		}
+		if err := seq.Truncate(o.prompt - 1); err != nil {
+			return nil, err
+		}
+		st := []engine.Step{{Seq: seq, Tokens: prompt[o.prompt-1:], Output: engine.OutputLast}}
+		t0 = time.Now()
+		for range o.gen {
+			if err := m.Forward(ctx, st); err != nil {
+				return nil, err
+			}
+			st[0].Tokens = []int32{argmax(st[0].Logits)}
+		}
+		if d := time.Since(t0); r == 0 || d < bestDecode {
+			bestDecode = d
+		}
+		res.KVBytes = seq.Cache().Bytes()
+	}
+	res.PrefillTokS = float64(o.prompt) / bestPrefill.Seconds()
+	res.DecodeTokS = float64(o.gen) / bestDecode.Seconds()
+	res.PeakRSS = peakRSS()
+	return res, nil
+}
+
+func argmax(v []float32) int32 {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// peakRSS returns the process's peak resident set size in bytes: VmHWM
+// from /proc/self/status where there is one, else getrusage's maxrss.
+func peakRSS() int64 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				f := strings.Fields(rest)
+				if len(f) == 2 && f[1] == "kB" {
+					if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+						return n << 10
+					}
+				}
+			}
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		return int64(ru.Maxrss) << 10 // kilobytes on Linux
+	}
+	return 0
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

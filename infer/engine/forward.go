@@ -1,0 +1,392 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/muserhq/muser/infer/ggml"
+	"github.com/muserhq/muser/infer/kernels"
+	"github.com/muserhq/muser/infer/kvcache"
+)
+
+// Output says which logits a Step wants.
+type Output uint8
+
+// Output values.
+const (
+	OutputNone Output = iota // KV only (a prefill chunk that is not the last)
+	OutputLast               // the logits after the step's last token
+	OutputAll                // the logits after every token of the step
+)
+
+// Step is one sequence's part of a Forward batch: tokens to append to
+// Seq, and which logits to return.
+type Step struct {
+	Seq    *Sequence
+	Tokens []int32
+	Output Output
+	// Logits receives the logits, Vocab floats per wanted token (one row
+	// for OutputLast, len(Tokens) rows for OutputAll). Forward reuses the
+	// slice if it is large enough and allocates otherwise.
+	Logits []float32
+}
+
+// row is one token of a batch, flattened.
+type row struct {
+	seq *Sequence
+	tok int32
+	pos int
+	out []float32 // where its logits go; nil when not wanted
+}
+
+// workspace holds Forward's buffers, grown to the largest batch seen.
+type workspace struct {
+	n        int
+	x, xn    []float32   // [n][hidden]
+	q, att   []float32   // [n][heads·head_dim]
+	k, v     []float32   // [n][kv_heads·head_dim]
+	ffA, ffB []float32   // [n][ffn]
+	rope     []float32   // [n][rope_dim]: cos, sin per rotated pair
+	logits   []float32   // [logitRows][vocab]
+	scores   [][]float32 // attention scores, one buffer per work chunk
+	qh       [][]float32 // a head's query rounded to f16, per chunk
+	rows     []row
+	outRows  []int
+}
+
+// logitRows is the most tokens whose logits one output product computes
+// (bounding the buffer at logitRows·vocab floats).
+const logitRows = 64
+
+func (w *workspace) ensure(c *Config, n int) {
+	if n <= w.n {
+		return
+	}
+	w.n = n
+	q, kv := c.Heads*c.HeadDim, c.KVRow()
+	w.x = make([]float32, n*c.Hidden)
+	w.xn = make([]float32, n*c.Hidden)
+	w.q = make([]float32, n*q)
+	w.att = make([]float32, n*q)
+	w.k = make([]float32, n*kv)
+	w.v = make([]float32, n*kv)
+	w.ffA = make([]float32, n*c.FFN)
+	w.ffB = make([]float32, n*c.FFN)
+	w.rope = make([]float32, n*c.RopeDim)
+}
+
+// Forward runs one batch: for each step, appends its tokens to its
+// sequence (computing and caching their K and V in every layer) and
+// returns the logits it asks for in step.Logits. All tokens of all steps
+// go through each weight matrix together (up to Options.BatchSize at a
+// time), and attention is per token over its own sequence, so each
+// token's K, V and logits are bit-identical however tokens are grouped
+// into steps and batches (doc.go, "Exactness").
+//
+// The batch is checked before anything runs; a *BatchError names the bad
+// step. If ctx is cancelled midway, Forward returns its error and each
+// sequence keeps the tokens of the windows that completed.
+func (m *Model) Forward(ctx context.Context, batch []Step) error {
+	c := &m.cfg
+	seen := make(map[*Sequence]bool, len(batch))
+	for i, st := range batch {
+		switch {
+		case st.Seq == nil:
+			return &BatchError{Step: i, Reason: "no sequence"}
+		case st.Seq.m != m:
+			return &BatchError{Step: i, Reason: "the sequence belongs to another model"}
+		case seen[st.Seq]:
+			return &BatchError{Step: i, Reason: "the sequence appears twice in the batch"}
+		case len(st.Tokens) == 0:
+			return &BatchError{Step: i, Reason: "no tokens"}
+		case st.Output > OutputAll:
+			return &BatchError{Step: i, Reason: fmt.Sprintf("unknown output mode %d", st.Output)}
+		case len(st.Tokens) > st.Seq.Max()-st.Seq.Len():
+			return &BatchError{Step: i, Reason: fmt.Sprintf("%d tokens after %d do not fit a context of %d (%v)",
+				len(st.Tokens), st.Seq.Len(), st.Seq.Max(), kvcache.ErrFull)}
+		}
+		seen[st.Seq] = true
+		for j, t := range st.Tokens {
+			if t < 0 || int(t) >= c.Vocab {
+				return &BatchError{Step: i, Reason: fmt.Sprintf("token %d (index %d) is outside the vocabulary of %d", t, j, c.Vocab)}
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	for i := range batch {
+		st := &batch[i]
+		if err := st.Seq.cache.Reserve(st.Seq.Len() + len(st.Tokens)); err != nil {
+			return err
+		}
+		rows := 0
+		switch st.Output {
+		case OutputLast:
+			rows = 1
+		case OutputAll:
+			rows = len(st.Tokens)
+		}
+		st.Logits = slices.Grow(st.Logits[:0], rows*c.Vocab)[:rows*c.Vocab]
+	}
+	w := &m.ws
+	rows := w.rows[:0]
+	for i := range batch {
+		st := &batch[i]
+		base := st.Seq.Len()
+		for j, t := range st.Tokens {
+			var out []float32
+			switch {
+			case st.Output == OutputAll:
+				out = st.Logits[j*c.Vocab : (j+1)*c.Vocab]
+			case st.Output == OutputLast && j == len(st.Tokens)-1:
+				out = st.Logits
+			}
+			rows = append(rows, row{seq: st.Seq, tok: t, pos: base + j, out: out})
+		}
+	}
+	w.rows = rows
+	defer clear(w.rows) // drop references to sequences and logits
+	for lo := 0; lo < len(rows); lo += m.batch {
+		win := rows[lo:min(lo+m.batch, len(rows))]
+		if err := m.forwardRows(ctx, win); err != nil {
+			return err
+		}
+		for _, r := range win {
+			r.seq.tokens = append(r.seq.tokens, r.tok)
+		}
+	}
+	return nil
+}
+
+// each runs f(i) for i in [0,n) on the pool.
+func (m *Model) each(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	m.pool.Parallel(n, f)
+}
+
+// forwardRows runs at most m.batch rows through the model.
+func (m *Model) forwardRows(ctx context.Context, rows []row) error {
+	c := &m.cfg
+	n := len(rows)
+	w := &m.ws
+	w.ensure(c, n)
+	H, Q, KV, F := c.Hidden, c.Heads*c.HeadDim, c.KVRow(), c.FFN
+	x, xn := w.x[:n*H], w.xn[:n*H]
+	q, k, v, att := w.q[:n*Q], w.k[:n*KV], w.v[:n*KV], w.att[:n*Q]
+	ffA, ffB := w.ffA[:n*F], w.ffB[:n*F]
+
+	m.each(n, func(i int) {
+		m.embed(x[i*H:(i+1)*H], rows[i].tok)
+		m.ropeAngles(w.rope[i*c.RopeDim:(i+1)*c.RopeDim], rows[i].pos)
+	})
+	for li := range m.layers {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		L := &m.layers[li]
+		m.each(n, func(i int) { kernels.RMSNorm(xn[i*H:(i+1)*H], x[i*H:(i+1)*H], L.attnNorm, c.Eps) })
+		m.pool.MatMul(q, L.wq, xn, n)
+		m.pool.MatMul(k, L.wk, xn, n)
+		m.pool.MatMul(v, L.wv, xn, n)
+		m.each(n, func(i int) {
+			m.qkv(li, L, rows[i], q[i*Q:(i+1)*Q], k[i*KV:(i+1)*KV], v[i*KV:(i+1)*KV], w.rope[i*c.RopeDim:(i+1)*c.RopeDim])
+		})
+		m.attention(li, rows, q, att)
+		m.pool.MatMul(xn, L.wo, att, n)
+		m.each(n, func(i int) {
+			xi, oi := x[i*H:(i+1)*H], xn[i*H:(i+1)*H]
+			if L.bo != nil {
+				kernels.Add(oi, oi, L.bo)
+			}
+			kernels.Add(xi, xi, oi)
+			kernels.RMSNorm(oi, xi, L.ffnNorm, c.Eps)
+		})
+		m.pool.MatMul(ffA, L.wGate, xn, n)
+		m.pool.MatMul(ffB, L.wUp, xn, n)
+		m.each(n, func(i int) { kernels.SiLUMul(ffA[i*F:(i+1)*F], ffA[i*F:(i+1)*F], ffB[i*F:(i+1)*F]) })
+		m.pool.MatMul(xn, L.wDown, ffA, n)
+		m.each(n, func(i int) { kernels.Add(x[i*H:(i+1)*H], x[i*H:(i+1)*H], xn[i*H:(i+1)*H]) })
+	}
+	return m.logits(rows, x)
+}
+
+// embed writes token tok's embedding row to dst.
+func (m *Model) embed(dst []float32, tok int32) {
+	e := m.tokEmbd
+	// The row size and type were checked by NewMatrix and Load, so
+	// Dequantize cannot fail here.
+	_ = ggml.Dequantize(e.Type, e.Data[int(tok)*e.RowBytes:(int(tok)+1)*e.RowBytes], dst)
+}
+
+// logits computes the output for the rows that want it, logitRows at a time.
+func (m *Model) logits(rows []row, x []float32) error {
+	c := &m.cfg
+	w := &m.ws
+	H, V := c.Hidden, c.Vocab
+	want := w.outRows[:0]
+	for i, r := range rows {
+		if r.out != nil {
+			want = append(want, i)
+		}
+	}
+	w.outRows = want
+	for lo := 0; lo < len(want); lo += logitRows {
+		g := want[lo:min(lo+logitRows, len(want))]
+		if len(w.logits) < len(g)*V {
+			w.logits = make([]float32, min(len(want), logitRows)*V)
+		}
+		xn := w.xn[:len(g)*H]
+		m.each(len(g), func(j int) {
+			i := g[j]
+			kernels.RMSNorm(xn[j*H:(j+1)*H], x[i*H:(i+1)*H], m.outNorm, c.Eps)
+		})
+		m.pool.MatMul(w.logits, m.output, xn, len(g))
+		for j, i := range g {
+			copy(rows[i].out, w.logits[j*V:(j+1)*V])
+		}
+	}
+	return nil
+}
+
+// qkv finishes one token's Q, K and V of layer li: biases, Q/K norms,
+// RoPE, then stores K and V in the token's sequence cache.
+func (m *Model) qkv(li int, L *layer, r row, q, k, v, rope []float32) {
+	c := &m.cfg
+	if L.bq != nil {
+		kernels.Add(q, q, L.bq)
+		kernels.Add(k, k, L.bk)
+		kernels.Add(v, v, L.bv)
+	}
+	D := c.HeadDim
+	if L.qNorm != nil {
+		for h := 0; h < c.Heads; h++ {
+			kernels.RMSNorm(q[h*D:(h+1)*D], q[h*D:(h+1)*D], L.qNorm, c.Eps)
+		}
+		for h := 0; h < c.KVHeads; h++ {
+			kernels.RMSNorm(k[h*D:(h+1)*D], k[h*D:(h+1)*D], L.kNorm, c.Eps)
+		}
+	}
+	for h := 0; h < c.Heads; h++ {
+		m.rotate(q[h*D:(h+1)*D], rope)
+	}
+	for h := 0; h < c.KVHeads; h++ {
+		m.rotate(k[h*D:(h+1)*D], rope)
+	}
+	row := c.KVRow()
+	off := r.pos * row
+	cache := r.seq.cache
+	if cache.DType() == kvcache.DTypeF16 {
+		f32ToF16s(cache.K16(li)[off:off+row], k)
+		f32ToF16s(cache.V16(li)[off:off+row], v)
+	} else {
+		copy(cache.K32(li)[off:off+row], k)
+		copy(cache.V32(li)[off:off+row], v)
+	}
+}
+
+// ropeAngles fills cs with cos θ_i, sin θ_i for the RopeDim/2 rotated
+// pairs at position pos, computed as ggml does: θ_i = scale · pos ·
+// base^(-2i/RopeDim) / freqs[i], where the power is formed by repeated
+// float32 multiplication by base^(-2/RopeDim) and cos and sin are
+// rounded to float32 (doc.go, "RoPE").
+func (m *Model) ropeAngles(cs []float32, pos int) {
+	c := &m.cfg
+	step := m.ropeStep
+	theta := float32(pos)
+	for i := 0; i < c.RopeDim/2; i++ {
+		t := theta
+		if c.RopeFreqs != nil {
+			t /= c.RopeFreqs[i]
+		}
+		t *= c.RopeScale
+		s, co := math.Sincos(float64(t))
+		cs[2*i], cs[2*i+1] = float32(co), float32(s)
+		theta *= step
+	}
+}
+
+// rotate applies RoPE to one head's vector. Every product is rounded to
+// float32 before the sum (explicit conversions forbid FMA fusion, so the
+// result is the same on every architecture).
+func (m *Model) rotate(x, cs []float32) {
+	c := &m.cfg
+	half := c.RopeDim / 2
+	for i := 0; i < half; i++ {
+		co, s := cs[2*i], cs[2*i+1]
+		a, b := 2*i, 2*i+1
+		if c.Rope == RopeNeoX {
+			a, b = i, i+half
+		}
+		x0, x1 := x[a], x[b]
+		x[a] = float32(x0*co) - float32(x1*s)
+		x[b] = float32(x0*s) + float32(x1*co)
+	}
+}
+
+// attention computes att = softmax(q·Kᵀ/√d)·V per token and head over
+// positions 0..pos of the token's sequence, reading K and V back from the
+// cache (so a restored prefix and a recomputed one are used identically).
+// With an f16 cache, q and the attention weights are rounded to f16 before
+// they multiply the f16 K and V rows, as llama.cpp's CPU attention does
+// (its KQ and KQV products take f16 operands); products and sums are f32.
+func (m *Model) attention(li int, rows []row, q, att []float32) {
+	c := &m.cfg
+	w := &m.ws
+	tasks := len(rows) * c.Heads
+	chunks := min(tasks, 4*m.pool.Threads())
+	for len(w.scores) < chunks {
+		w.scores = append(w.scores, nil)
+		w.qh = append(w.qh, make([]float32, c.HeadDim))
+	}
+	D, Q, row := c.HeadDim, c.Heads*c.HeadDim, c.KVRow()
+	group := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(D)))
+	// Chunk ci takes tasks ci, ci+chunks, ...: later tokens attend to more
+	// positions, so interleaving balances the chunks.
+	m.each(chunks, func(ci int) {
+		for t := ci; t < tasks; t += chunks {
+			i, h := t/c.Heads, t%c.Heads
+			r := rows[i]
+			n := r.pos + 1
+			if cap(w.scores[ci]) < n {
+				w.scores[ci] = make([]float32, n+n/2)
+			}
+			sc := w.scores[ci][:n]
+			qh := q[i*Q+h*D : i*Q+(h+1)*D]
+			out := att[i*Q+h*D : i*Q+(h+1)*D]
+			off := (h / group) * D
+			clear(out)
+			cache := r.seq.cache
+			if cache.DType() == kvcache.DTypeF16 {
+				K, V := cache.K16(li), cache.V16(li)
+				qr := w.qh[ci]
+				copy(qr, qh)
+				roundF16s(qr)
+				kernels.DotF16Rows(sc, K[off:], row, qr)
+				for j := range sc {
+					sc[j] *= scale
+				}
+				kernels.Softmax(sc)
+				roundF16s(sc)
+				kernels.AXPYF16Rows(out, sc, V[off:], row)
+			} else {
+				K, V := cache.K32(li), cache.V32(li)
+				for j := range n {
+					sc[j] = kernels.Dot(K[j*row+off:j*row+off+D], qh) * scale
+				}
+				kernels.Softmax(sc)
+				for j := range n {
+					kernels.AXPY(out, sc[j], V[j*row+off:j*row+off+D])
+				}
+			}
+		}
+	})
+}
