@@ -1,5 +1,51 @@
 // Package store is muser's durable KV cache: content-addressed chunk files
 // on disk, a bbolt ledger of packs, receipts and the replay ledger, and a
 // radix index over block-key chains that finds the longest cached prefix of
-// a request.
+// a request. docs/kvpack.md ("Data directory" onwards) specifies the
+// layout and the ordering rules that the code cites (W1–W4, R1–R3, Q1,
+// D1–D2, T1–T2).
+//
+// # Opening
+//
+// Open opens a data directory, creating it unless Options.MustExist. The
+// ledger's file lock makes one process the only writer; a second Open
+// waits Options.LockTimeout and fails with ErrLocked. The block size is
+// fixed at creation; opening with another is a *BlockSizeError.
+//
+// # The engine's interface
+//
+// *Store satisfies infer.PrefixStore: Publish makes (or refreshes) the
+// pack covering exactly the given tokens, fetching only blocks the store
+// does not already hold and writing only chunks not already on disk;
+// Restore finds the longest cached prefix, verifies it and streams its
+// blocks in order. PublishPrefix and RestorePack are the richer forms;
+// Match finds a prefix without reading data.
+//
+// # Operations
+//
+// Packs, Pack, Manifest and ResolvePack describe packs; Pin, Unpin and
+// Remove change them; GC keeps the store within a byte budget, least
+// recently used first, never removing what a surviving pack or an
+// in-flight operation uses; Verify checks everything and reports every
+// finding, quarantining what fails; Stats sums up. Receipts and Receipt
+// read the refusal receipts that every refusal writes (a *RefusalError
+// wraps pack.ErrRefused and carries the receipt).
+//
+// # Transfers
+//
+// Export and Import move one pack as a sealed export file. Replication
+// uses the pieces: Admit checks a sealed offer (seal, replay ledger,
+// identity, block size, root) and returns the missing chunk IDs;
+// MissingChunks answers "which of these do you lack"; PutChunk verifies
+// and stores a chunk without making any pack visible (gc reclaims it after
+// the grace period if no pack comes to use it); PublishPack publishes the
+// manifest atomically once every chunk is present, advancing the replay
+// ledger in the same transaction.
+//
+// # Concurrency and durability
+//
+// All methods are safe for concurrent use. Publishes and restores lease
+// the chunks they use; gc and remove never delete a leased file. A crash
+// at any instant leaves a whole pack or none, and orphan files that gc
+// reclaims.
 package store

@@ -1,9 +1,15 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
 
-// ErrNotFound is returned when a named pack, chunk or receipt is not in the
-// store.
+	"github.com/muserhq/muser/pack"
+)
+
+// ErrNotFound is returned when a named pack, chunk, receipt or store is not
+// there.
 var ErrNotFound = errors.New("not found")
 
 // ErrAmbiguousID is returned when a hex ID prefix matches more than one pack
@@ -13,3 +19,115 @@ var ErrAmbiguousID = errors.New("ambiguous ID prefix")
 // ErrLocked is returned by Open when another process holds the store's
 // ledger.
 var ErrLocked = errors.New("store is in use by another process")
+
+// ErrReadOnly is returned when a store opened with Options.ReadOnly is
+// asked to change anything.
+var ErrReadOnly = errors.New("store is open read-only")
+
+// ErrClosed is returned by every method called after Close.
+var ErrClosed = errors.New("store is closed")
+
+// ErrQuarantined is returned when a quarantined pack is asked for its
+// data: it failed verification and is kept only for inspection until it is
+// removed.
+var ErrQuarantined = errors.New("pack is quarantined")
+
+// ErrMissingChunks marks a PublishPack whose manifest names chunks the
+// store does not hold; the *MissingChunksError that wraps it lists them.
+var ErrMissingChunks = errors.New("chunks missing")
+
+// BlockSizeError is returned by Open when the configured block size
+// differs from the one the store was created with.
+type BlockSizeError struct {
+	Dir        string
+	Configured int
+	Stored     int
+}
+
+func (e *BlockSizeError) Error() string {
+	return fmt.Sprintf("store %s: configured block size %d tokens differs from the store's %d tokens (fixed when it was created)", e.Dir, e.Configured, e.Stored)
+}
+
+// MissingChunksError lists the chunks a manifest names that the store does
+// not hold. It wraps ErrMissingChunks.
+type MissingChunksError struct {
+	Pack   pack.Digest
+	Chunks []pack.Digest
+}
+
+func (e *MissingChunksError) Error() string {
+	return fmt.Sprintf("pack %s: %d chunks missing (first %s)", e.Pack.Short(), len(e.Chunks), e.Chunks[0])
+}
+
+// Unwrap returns ErrMissingChunks.
+func (e *MissingChunksError) Unwrap() error { return ErrMissingChunks }
+
+// RefusalError is returned when the store refused to use a pack (fail
+// closed). Receipt is the receipt it recorded (its ID is empty when the
+// store is read-only and could not record it). It wraps pack.ErrRefused
+// and the error that caused the refusal, so errors.Is(err,
+// pack.ErrCorrupt) also holds for digest failures.
+type RefusalError struct {
+	Receipt Receipt
+	Err     error
+}
+
+func (e *RefusalError) Error() string {
+	var b strings.Builder
+	b.WriteString("refused")
+	if !e.Receipt.Pack.IsZero() {
+		fmt.Fprintf(&b, " pack %s", e.Receipt.Pack.Short())
+	}
+	fmt.Fprintf(&b, " (%s): %v", e.Receipt.Reason, e.Err)
+	if e.Receipt.ID != "" {
+		fmt.Fprintf(&b, " [receipt %s]", e.Receipt.ID)
+	}
+	return b.String()
+}
+
+// Unwrap returns pack.ErrRefused and the cause.
+func (e *RefusalError) Unwrap() []error { return []error{pack.ErrRefused, e.Err} }
+
+// LedgerError is a verify finding about a ledger record rather than a
+// pack: an unreadable record, a reference count that disagrees with the
+// packs. It wraps pack.ErrCorrupt.
+type LedgerError struct {
+	Bucket string
+	Key    string
+	Err    error
+}
+
+func (e *LedgerError) Error() string {
+	return fmt.Sprintf("ledger %s/%s: %v", e.Bucket, e.Key, e.Err)
+}
+
+// Unwrap returns pack.ErrCorrupt and the cause.
+func (e *LedgerError) Unwrap() []error { return []error{pack.ErrCorrupt, e.Err} }
+
+// PackError is a verify finding about one pack. It carries the pack's ID
+// and wraps the fault (a *pack.DigestError, a *ChunkFault, ErrQuarantined,
+// ...) and pack.ErrCorrupt.
+type PackError struct {
+	Pack pack.Digest
+	Err  error
+}
+
+func (e *PackError) Error() string { return fmt.Sprintf("pack %s: %v", e.Pack.Short(), e.Err) }
+
+// Unwrap returns pack.ErrCorrupt and the fault.
+func (e *PackError) Unwrap() []error { return []error{pack.ErrCorrupt, e.Err} }
+
+// ChunkFault is a fault in one chunk of a pack: the block it holds, its ID
+// and what is wrong (missing, wrong size, wrong digest).
+type ChunkFault struct {
+	Block int
+	Chunk pack.Digest
+	Err   error
+}
+
+func (e *ChunkFault) Error() string {
+	return fmt.Sprintf("chunk %d (%s): %v", e.Block, e.Chunk.Short(), e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ChunkFault) Unwrap() error { return e.Err }

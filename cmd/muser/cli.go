@@ -64,6 +64,17 @@ func commands() []*command {
 		newTokenizeCommand(),
 		newDetokenizeCommand(),
 		newBenchCommand(),
+		newPackLsCommand(),
+		newPackInspectCommand(),
+		newPackVerifyCommand(),
+		newPackGCCommand(),
+		newPackRmCommand(),
+		newPackPinCommand(true),
+		newPackPinCommand(false),
+		newPackExportCommand(),
+		newPackImportCommand(),
+		newReceiptsLsCommand(),
+		newReceiptsShowCommand(),
 	}
 }
 

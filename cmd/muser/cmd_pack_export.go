@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+)
+
+func newPackExportCommand() *command {
+	var out string
+	cmd := &command{
+		name:    "pack export",
+		args:    "ID",
+		summary: "write one pack to a sealed, self-describing file",
+		help: `Writes the pack as one export file: header, manifest, seal (keyed BLAKE3
+under the store's seal key, with this store's node name, a fresh seal
+generation and a random nonce), each distinct chunk once, and a trailer
+digest over the whole file. Every chunk is re-verified as it is read; a
+pack that fails is quarantined and nothing is left at FILE. The file is
+written beside FILE and renamed into place when complete. -o - writes to
+standard output.
+
+A store imports the file if its seal key is the same (or is given with
+'muser pack import --key'); copy seal.key from this store's --home to
+share it.`,
+		home: true,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVarP(&out, "output", "o", "", "write to `FILE` (required; - for stdout)")
+		},
+	}
+	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
+		if len(args) != 1 {
+			return usagef(cmd, "takes exactly one pack ID, got %d arguments", len(args))
+		}
+		if out == "" {
+			return usagef(cmd, "-o FILE is required")
+		}
+		s, err := openStore(env, false, false)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		id, err := s.ResolvePack(args[0])
+		if err != nil {
+			return err
+		}
+		if out == "-" {
+			return s.Export(ctx, id, env.stdout)
+		}
+		f, err := os.CreateTemp(filepath.Dir(out), ".muser-export-*")
+		if err != nil {
+			return err
+		}
+		tmp := f.Name()
+		err = s.Export(ctx, id, f)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, out)
+		}
+		if err != nil {
+			_ = os.Remove(tmp)
+			return err
+		}
+		fi, err := os.Stat(out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stderr, "exported pack %s to %s (%s)\n", id.Short(), out, formatBytes(fi.Size()))
+		return nil
+	}
+	return cmd
+}

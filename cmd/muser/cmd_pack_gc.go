@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/muserhq/muser/store"
+	"github.com/spf13/pflag"
+)
+
+func newPackGCCommand() *command {
+	var (
+		maxBytes string
+		dryRun   bool
+		grace    time.Duration
+	)
+	cmd := &command{
+		name:    "pack gc",
+		summary: "evict least recently used packs to fit a byte budget; reclaim orphans",
+		help: `Deletes quarantined packs, then, with --max-bytes, evicts unpinned packs
+least recently used first until the store's chunks and manifests take at
+most that many bytes. Chunks another pack still uses are kept. Then
+deletes orphan files (chunks and manifests no pack references, temporary
+files of interrupted writes) older than --grace. Prints each pack it
+removes and what it frees. --dry-run prints the same without deleting.
+
+--max-bytes takes a count with an optional unit: B, KB, MB, GB, TB
+(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).`,
+		home: true,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&maxBytes, "max-bytes", "", "byte budget for the store (default: no budget)")
+			fs.BoolVar(&dryRun, "dry-run", false, "say what would be removed, remove nothing")
+			fs.DurationVar(&grace, "grace", store.DefaultOrphanGrace, "keep orphan files younger than this")
+		},
+	}
+	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
+		if len(args) > 0 {
+			return usagef(cmd, "takes no arguments, got %q", args[0])
+		}
+		opts := store.GCOptions{MaxBytes: -1, DryRun: dryRun, Grace: grace}
+		if grace == 0 {
+			opts.Grace = -1
+		}
+		if grace < 0 {
+			return usagef(cmd, "--grace must not be negative")
+		}
+		if maxBytes != "" {
+			n, err := parseBytes(maxBytes)
+			if err != nil {
+				return usagef(cmd, "--max-bytes: %v", err)
+			}
+			opts.MaxBytes = n
+		}
+		s, err := openStore(env, false, false)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		rep, err := s.GC(ctx, opts)
+		if err != nil {
+			return err
+		}
+		verb, freed := "removed", "freed"
+		if dryRun {
+			verb, freed = "would remove", "would free"
+		}
+		for _, p := range rep.Removed.Packs {
+			why := "least recently used"
+			if p.Quarantined {
+				why = "quarantined"
+			}
+			fmt.Fprintf(env.stdout, "%s pack %s: %d tokens, %s, last use %s (%s)\n", verb, p.ID.Short(), p.Tokens,
+				formatBytes(p.Bytes), formatTime(p.LastUse), why)
+		}
+		fmt.Fprintf(env.stdout, "%s %d packs: %s %s (%d chunks, %s of manifests); %d orphan files, %s\n",
+			verb, len(rep.Removed.Packs), freed, formatBytes(rep.Removed.ChunkBytes+rep.Removed.ManifestBytes),
+			rep.Removed.Chunks, formatBytes(rep.Removed.ManifestBytes), rep.Orphans, formatBytes(rep.OrphanBytes))
+		fmt.Fprintf(env.stdout, "store: %s before, %s after", formatBytes(rep.Before), formatBytes(rep.After))
+		if opts.MaxBytes >= 0 {
+			fmt.Fprintf(env.stdout, " (budget %s)", formatBytes(opts.MaxBytes))
+		}
+		fmt.Fprintln(env.stdout)
+		if rep.OverBudget {
+			fmt.Fprintf(env.stderr, "muser pack gc: pinned or in-use packs alone exceed the budget of %s\n", formatBytes(opts.MaxBytes))
+		}
+		return nil
+	}
+	return cmd
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/pflag"
+)
+
+func newPackLsCommand() *command {
+	var asJSON bool
+	cmd := &command{
+		name:    "pack ls",
+		summary: "list the packs in the store",
+		help: `Lists every pack, oldest first: its ID (a unique prefix of which any
+pack command accepts), the tokens it covers, the bytes of its chunks, its
+chunk count, the short key of its identity, when it was created and last
+used, and its state (pinned, quarantined). --json prints the full records.
+The store is opened read-only.`,
+		home:  true,
+		flags: func(fs *pflag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print JSON") },
+	}
+	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
+		if len(args) > 0 {
+			return usagef(cmd, "takes no arguments, got %q", args[0])
+		}
+		s, err := openStore(env, true, false)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		packs, err := s.Packs()
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			if packs == nil {
+				return writeJSON(env.stdout, []any{})
+			}
+			return writeJSON(env.stdout, packs)
+		}
+		t := &table{}
+		t.add("ID", "TOKENS", "BYTES", "CHUNKS", "IDENTITY", "CREATED", "LAST USE", "STATE")
+		var total int64
+		for _, p := range packs {
+			state := "-"
+			switch {
+			case p.Quarantined:
+				state = "quarantined"
+			case p.Pinned:
+				state = "pinned"
+			}
+			t.add(p.ID.Short(), strconv.Itoa(p.Tokens), formatBytes(p.Bytes), strconv.Itoa(p.Blocks),
+				p.IdentityKey.Short(), formatTime(p.Created), formatTime(p.LastUse), state)
+			total += p.Bytes
+		}
+		t.write(env.stdout)
+		st, err := s.Stats()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "%d packs, %d distinct chunks, %s on disk (%s of chunks and manifests before dedup)\n",
+			st.Packs, st.Chunks, formatBytes(st.Bytes), formatBytes(total+st.ManifestBytes))
+		return nil
+	}
+	return cmd
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/store"
+)
+
+// openStore opens the store under --home for a pack or receipts command.
+// Commands that only read open it read-only (a shared lock); every
+// command but import needs the store to exist already.
+func openStore(env *cliEnv, readOnly, create bool) (*store.Store, error) {
+	return store.Open(env.home, store.Options{ReadOnly: readOnly, MustExist: !create})
+}
+
+// resolvePacks turns ID prefixes into pack IDs; the first that is unknown
+// or ambiguous is the error.
+func resolvePacks(s *store.Store, args []string) ([]pack.Digest, error) {
+	ids := make([]pack.Digest, 0, len(args))
+	for _, a := range args {
+		id, err := s.ResolvePack(a)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// formatBytes prints a byte count in binary units ("768.0 KiB").
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit && n > -unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f := float64(n)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
+		f /= unit
+		if math.Abs(f) < unit {
+			return fmt.Sprintf("%.1f %s", f, u)
+		}
+	}
+	return fmt.Sprintf("%.1f EiB", f/unit)
+}
+
+// parseBytes parses a byte count: an integer with an optional unit, B,
+// k/K/KB (1000), KiB (1024), and the same for M, G, T. Case is ignored.
+func parseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToLower(s))
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.TrimSpace(t[i:])
+	if num == "" {
+		return 0, fmt.Errorf("byte count %q: want a number with an optional unit (B, KB, KiB, MB, MiB, GB, GiB, TB, TiB)", s)
+	}
+	mult := map[string]float64{"": 1, "b": 1,
+		"k": 1e3, "kb": 1e3, "kib": 1 << 10, "ki": 1 << 10,
+		"m": 1e6, "mb": 1e6, "mib": 1 << 20, "mi": 1 << 20,
+		"g": 1e9, "gb": 1e9, "gib": 1 << 30, "gi": 1 << 30,
+		"t": 1e12, "tb": 1e12, "tib": 1 << 40, "ti": 1 << 40}[unit]
+	if mult == 0 {
+		return 0, fmt.Errorf("byte count %q: unknown unit %q", s, unit)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("byte count %q: %v", s, err)
+	}
+	v := f * mult
+	if v >= math.MaxInt64 || math.IsNaN(v) {
+		return 0, fmt.Errorf("byte count %q is too large", s)
+	}
+	return int64(v), nil
+}
+
+// formatTime prints a time in UTC to the second.
+func formatTime(t time.Time) string {
+	if t.IsZero() || t.UnixNano() == 0 {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+// isTerminal reports whether w is a terminal (for progress output).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// table writes aligned columns.
+type table struct {
+	rows [][]string
+}
+
+func (t *table) add(cols ...string) { t.rows = append(t.rows, cols) }
+
+func (t *table) write(w io.Writer) {
+	if len(t.rows) == 0 {
+		return
+	}
+	widths := make([]int, len(t.rows[0]))
+	for _, r := range t.rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	for _, r := range t.rows {
+		var b strings.Builder
+		for i, c := range r {
+			if i == len(r)-1 {
+				b.WriteString(c)
+			} else {
+				fmt.Fprintf(&b, "%-*s  ", widths[i], c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}

@@ -1,0 +1,242 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/store/vfs"
+)
+
+// chunkPath returns where chunk id lives: chunks/<first two hex digits>/<id>.
+func (s *Store) chunkPath(id pack.Digest) string {
+	h := id.String()
+	return filepath.Join(s.dir, chunksDir, h[:2], h)
+}
+
+// manifestPath returns where the manifest of pack id lives.
+func (s *Store) manifestPath(id pack.Digest) string {
+	h := id.String()
+	return filepath.Join(s.dir, packsDir, h[:2], h)
+}
+
+// ensureDir creates dir once per process.
+func (s *Store) ensureDir(dir string) error {
+	if _, ok := s.dirs.Load(dir); ok {
+		return nil
+	}
+	if err := s.fs.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	s.dirs.Store(dir, true)
+	return nil
+}
+
+// writeDurable writes data to final following rule W1 of docs/kvpack.md:
+// a temporary file in the same directory, written, fsynced, closed, then
+// renamed over final. The directory's fsync, which makes the rename
+// durable, is left to the caller when dirs is non-nil (dir is added to it,
+// so that many files share one directory fsync before the ledger commit);
+// with dirs nil it is done here.
+func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]bool) (err error) {
+	if err := s.ensureDir(dir); err != nil {
+		return err
+	}
+	// Announce the write before the temporary file exists, so that the
+	// orphan sweep never takes it for a crash's leftover.
+	s.mu.Lock()
+	s.writing[dir]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.writing[dir]--; s.writing[dir] <= 0 {
+			delete(s.writing, dir)
+		}
+		s.mu.Unlock()
+	}()
+	f, err := s.fs.CreateTemp(dir, tempPrefix+"*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = s.fs.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	if err = s.sync(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", tmp, err)
+	}
+	if err = s.fs.Rename(tmp, final); err != nil {
+		return err
+	}
+	if dirs != nil {
+		dirs[dir] = true
+		return nil
+	}
+	return s.syncDir(dir)
+}
+
+func (s *Store) sync(f vfs.File) error {
+	if s.opts.NoSync {
+		return nil
+	}
+	return f.Sync()
+}
+
+func (s *Store) syncDir(dir string) error {
+	if s.opts.NoSync {
+		return nil
+	}
+	return s.fs.SyncDir(dir)
+}
+
+// syncDirs fsyncs each directory in dirs (rule W1's last step).
+func (s *Store) syncDirs(dirs map[string]bool) error {
+	for d := range dirs {
+		if err := s.syncDir(d); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// putChunk makes chunk data (whose ID is id, already computed by the
+// caller) durable unless a file of the right size is already there (dedup,
+// rule W4). It reports whether it wrote. The caller holds a lease on id.
+func (s *Store) putChunk(id pack.Digest, data []byte, dirs map[string]bool) (bool, error) {
+	path := s.chunkPath(id)
+	if fi, err := s.fs.Stat(path); err == nil && fi.Size() == int64(len(data)) {
+		return false, nil
+	}
+	if err := s.writeDurable(filepath.Dir(path), path, data, dirs); err != nil {
+		return false, fmt.Errorf("chunk %s: %w", id, err)
+	}
+	return true, nil
+}
+
+// errMissing marks a chunk or manifest file that is not on disk.
+var errMissing = errors.New("file missing")
+
+// errSize marks a chunk file whose size differs from the manifest's.
+var errSize = errors.New("wrong size")
+
+// readChunk reads chunk ref into buf (grown as needed) and verifies it
+// against its ID (rule R2). A file that is absent wraps errMissing; one of
+// the wrong size wraps errSize; wrong bytes give a *pack.DigestError.
+func (s *Store) readChunk(ref pack.ChunkRef, block int, buf []byte) ([]byte, error) {
+	data, err := s.readExact(s.chunkPath(ref.ID), int64(ref.Size), buf)
+	if err != nil {
+		return nil, err
+	}
+	if got := pack.ChunkID(data); got != ref.ID {
+		return nil, &pack.DigestError{Kind: pack.DigestChunk, Object: fmt.Sprintf("chunk %d", block), Expected: ref.ID, Actual: got}
+	}
+	return data, nil
+}
+
+// readExact reads the file at path, which must be exactly size bytes, into
+// buf.
+func (s *Store) readExact(path string, size int64, buf []byte) ([]byte, error) {
+	f, err := s.fs.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", path, errMissing)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if cap(buf) < int(size)+1 {
+		buf = make([]byte, size+1)
+	}
+	buf = buf[:size+1]
+	n, err := io.ReadFull(f, buf)
+	switch {
+	case err == nil:
+		return nil, fmt.Errorf("%s: %w: longer than %d bytes", path, errSize, size)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		if int64(n) != size {
+			return nil, fmt.Errorf("%s: %w: %d bytes, want %d", path, errSize, n, size)
+		}
+		return buf[:n], nil
+	default:
+		return nil, err
+	}
+}
+
+// readFileLimit reads a whole file of at most limit bytes.
+func readFileLimit(fsys vfs.FS, path string, limit int64) ([]byte, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > limit {
+		return nil, &pack.LimitError{Object: path, Field: "file size", Got: uint64(fi.Size()), Max: uint64(limit)}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &pack.LimitError{Object: path, Field: "file size", Got: uint64(len(b)), Max: uint64(limit)}
+	}
+	return b, nil
+}
+
+// readManifest reads the manifest of pack id and checks it against the ID
+// and the root (rule R1). Faults are *pack.DigestError, decode errors, or
+// errMissing.
+func (s *Store) readManifest(id pack.Digest) (*pack.Manifest, []byte, error) {
+	b, err := readFileLimit(s.fs, s.manifestPath(id), pack.MaxManifestBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("manifest %s: %w", s.manifestPath(id), errMissing)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if got := pack.PackID(b); got != id {
+		return nil, b, &pack.DigestError{Kind: pack.DigestManifest, Object: "manifest", Expected: id, Actual: got}
+	}
+	m, err := pack.DecodeManifest(b)
+	if err != nil {
+		return nil, b, err
+	}
+	if err := m.CheckRoot(); err != nil {
+		return nil, b, err
+	}
+	return m, b, nil
+}
+
+// moveToQuarantine moves a faulty file out of the content-addressed tree
+// into quarantine/, so that nothing dedups against it and an operator can
+// inspect it. A missing file is not an error.
+func (s *Store) moveToQuarantine(path, name string) error {
+	dir := filepath.Join(s.dir, quarantineDir)
+	if err := s.ensureDir(dir); err != nil {
+		return err
+	}
+	err := s.fs.Rename(path, filepath.Join(dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.syncDir(filepath.Dir(path))
+}

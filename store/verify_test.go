@@ -1,0 +1,126 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/pack/packtest"
+	"github.com/muserhq/muser/store"
+	"github.com/muserhq/muser/store/storetest"
+)
+
+func TestVerifySubsetsCoverEverything(t *testing.T) {
+	s := storetest.Open(t, "", store.Options{BlockTokens: 4, NoSync: true})
+	id := packtest.Identity("v")
+	for i := uint64(0); i < 6; i++ {
+		storetest.Publish(t, s, id, salt, packtest.Tokens(60+i, 16, 500), 40)
+	}
+	st, _ := s.Stats()
+	ctx := context.Background()
+	total := 0
+	for n := 1; n <= 3; n++ {
+		rep, err := s.Verify(ctx, store.VerifyOptions{Subset: store.Subset{N: n, T: 3}})
+		if err != nil || len(rep.Findings) != 0 {
+			t.Fatalf("subset %d/3: %v %v", n, rep.Findings, err)
+		}
+		total += rep.ChunksRead
+	}
+	if total != st.Chunks {
+		t.Fatalf("subsets 1/3..3/3 read %d chunks, the store has %d", total, st.Chunks)
+	}
+	rep, _ := s.Verify(ctx, store.VerifyOptions{NoData: true})
+	if rep.ChunksRead != 0 || rep.Packs != 6 {
+		t.Fatalf("NoData: read %d chunks of %d packs", rep.ChunksRead, rep.Packs)
+	}
+	for _, bad := range []string{"0/3", "4/3", "1", "a/b", "1/0"} {
+		if _, err := store.ParseSubset(bad); !errors.Is(err, pack.ErrInvalid) {
+			t.Errorf("ParseSubset(%q): got %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+// TestVerifyQuarantine: verify with Quarantine set quarantines every pack
+// that uses a bad chunk, records a receipt for each, and reports them on
+// the next run until they are removed; packs that do not use it stay.
+func TestVerifyQuarantine(t *testing.T) {
+	s := storetest.Open(t, "", store.Options{BlockTokens: 4, NoSync: true})
+	id := packtest.Identity("q")
+	toks := packtest.Tokens(70, 16, 500)
+	a := storetest.Publish(t, s, id, salt, toks[:8], 40).Pack
+	b := storetest.Publish(t, s, id, salt, toks, 40).Pack // shares a's chunks
+	c := storetest.Publish(t, s, id, salt, packtest.Tokens(71, 8, 500), 40).Pack
+	m, _ := s.Manifest(a)
+	flip(t, chunkFile(s.Dir(), m.Chunks[1].ID), 0)
+	ctx := context.Background()
+	rep, err := s.Verify(ctx, store.VerifyOptions{Quarantine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := findingPacks(rep)
+	if !got[a] || !got[b] || got[c] || len(rep.Quarantined) != 2 {
+		t.Fatalf("findings %v, quarantined %d; want a and b, not c", rep.Findings, len(rep.Quarantined))
+	}
+	rs, _ := s.Receipts(store.ReceiptFilter{Reason: pack.ReasonChunkDigest})
+	if len(rs) != 2 || rs[0].Source != store.SourceVerify || rs[0].Expected != m.Chunks[1].ID {
+		t.Fatalf("receipts: %+v", rs)
+	}
+	// The bad chunk file moved to quarantine/.
+	if _, err := os.Stat(chunkFile(s.Dir(), m.Chunks[1].ID)); !os.IsNotExist(err) {
+		t.Fatalf("bad chunk still in place: %v", err)
+	}
+	rep, _ = s.Verify(ctx, store.VerifyOptions{})
+	if got := findingPacks(rep); !got[a] || !got[b] || got[c] {
+		t.Fatalf("second run: %v", rep.Findings)
+	}
+	for _, f := range rep.Findings {
+		if !errors.Is(f, store.ErrQuarantined) {
+			t.Fatalf("second run finding %v, want ErrQuarantined only", f)
+		}
+	}
+	if _, err := s.RestorePack(ctx, store.RestoreRequest{Pack: a, Identity: id}, nil); !errors.Is(err, store.ErrQuarantined) {
+		t.Fatalf("restore of a quarantined pack: got %v", err)
+	}
+	// gc drops quarantined packs; c stays.
+	rep2, err := s.GC(ctx, store.GCOptions{MaxBytes: -1})
+	if err != nil || len(rep2.Removed.Packs) != 2 {
+		t.Fatalf("gc: %+v %v", rep2, err)
+	}
+	if n, _, err := storetest.Restore(t, s, id, salt, packtest.Tokens(71, 8, 500)); n != 8 || err != nil {
+		t.Fatalf("c after gc: %d %v", n, err)
+	}
+}
+
+func TestReceiptRetention(t *testing.T) {
+	clock := &fakeClock{t: packtest.Manifest0Time()}
+	s := storetest.Open(t, "", store.Options{ReceiptCount: 5, Now: clock.Now})
+	for i := 0; i < 12; i++ {
+		if _, err := s.AddReceipt(store.Receipt{Reason: pack.ReasonMalformed, Detail: "test", Source: "peer:x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs, err := s.Receipts(store.ReceiptFilter{})
+	if err != nil || len(rs) != 5 {
+		t.Fatalf("got %d receipts (%v), want the newest 5", len(rs), err)
+	}
+	for i := 1; i < len(rs); i++ {
+		if !rs[i-1].Time.Before(rs[i].Time) {
+			t.Fatal("receipts not oldest first")
+		}
+	}
+	since, _ := s.Receipts(store.ReceiptFilter{Since: rs[3].Time})
+	if len(since) != 2 {
+		t.Fatalf("since: got %d, want 2", len(since))
+	}
+	if _, err := s.Receipt(rs[0].ID[:6]); err != nil {
+		t.Fatalf("prefix lookup: %v", err)
+	}
+	if _, err := s.Receipt("zz"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown: got %v", err)
+	}
+	if _, err := s.AddReceipt(store.Receipt{Reason: "nonsense"}); !errors.Is(err, pack.ErrInvalid) {
+		t.Fatalf("unknown reason: got %v", err)
+	}
+}

@@ -1,0 +1,79 @@
+// Package vfs is the file-system layer under muser's store: the handful of
+// operations the store's durability rules need (create a temporary file,
+// write, fsync, rename, fsync a directory, remove, read), behind an
+// interface so that tests can inject faults (package errorfs).
+//
+// # Durability
+//
+// SyncDir exists because a rename is durable only once its directory is
+// fsynced; the store's write ordering (docs/kvpack.md, "Read and write
+// ordering") relies on it.
+package vfs
+
+import (
+	"io"
+	"io/fs"
+	"os"
+)
+
+// File is an open file: read, written, synced and closed like *os.File.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	// Name returns the path the file was opened or created with.
+	Name() string
+	// Stat describes the open file.
+	Stat() (fs.FileInfo, error)
+	// Sync commits the file's contents to stable storage.
+	Sync() error
+	// Close closes the file.
+	Close() error
+}
+
+// FS is the set of file operations the store performs.
+type FS interface {
+	// MkdirAll creates a directory and any missing parents.
+	MkdirAll(path string, perm fs.FileMode) error
+	// CreateTemp creates a new file in dir with a name made from pattern
+	// as os.CreateTemp does, open for writing.
+	CreateTemp(dir, pattern string) (File, error)
+	// Open opens a file for reading.
+	Open(name string) (File, error)
+	// Rename atomically replaces newpath with oldpath.
+	Rename(oldpath, newpath string) error
+	// Remove deletes a file or empty directory.
+	Remove(name string) error
+	// Stat describes a file.
+	Stat(name string) (fs.FileInfo, error)
+	// ReadDir lists a directory, sorted by name.
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// SyncDir fsyncs a directory so that renames and removals in it are
+	// durable.
+	SyncDir(dir string) error
+}
+
+// Default is the operating system's file system.
+var Default FS = osFS{}
+
+type osFS struct{}
+
+func (osFS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
+func (osFS) CreateTemp(dir, pattern string) (File, error) { return os.CreateTemp(dir, pattern) }
+func (osFS) Open(name string) (File, error)               { return os.Open(name) }
+func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
+func (osFS) Remove(name string) error                     { return os.Remove(name) }
+func (osFS) Stat(name string) (fs.FileInfo, error)        { return os.Stat(name) }
+func (osFS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
+
+func (osFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
