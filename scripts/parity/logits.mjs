@@ -27,6 +27,7 @@ const context = await model.createContext({
     batchSize: Math.min(512, tokens.length),
     threads: {ideal: threads, min: threads},
     sequences: 1,
+    flashAttention: process.env.FLASH_ATTN === "1",
 });
 const seq = context.getSequence();
 const out = fs.openSync(outPath, "w");

@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/muserhq/muser/infer/engine/enginetest"
+	"github.com/muserhq/muser/infer/ggml"
+	"github.com/muserhq/muser/infer/gguf"
+)
+
+// tinyModel writes a tiny random model of arch at quant into a temp dir.
+func tinyModel(t testing.TB, arch string, quant ggml.Type) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("tiny-%s-%s.gguf", arch, quant))
+	if err := enginetest.WriteFile(path, enginetest.Tiny(arch), quant, 7); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var tinyQuants = []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeQ4_K}
+
+// TestExactnessArchs runs the exactness property test on a tiny random
+// model of each architecture at each weight type.
+func TestExactnessArchs(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
+		for _, q := range tinyQuants {
+			t.Run(arch+"/"+q.String(), func(t *testing.T) {
+				checkExactness(t, tinyModel(t, arch, q), 1, 24)
+			})
+		}
+	}
+}
+
+// TestMatchesReference compares the engine with enginetest.Reference, an
+// independent float64 implementation, on tiny random models: the relative
+// logit error must stay within what the engine's roundings explain (f16
+// K/V, q and attention weights; activations quantized as the weight type
+// needs), and the top-1 token must agree wherever the reference margin
+// exceeds that error.
+func TestMatchesReference(t *testing.T) {
+	limits := map[ggml.Type]float64{ggml.TypeF32: 5e-4, ggml.TypeF16: 1e-3, ggml.TypeQ8_0: 2e-2, ggml.TypeQ4_K: 3e-2}
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
+		for _, q := range tinyQuants {
+			t.Run(arch+"/"+q.String(), func(t *testing.T) {
+				path := tinyModel(t, arch, q)
+				m := openModel(t, path, Options{Threads: 2})
+				r := rand.New(rand.NewPCG(5, 5))
+				toks := randomTokens(r, 24, m.Config().Vocab)
+				_, got := prefill(t, m, toks)
+				ref, err := enginetest.Reference(m.File(), toks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				V := m.Config().Vocab
+				worst := 0.0
+				for p := range toks {
+					a := got[p*V : (p+1)*V]
+					var ma, mb float64
+					for i := range V {
+						ma += float64(a[i])
+						mb += ref[p][i]
+					}
+					ma, mb = ma/float64(V), mb/float64(V)
+					var num, den float64
+					best, second := -1, -1
+					for i := range V {
+						d := (float64(a[i]) - ma) - (ref[p][i] - mb)
+						num += d * d
+						den += (ref[p][i] - mb) * (ref[p][i] - mb)
+						if best < 0 || ref[p][i] > ref[p][best] {
+							best, second = i, best
+						} else if second < 0 || ref[p][i] > ref[p][second] {
+							second = i
+						}
+					}
+					rel := math.Sqrt(num / den)
+					worst = max(worst, rel)
+					am := 0
+					for i := range V {
+						if a[i] > a[am] {
+							am = i
+						}
+					}
+					margin := ref[p][best] - ref[p][second]
+					if am != best && margin > 4*rel*math.Sqrt(den/float64(V)) {
+						t.Errorf("position %d: top-1 %d, reference %d with margin %.4f (noise %.4f)", p, am, best, margin, rel*math.Sqrt(den/float64(V)))
+					}
+				}
+				if worst > limits[q] {
+					t.Errorf("relative logit error %.3g, want ≤ %.3g", worst, limits[q])
+				}
+				t.Logf("worst relative logit error vs float64 reference: %.3g", worst)
+			})
+		}
+	}
+}
+
+// TestLoadErrors checks that a model missing a tensor, with a misshaped
+// one, or with bad hyperparameters is refused with an error naming it.
+func TestLoadErrors(t *testing.T) {
+	base := enginetest.Tiny("qwen2")
+	for _, c := range []struct {
+		name   string
+		edit   func(b *gguf.Builder, f *gguf.File) *gguf.Builder
+		target any
+		is     error
+		names  string
+	}{
+		{"missing tensor", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
+			return rebuild(t, f, func(name string) bool { return name != "blk.1.attn_k.bias" }, nil)
+		}, &TensorError{}, ErrTensor, "blk.1.attn_k.bias"},
+		{"missing layer weight", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
+			return rebuild(t, f, func(name string) bool { return name != "blk.0.ffn_down.weight" }, nil)
+		}, &TensorError{}, ErrTensor, "blk.0.ffn_down.weight"},
+		{"unknown architecture", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
+			b.Set("general.architecture", "mamba")
+			return b
+		}, &HParamError{}, ErrUnknownArch, "general.architecture"},
+		{"heads do not divide", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
+			b.Set("qwen2.attention.head_count_kv", uint32(3))
+			return b
+		}, &HParamError{}, ErrHParams, "qwen2.attention.head_count_kv"},
+		{"missing eps", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
+			b.Delete("qwen2.attention.layer_norm_rms_epsilon")
+			return b
+		}, &HParamError{}, gguf.ErrMissingKey, "qwen2.attention.layer_norm_rms_epsilon"},
+		{"yarn scaling", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
+			b.Set("qwen2.rope.scaling.type", "yarn")
+			return b
+		}, &HParamError{}, ErrUnsupported, "qwen2.rope.scaling.type"},
+		{"wrong head dim", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
+			b.Set("qwen2.attention.key_length", uint32(32))
+			b.Set("qwen2.attention.value_length", uint32(32))
+			b.Set("qwen2.rope.dimension_count", uint32(32))
+			return b
+		}, &TensorError{}, ErrTensor, "blk.0.attn_q.weight"},
+		{"value length differs", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
+			b.Set("qwen2.attention.value_length", uint32(32))
+			return b
+		}, &HParamError{}, ErrUnsupported, "qwen2.attention.value_length"},
+		{"zero layers", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
+			b.Set("qwen2.block_count", uint32(0))
+			return b
+		}, &HParamError{}, ErrHParams, "qwen2.block_count"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(dir, "src.gguf")
+			if err := enginetest.WriteFile(src, base, ggml.TypeQ8_0, 1); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			b, err := gguf.NewBuilderFrom(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = c.edit(b, f)
+			dst := filepath.Join(dir, "bad.gguf")
+			if err := b.WriteFile(dst); err != nil {
+				t.Fatal(err)
+			}
+			m, err := Open(dst, Options{Threads: 1})
+			if err == nil {
+				m.Close()
+				t.Fatalf("Open succeeded, want an error naming %s", c.names)
+			}
+			if !errors.Is(err, c.is) {
+				t.Errorf("error %q does not wrap %v", err, c.is)
+			}
+			switch c.target.(type) {
+			case *TensorError:
+				var te *TensorError
+				if !errors.As(err, &te) || te.Name != c.names {
+					t.Errorf("error %q: want a *TensorError naming %s", err, c.names)
+				}
+			case *HParamError:
+				var he *HParamError
+				if !errors.As(err, &he) || he.Key != c.names {
+					t.Errorf("error %q: want an *HParamError naming %s", err, c.names)
+				}
+			}
+		})
+	}
+}
+
+// rebuild copies f's metadata and the tensors keep accepts into a new
+// Builder.
+func rebuild(t *testing.T, f *gguf.File, keep func(string) bool, _ any) *gguf.Builder {
+	b := gguf.NewBuilder()
+	for _, kv := range f.Meta.All() {
+		if err := b.Set(kv.Key, kv.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if keep(ti.Name) {
+			if err := b.AddTensor(ti.Name, ti.Type, ti.Shape, f.Data(ti)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return b
+}
+
+func TestBatchErrors(t *testing.T) {
+	m := openModel(t, tinyModel(t, "llama", ggml.TypeQ8_0), Options{Threads: 1})
+	other := openModel(t, tinyModel(t, "qwen3", ggml.TypeQ8_0), Options{Threads: 1})
+	s, _ := m.NewSequence(8)
+	s2, _ := other.NewSequence(8)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		batch []Step
+	}{
+		{"no sequence", []Step{{Tokens: []int32{1}}}},
+		{"no tokens", []Step{{Seq: s}}},
+		{"token out of range", []Step{{Seq: s, Tokens: []int32{int32(m.Config().Vocab)}}}},
+		{"negative token", []Step{{Seq: s, Tokens: []int32{-1}}}},
+		{"sequence twice", []Step{{Seq: s, Tokens: []int32{1}}, {Seq: s, Tokens: []int32{2}}}},
+		{"other model", []Step{{Seq: s2, Tokens: []int32{1}}}},
+		{"context full", []Step{{Seq: s, Tokens: make([]int32, 9)}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := m.Forward(ctx, c.batch)
+			var be *BatchError
+			if !errors.As(err, &be) || !errors.Is(err, ErrBatch) {
+				t.Fatalf("Forward = %v, want a *BatchError", err)
+			}
+			if s.Len() != 0 {
+				t.Errorf("a refused batch changed the sequence to %d tokens", s.Len())
+			}
+		})
+	}
+	ctx2, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := m.Forward(ctx2, []Step{{Seq: s, Tokens: []int32{1, 2}}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Forward = %v, want context.Canceled", err)
+	}
+	if s.Len() != 0 {
+		t.Errorf("a cancelled Forward left %d tokens", s.Len())
+	}
+}
+
+func TestArchString(t *testing.T) {
+	m := openModel(t, tinyModel(t, "qwen3", ggml.TypeQ8_0), Options{Threads: 1})
+	want := "qwen3;layers=2;hidden=256;heads=4;kv_heads=2;head_dim=32;rope=neox;rope_dim=32;rope_base=10000;rope_scale=1;rope_freqs=none;eps=1e-05;qk_norm=1;qkv_bias=0"
+	if c := m.Config(); c.ArchString() != want {
+		got := c.ArchString()
+		t.Errorf("ArchString =\n%s\nwant\n%s", got, want)
+	}
+	l := openModel(t, tinyModel(t, "llama", ggml.TypeQ8_0), Options{Threads: 1})
+	if c := l.Config(); c.RopeFreqs == nil || c.Rope != RopeNormal {
+		t.Errorf("tiny llama: rope %v, freqs %v; want normal RoPE with rope_freqs", c.Rope, c.RopeFreqs)
+	}
+	id := l.Identity([32]byte{1}, [32]byte{2}, 64)
+	if id.Engine != EngineName || id.KV != "f16;block=64;layout=lkv1" || id.Quant != gguf.QuantName(l.File()) || id.Model == ([32]byte{}) {
+		t.Errorf("Identity = %+v", id)
+	}
+}

@@ -1,0 +1,432 @@
+// Command paritytool is the Go side of muser's parity checks against
+// llama.cpp (scripts/parity/parity.sh drives it; README.md there explains
+// the whole procedure).
+//
+//	paritytool gen -dir DIR [-shapes a,b] [-quants F16,Q8_0,Q4_K] [-seed N]
+//	    writes random-weight models with published shapes (enginetest)
+//	paritytool tokens -model FILE -n N -out TOKENS.json
+//	    writes the teacher-forcing token sequence for a model
+//	paritytool compare -model FILE -tokens TOKENS.json -ref REF.bin [-threads N]
+//	    runs muser over the tokens and compares with llama.cpp's
+//	    log-probabilities (scripts/parity/logits.mjs); prints one JSON line
+//	paritytool report -in RESULTS.jsonl -doc FILE
+//	    rewrites the results table in FILE between marker lines
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/enginetest"
+	"github.com/muserhq/muser/infer/ggml"
+	"github.com/muserhq/muser/infer/sample"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: paritytool gen|tokens|compare|report [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "gen":
+		err = gen(os.Args[2:])
+	case "tokens":
+		err = tokens(os.Args[2:])
+	case "compare":
+		err = compare(os.Args[2:])
+	case "report":
+		err = report(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "paritytool:", err)
+		os.Exit(1)
+	}
+}
+
+var shapes = map[string]enginetest.Shape{
+	enginetest.Llama32_1B.Name: enginetest.Llama32_1B,
+	enginetest.Qwen25_05B.Name: enginetest.Qwen25_05B,
+	enginetest.Qwen3_06B.Name:  enginetest.Qwen3_06B,
+}
+
+func gen(args []string) error {
+	fs := flag.NewFlagSet("gen", flag.ExitOnError)
+	dir := fs.String("dir", "", "output directory")
+	only := fs.String("shapes", "llama-3.2-1b,qwen2.5-0.5b,qwen3-0.6b", "shapes to write")
+	quants := fs.String("quants", "F16,Q8_0,Q4_K", "weight types")
+	seed := fs.Uint64("seed", 1, "weight seed")
+	fs.Parse(args)
+	if *dir == "" {
+		return fmt.Errorf("gen: -dir is required")
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	for _, name := range strings.Split(*only, ",") {
+		s, ok := shapes[name]
+		if !ok {
+			return fmt.Errorf("gen: unknown shape %q", name)
+		}
+		for _, qn := range strings.Split(*quants, ",") {
+			q, err := ggml.ParseType(qn)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(*dir, fmt.Sprintf("%s-%s-seed%d.gguf", name, q, *seed))
+			if _, err := os.Stat(path); err == nil {
+				fmt.Println("exists", path)
+				continue
+			}
+			t0 := time.Now()
+			if err := enginetest.WriteFile(path, s, q, *seed); err != nil {
+				return err
+			}
+			fmt.Printf("wrote %s (%d params) in %v\n", path, s.Params(), time.Since(t0).Round(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// tokens writes the teacher-forcing sequence: BOS then, for a model with
+// a real vocabulary (stories260K), text sampled from the model itself at
+// temperature 0.8 (seed 1), so positions see natural context; for random
+// models, uniformly random non-control ids (seed 1).
+func tokens(args []string) error {
+	fs := flag.NewFlagSet("tokens", flag.ExitOnError)
+	model := fs.String("model", "", "GGUF model")
+	n := fs.Int("n", 512, "tokens")
+	out := fs.String("out", "", "output JSON file")
+	sampled := fs.Bool("sampled", false, "sample the sequence from the model instead of drawing random ids")
+	fs.Parse(args)
+	m, err := engine.Open(*model, engine.Options{})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	V := m.Config().Vocab
+	toks := []int32{1}
+	if *sampled {
+		s, err := sample.New(sample.Params{Temperature: 0.8, Seed: 1}, V)
+		if err != nil {
+			return err
+		}
+		seq, err := m.NewSequence(*n + 1)
+		if err != nil {
+			return err
+		}
+		st := []engine.Step{{Seq: seq, Tokens: toks, Output: engine.OutputLast}}
+		for len(toks) < *n {
+			if err := m.Forward(context.Background(), st); err != nil {
+				return err
+			}
+			t, err := s.Sample(st[0].Logits)
+			if err != nil {
+				return err
+			}
+			toks = append(toks, t)
+			st[0].Tokens = []int32{t}
+		}
+	} else {
+		r := rand.New(rand.NewPCG(1, uint64(V)))
+		for len(toks) < *n {
+			toks = append(toks, int32(3+r.IntN(V-3)))
+		}
+	}
+	b, _ := json.Marshal(toks)
+	return os.WriteFile(*out, b, 0o644)
+}
+
+// Result is one model's parity figures.
+type Result struct {
+	Model       string    `json:"model"`
+	Positions   int       `json:"positions"`
+	Vocab       int       `json:"vocab"`
+	Agree       int       `json:"agree"`
+	AgreePct    float64   `json:"agree_pct"`
+	RelErrMean  float64   `json:"rel_logit_err_mean"`
+	RelErrMax   float64   `json:"rel_logit_err_max"`
+	MarginMin   float64   `json:"ref_top1_margin_min"`
+	MarginMed   float64   `json:"ref_top1_margin_median"`
+	DisagreeMgn []float64 `json:"disagree_ref_margins,omitempty"`
+	LogitStd    float64   `json:"ref_logit_std_mean"`
+	// ContextChanges counts positions whose top-1 differs from the top-1
+	// of the same token with no context; SelfTop1 those whose top-1 is
+	// the input token itself (both from muser's logits).
+	ContextChanges int `json:"context_changes_top1"`
+	SelfTop1       int `json:"self_top1"`
+	Threads        int `json:"threads"`
+	// ExactPositions, when non-zero, is how many positions were also
+	// compared with enginetest.Reference (float64, exact arithmetic).
+	ExactPositions int     `json:"exact_positions,omitempty"`
+	MuserVsExact   float64 `json:"muser_vs_exact_rel_err,omitempty"`
+	LlamaVsExact   float64 `json:"llamacpp_vs_exact_rel_err,omitempty"`
+	Seconds        float64 `json:"muser_seconds"`
+}
+
+func readTokens(path string) ([]int32, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var t []int32
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+func compare(args []string) error {
+	fs := flag.NewFlagSet("compare", flag.ExitOnError)
+	model := fs.String("model", "", "GGUF model")
+	tokPath := fs.String("tokens", "", "tokens JSON")
+	refPath := fs.String("ref", "", "llama.cpp log-probabilities (logits.mjs output)")
+	threads := fs.Int("threads", 2, "threads")
+	exact := fs.Int("exact", 0, "also compare the first N positions of both with the float64 reference (small models only: it holds all weights as float64)")
+	fs.Parse(args)
+	toks, err := readTokens(*tokPath)
+	if err != nil {
+		return err
+	}
+	m, err := engine.Open(*model, engine.Options{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	V := m.Config().Vocab
+	ref, err := os.ReadFile(*refPath)
+	if err != nil {
+		return err
+	}
+	if len(ref) != len(toks)*V*4 {
+		return fmt.Errorf("%s: %d bytes, want %d positions × %d tokens × 4", *refPath, len(ref), len(toks), V)
+	}
+	seq, err := m.NewSequence(len(toks))
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	st := []engine.Step{{Seq: seq, Tokens: toks, Output: engine.OutputAll}}
+	if err := m.Forward(context.Background(), st); err != nil {
+		return err
+	}
+	res := Compare(st[0].Logits, ref, len(toks), V)
+	// Context dependence: the top-1 of each token seen alone (a batch of
+	// one-token sequences) against its top-1 in context.
+	alone := make([]engine.Step, len(toks))
+	for i := range toks {
+		s, err := m.NewSequence(1)
+		if err != nil {
+			return err
+		}
+		alone[i] = engine.Step{Seq: s, Tokens: toks[i : i+1], Output: engine.OutputLast}
+	}
+	if err := m.Forward(context.Background(), alone); err != nil {
+		return err
+	}
+	for i := range toks {
+		ctxTop := argmax(st[0].Logits[i*V : (i+1)*V])
+		if argmax(alone[i].Logits) != ctxTop {
+			res.ContextChanges++
+		}
+		if ctxTop == toks[i] {
+			res.SelfTop1++
+		}
+		alone[i].Logits = nil
+	}
+	res.Model, res.Threads, res.Seconds = filepath.Base(*model), *threads, time.Since(t0).Seconds()
+	if *exact > 0 {
+		n := min(*exact, len(toks))
+		exactRef, err := enginetest.Reference(m.File(), toks[:n])
+		if err != nil {
+			return err
+		}
+		res.ExactPositions = n
+		res.MuserVsExact = refErr(exactRef, func(p, i int) float64 { return float64(st[0].Logits[p*V+i]) }, V)
+		res.LlamaVsExact = refErr(exactRef, func(p, i int) float64 {
+			return float64(math.Float32frombits(binary.LittleEndian.Uint32(ref[(p*V+i)*4:])))
+		}, V)
+	}
+	b, _ := json.Marshal(res)
+	fmt.Println(string(b))
+	return nil
+}
+
+// Compare computes the parity figures of muser's logits against
+// llama.cpp's log-probabilities ref (little-endian float32, -Inf where
+// llama.cpp's probability underflowed), n positions of V tokens.
+//
+// Agreement counts positions whose argmax is the same. The relative logit
+// error of a position is ‖a − b‖ / ‖b‖ over the tokens whose reference
+// probability is at least 1e-30, after centring a (muser's logits) and b
+// (llama.cpp's log-probabilities) on their means over those tokens, which
+// removes the per-position constant by which they may differ.
+func Compare(logits []float32, ref []byte, n, V int) Result {
+	res := Result{Positions: n, Vocab: V}
+	var margins []float64
+	b := make([]float64, V)
+	for p := 0; p < n; p++ {
+		a := logits[p*V : (p+1)*V]
+		for i := range b {
+			b[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(ref[(p*V+i)*4:])))
+		}
+		am, bm := 0, 0
+		for i := range b {
+			if a[i] > a[am] {
+				am = i
+			}
+			if b[i] > b[bm] {
+				bm = i
+			}
+		}
+		second := math.Inf(-1)
+		for i, v := range b {
+			if i != bm && v > second {
+				second = v
+			}
+		}
+		margin := b[bm] - second
+		margins = append(margins, margin)
+		if am == bm {
+			res.Agree++
+		} else {
+			res.DisagreeMgn = append(res.DisagreeMgn, margin)
+		}
+		const floor = -69.0 // ln(1e-30)
+		var sa, sb float64
+		cnt := 0
+		for i, v := range b {
+			if v >= floor {
+				sa += float64(a[i])
+				sb += v
+				cnt++
+			}
+		}
+		ma, mb := sa/float64(cnt), sb/float64(cnt)
+		var num, den float64
+		for i, v := range b {
+			if v >= floor {
+				d := (float64(a[i]) - ma) - (v - mb)
+				num += d * d
+				den += (v - mb) * (v - mb)
+			}
+		}
+		rel := math.Sqrt(num / den)
+		res.RelErrMean += rel / float64(n)
+		res.RelErrMax = max(res.RelErrMax, rel)
+		res.LogitStd += math.Sqrt(den/float64(cnt)) / float64(n)
+	}
+	res.AgreePct = 100 * float64(res.Agree) / float64(n)
+	sort.Float64s(margins)
+	res.MarginMin, res.MarginMed = margins[0], margins[len(margins)/2]
+	return res
+}
+
+// The results table lives between these lines in the doc.
+const (
+	beginMark = "<!-- parity:begin (scripts/parity/parity.sh rewrites this table) -->"
+	endMark   = "<!-- parity:end -->"
+)
+
+func report(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	in := fs.String("in", "", "results JSON lines")
+	doc := fs.String("doc", "", "markdown file with the marker lines")
+	fs.Parse(args)
+	data, err := os.ReadFile(*in)
+	if err != nil {
+		return err
+	}
+	var rows []Result
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		var r Result
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return fmt.Errorf("%s: %w", *in, err)
+		}
+		rows = append(rows, r)
+	}
+	var t strings.Builder
+	t.WriteString(beginMark + "\n")
+	t.WriteString("| model | positions | top-1 agreement | rel. logit error mean | max | ref top-1 margin min / median | ref logit std |\n")
+	t.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&t, "| %s | %d | %.2f%% (%d/%d) | %.2e | %.2e | %.3f / %.3f | %.2f |\n",
+			r.Model, r.Positions, r.AgreePct, r.Agree, r.Positions, r.RelErrMean, r.RelErrMax, r.MarginMin, r.MarginMed, r.LogitStd)
+	}
+	for _, r := range rows {
+		if len(r.DisagreeMgn) > 0 {
+			ms := slices.Clone(r.DisagreeMgn)
+			sort.Float64s(ms)
+			fmt.Fprintf(&t, "\n%s: the %d disagreeing positions had reference top-1 margins %v.\n", r.Model, len(ms), fmtFloats(ms))
+		}
+	}
+	t.WriteString(endMark)
+	old, err := os.ReadFile(*doc)
+	if err != nil {
+		return err
+	}
+	s := string(old)
+	i, j := strings.Index(s, beginMark), strings.Index(s, endMark)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: marker lines %q and %q not found", *doc, beginMark, endMark)
+	}
+	s = s[:i] + t.String() + s[j+len(endMark):]
+	return os.WriteFile(*doc, []byte(s), 0o644)
+}
+
+func argmax(v []float32) int32 {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+func fmtFloats(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.4f", x)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// refErr returns the mean relative error (centred, as in Compare) of rows
+// of got (n×V, float32 or float64 via at) against the float64 reference.
+func refErr(ref [][]float64, at func(p, i int) float64, V int) float64 {
+	total := 0.0
+	for p, r := range ref {
+		var ma, mb float64
+		for i := range V {
+			ma += at(p, i)
+			mb += r[i]
+		}
+		ma, mb = ma/float64(V), mb/float64(V)
+		var num, den float64
+		for i := range V {
+			d := (at(p, i) - ma) - (r[i] - mb)
+			num += d * d
+			den += (r[i] - mb) * (r[i] - mb)
+		}
+		total += math.Sqrt(num/den) / float64(len(ref))
+	}
+	return total
+}
