@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/spf13/pflag"
 )
@@ -20,19 +21,21 @@ type modelInspectOptions struct {
 	json       bool
 	noDigest   bool
 	arrayItems int
+	dflt       bool
 }
 
 func (o *modelInspectOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of text")
 	fs.BoolVar(&o.noDigest, "no-digest", false, "skip the weights digest (it reads every byte of tensor data)")
 	fs.IntVar(&o.arrayItems, "items", 4, "show at most this many `N` elements of each metadata array")
+	fs.BoolVar(&o.dflt, "default", false, "inspect the default model embedded in this binary instead of a FILE")
 }
 
 func newModelInspectCommand() *command {
 	var opts modelInspectOptions
 	cmd := &command{
 		name:    "model inspect",
-		args:    "FILE",
+		args:    "FILE | --default",
 		summary: "print a GGUF model's metadata, tensors, parameter count and identity fields",
 		help: `Parses FILE as GGUF (v2 or v3) without loading its weights into memory and
 prints its metadata (long arrays summarised: type, length, first items), the
@@ -50,16 +53,27 @@ the file alone:
 The arch, tokenizer, kv and engine fields depend on the engine that loads
 the model and are not printed here.
 
+With --default and no FILE it describes the small model embedded in muser
+(infer/defaultmodel; docs/defaultmodel.md), which serve and run use when no
+--model is given: its name and SHA-256 first (checked against the recorded
+digest), then the same report.
+
 A malformed file fails with an error naming the field at fault and its byte
 offset (exit status 1); a missing file gives exit status 3.`,
 		flags: opts.AddFlags,
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
-		if len(args) != 1 {
-			return usagef(cmd, "takes exactly one FILE argument, got %d", len(args))
-		}
 		if opts.arrayItems < 0 {
 			return usagef(cmd, "--items must not be negative")
+		}
+		if opts.dflt {
+			if len(args) != 0 {
+				return usagef(cmd, "--default takes no FILE argument, got %q", args[0])
+			}
+			return runModelInspectDefault(env.stdout, opts)
+		}
+		if len(args) != 1 {
+			return usagef(cmd, "takes exactly one FILE argument (or --default), got %d", len(args))
 		}
 		return runModelInspect(env.stdout, args[0], opts)
 	}
@@ -69,6 +83,7 @@ offset (exit status 1); a missing file gives exit status 3.`,
 // inspectReport is the --json output.
 type inspectReport struct {
 	Path       string          `json:"path"`
+	Embedded   *inspectEmbed   `json:"embedded,omitempty"` // --default only
 	Version    uint32          `json:"version"`
 	Alignment  int             `json:"alignment"`
 	Size       int64           `json:"size"`
@@ -78,6 +93,13 @@ type inspectReport struct {
 	Identity   inspectIdentity `json:"identity"`
 	Metadata   []inspectKV     `json:"metadata"`
 	Tensors    []inspectTensor `json:"tensors"`
+}
+
+// inspectEmbed describes the embedded default model.
+type inspectEmbed struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+	Doc    string `json:"doc"`
 }
 
 type inspectFT struct {
@@ -116,10 +138,26 @@ func runModelInspect(w io.Writer, path string, opts modelInspectOptions) error {
 		return err
 	}
 	defer f.Close()
+	return inspect(w, f, inspectReport{Path: path}, opts)
+}
 
-	rep := inspectReport{
-		Path: path, Version: f.Version, Alignment: f.Alignment, Size: f.Size(), DataOffset: f.DataOffset,
+// runModelInspectDefault inspects the embedded default model, after
+// checking its SHA-256 (defaultmodel.File does).
+func runModelInspectDefault(w io.Writer, opts modelInspectOptions) error {
+	f, err := defaultmodel.File()
+	if err != nil {
+		return err
 	}
+	defer f.Close()
+	return inspect(w, f, inspectReport{
+		Path:     "(embedded) infer/defaultmodel/" + defaultmodel.FileName,
+		Embedded: &inspectEmbed{Name: defaultmodel.Name, SHA256: defaultmodel.SHA256, Doc: "docs/defaultmodel.md"},
+	}, opts)
+}
+
+// inspect fills rep (whose Path and Embedded are set) from f and prints it.
+func inspect(w io.Writer, f *gguf.File, rep inspectReport, opts modelInspectOptions) error {
+	rep.Version, rep.Alignment, rep.Size, rep.DataOffset = f.Version, f.Alignment, f.Size(), f.DataOffset
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		rep.Parameters += t.Elements()
@@ -203,6 +241,10 @@ func summarise(v gguf.Value, items int) string {
 }
 
 func printInspect(w io.Writer, f *gguf.File, rep *inspectReport, opts modelInspectOptions) {
+	if e := rep.Embedded; e != nil {
+		fmt.Fprintf(w, "default:     %s, embedded in this binary (see %s)\n", e.Name, e.Doc)
+		fmt.Fprintf(w, "sha256:      %s (verified)\n", e.SHA256)
+	}
 	fmt.Fprintf(w, "file:        %s\n", rep.Path)
 	fmt.Fprintf(w, "gguf:        version %d, alignment %d, %d bytes, data at %d\n", rep.Version, rep.Alignment, rep.Size, rep.DataOffset)
 	fmt.Fprintf(w, "parameters:  %d in %d tensors\n", rep.Parameters, len(rep.Tensors))

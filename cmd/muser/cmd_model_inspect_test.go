@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/gguf"
 )
@@ -156,5 +157,45 @@ func TestModelInspectErrors(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", errOut, tc.stderr)
 			}
 		})
+	}
+}
+
+func TestModelInspectDefault(t *testing.T) {
+	code, out, errOut := runCLI(t, "model", "inspect", "--default")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{
+		"default:     " + defaultmodel.Name + ", embedded in this binary",
+		"sha256:      " + defaultmodel.SHA256 + " (verified)",
+		"file type:   MOSTLY_Q8_0 (7)",
+		"quant      Q8_0",
+		`general.architecture`, `"llama"`,
+		"tokenizer.chat_template", "<|im_start|>",
+		"blk.7.ffn_down.weight",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errOut = runCLI(t, "model", "inspect", "--default", "--json", "--no-digest")
+	if code != exitOK {
+		t.Fatalf("--json: exit %d, stderr %q", code, errOut)
+	}
+	var rep inspectReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, out)
+	}
+	if rep.Embedded == nil || rep.Embedded.Name != defaultmodel.Name || rep.Embedded.SHA256 != defaultmodel.SHA256 {
+		t.Fatalf("embedded = %+v, want name %q and sha256 %s", rep.Embedded, defaultmodel.Name, defaultmodel.SHA256)
+	}
+	if rep.Size != defaultmodel.Size || rep.Parameters != 6_820_096 || rep.Identity.Quant != "Q8_0" {
+		t.Fatalf("size %d, parameters %d, quant %q; want %d, 6820096, Q8_0", rep.Size, rep.Parameters, rep.Identity.Quant, defaultmodel.Size)
+	}
+
+	code, _, errOut = runCLI(t, "model", "inspect", "--default", "some.gguf")
+	if code != exitUsage || !strings.Contains(errOut, "--default takes no FILE") {
+		t.Fatalf("--default with a FILE: exit %d, stderr %q; want %d and a usage message", code, errOut, exitUsage)
 	}
 }
