@@ -64,6 +64,7 @@ func commands() []*command {
 		newTokenizeCommand(),
 		newDetokenizeCommand(),
 		newBenchCommand(),
+		newServeCommand(),
 		newPackLsCommand(),
 		newPackInspectCommand(),
 		newPackVerifyCommand(),
