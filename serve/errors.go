@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrNotLoopback is returned by New and Serve when the server would listen
@@ -57,6 +58,8 @@ func unsupported(param, format string, a ...any) *apiError {
 	msg := fmt.Sprintf(format, a...)
 	if msg == "" {
 		msg = fmt.Sprintf("%s is not supported yet by muser", param)
+	} else if !strings.Contains(msg, param) {
+		msg = param + ": " + msg
 	}
 	return &apiError{Status: 400, Type: typeInvalid, Code: "unsupported_field", Param: param, Message: msg}
 }
