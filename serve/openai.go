@@ -113,7 +113,7 @@ func (f *samplingFields) params(vocab int) (sample.Params, *apiError) {
 		p.TopK = *f.TopK
 	}
 	if p.PresencePenalty != 0 || p.FrequencyPenalty != 0 {
-		p.PenaltyLastN = -1 // every generated token counts, as in OpenAI
+		p.PenaltyLastN = 64 // the last 64 tokens, prompt included, as llama.cpp's server does
 	}
 	if len(f.LogitBias) > 0 {
 		keys := make([]string, 0, len(f.LogitBias))

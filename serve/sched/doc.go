@@ -13,7 +13,8 @@
 // (at most PrefillChunk tokens per slot and StepTokens over all slots, in
 // rotating order), so a long prompt delays the others' next token by a
 // bounded amount. After the step each slot with logits samples its next
-// token with its own sampler and seed. The engine's kernels are
+// token with its own sampler and seed (the prompt's tokens count for the
+// repetition penalties, as in llama.cpp's server). The engine's kernels are
 // batch-invariant (infer/engine, "Exactness"), so a request's tokens are
 // the same whether it ran alone or beside others, in whatever chunks.
 //

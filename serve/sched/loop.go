@@ -119,13 +119,17 @@ func (s *Scheduler) quietLocked() bool {
 
 // waitSignal blocks until something may have changed.
 func (s *Scheduler) waitSignal() {
+	done := s.ctx.Done()
+	if s.ctx.Err() != nil {
+		done = nil // already handled: wait for the goroutines still out
+	}
 	select {
 	case <-s.wake:
 	case r := <-s.restored:
 		s.onRestored(r)
 	case id := <-s.freed:
 		s.onFreed(id)
-	case <-s.ctx.Done():
+	case <-done:
 	}
 }
 

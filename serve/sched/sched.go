@@ -253,24 +253,29 @@ func (s *Scheduler) Submit(ctx context.Context, req *Request) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The prompt counts for the repetition penalties, as in llama.cpp's
+	// server (a no-op when the penalties are off).
+	for _, tok := range req.Prompt {
+		sm.Accept(tok)
+	}
 	t := &Task{req: req, sampler: sm, notify: make(chan struct{}, 1)}
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	t.res = Result{Slot: -1, PromptTokens: len(req.Prompt), Queued: time.Now()}
+	t.stopAF = context.AfterFunc(t.ctx, s.poke)
 	s.mu.Lock()
-	if s.closing {
+	if s.closing || len(s.queue) >= max(s.cfg.MaxQueue, 0)+s.idleLocked() {
+		closing := s.closing
 		s.mu.Unlock()
+		t.stopAF()
 		t.cancel()
-		return nil, ErrClosed
-	}
-	if len(s.queue) >= max(s.cfg.MaxQueue, 0)+s.idleLocked() {
-		s.mu.Unlock()
-		t.cancel()
+		if closing {
+			return nil, ErrClosed
+		}
 		return nil, ErrQueueFull
 	}
 	s.queue = append(s.queue, t)
 	depth := len(s.queue)
 	s.mu.Unlock()
-	t.stopAF = context.AfterFunc(t.ctx, s.poke)
 	s.obs.Queue(depth)
 	s.poke()
 	return t, nil
