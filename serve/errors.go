@@ -18,7 +18,9 @@ var ErrOptions = errors.New("bad server option")
 
 // OptionError names the option at fault.
 type OptionError struct {
-	Option string // "--ctx", "--parallel", ...
+	// Option is the flag's name: "--ctx", "--parallel", ...
+	Option string
+	// Reason says what is wrong with its value.
 	Reason string
 }
 

@@ -52,6 +52,8 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, g *genReq) *sche
 		Stop:      g.stop,
 		Logprobs:  g.logprobs,
 		NoCache:   g.noCache,
+		Route:     r.Pattern,
+		Received:  ri.start,
 	}
 	ri.promptTokens = len(g.prompt)
 	task, err := s.sched.Submit(r.Context(), req)
@@ -111,13 +113,13 @@ func (s *Server) drive(r *http.Request, task *sched.Task, emit func([]sched.Even
 	}
 }
 
-// finished records a finished task in the metrics and the access log and
-// returns its error as the client's error, if it failed.
-func (s *Server) finished(r *http.Request, route string, task *sched.Task) (sched.Result, *apiError) {
+// finished records a finished task in the access log (the scheduler's
+// Observer records it in the metrics) and returns its error as the
+// client's error, if it failed.
+func (s *Server) finished(r *http.Request, task *sched.Task) (sched.Result, *apiError) {
 	ri := info(r)
 	res := task.Result()
 	ri.cachedTokens, ri.genTokens = res.CachedTokens, len(res.Generated)
-	s.metrics.finished(route, ri.start, res)
 	if err := task.Err(); err != nil {
 		return res, s.schedError(err, "")
 	}

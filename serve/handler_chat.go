@@ -263,7 +263,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !s.drive(r, task, func(b []sched.Event) error { evs = append(evs, b...); return nil }) {
 		return
 	}
-	res, e := s.finished(r, "/v1/chat/completions", task)
+	res, e := s.finished(r, task)
 	if e != nil {
 		s.fail(w, r, e)
 		return
@@ -368,7 +368,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 	if !ok {
 		return
 	}
-	res, e := s.finished(r, "/v1/chat/completions", task)
+	res, e := s.finished(r, task)
 	if e != nil {
 		sw.send(errorBody(famOpenAI, e, info(r).id))
 		return

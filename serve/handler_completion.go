@@ -327,7 +327,7 @@ func (s *Server) handleLlamaCompletion(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		res, e := s.finished(r, "/completion", task)
+		res, e := s.finished(r, task)
 		if e != nil {
 			sw.send(errorBody(famLlama, e, info(r).id))
 			return
@@ -339,7 +339,7 @@ func (s *Server) handleLlamaCompletion(w http.ResponseWriter, r *http.Request) {
 	if !s.drive(r, task, func(b []sched.Event) error { evs = append(evs, b...); return nil }) {
 		return
 	}
-	res, e := s.finished(r, "/completion", task)
+	res, e := s.finished(r, task)
 	if e != nil {
 		s.fail(w, r, e)
 		return

@@ -212,7 +212,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		res, e := s.finished(r, "/v1/completions", task)
+		res, e := s.finished(r, task)
 		if e != nil {
 			sw.send(errorBody(famOpenAI, e, info(r).id))
 			return
@@ -231,7 +231,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if !s.drive(r, task, func(b []sched.Event) error { evs = append(evs, b...); return nil }) {
 		return
 	}
-	res, e := s.finished(r, "/v1/completions", task)
+	res, e := s.finished(r, task)
 	if e != nil {
 		s.fail(w, r, e)
 		return

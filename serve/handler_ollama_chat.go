@@ -81,7 +81,7 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer task.Cancel()
 	model := q.Model
-	s.ollamaRun(w, r, "/api/chat", task, g, q.Stream == nil || *q.Stream,
+	s.ollamaRun(w, r, task, g, q.Stream == nil || *q.Stream,
 		func(text string) map[string]any {
 			return map[string]any{"model": model, "created_at": createdAt(),
 				"message": map[string]any{"role": "assistant", "content": text}}

@@ -85,7 +85,7 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	defer task.Cancel()
 	model := q.Model
-	s.ollamaRun(w, r, "/api/generate", task, g, stream,
+	s.ollamaRun(w, r, task, g, stream,
 		func(text string) map[string]any {
 			return map[string]any{"model": model, "created_at": createdAt(), "response": text}
 		},

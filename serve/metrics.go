@@ -112,21 +112,6 @@ func (m *metrics) request(pattern string, status int) {
 	m.requests.WithLabelValues(pattern, strconv.Itoa(status)).Inc()
 }
 
-// finished records a finished generation request.
-func (m *metrics) finished(route string, start time.Time, res sched.Result) {
-	m.promptTokens.Add(float64(res.PromptTokens))
-	m.genTokens.Add(float64(len(res.Generated)))
-	if res.CachedTokens > 0 {
-		m.cachedTokens.WithLabelValues(res.CacheSource).Add(float64(res.CachedTokens))
-	}
-	if !res.FirstToken.IsZero() {
-		m.ttft.WithLabelValues(route).Observe(res.FirstToken.Sub(start).Seconds())
-	}
-	if !res.Done.IsZero() {
-		m.duration.WithLabelValues(route).Observe(res.Done.Sub(start).Seconds())
-	}
-}
-
 // The sched.Observer methods.
 
 func (m *metrics) Queue(depth int) { m.queue.Set(float64(depth)) }
@@ -137,6 +122,28 @@ func (m *metrics) Prefix(prompt, cached int, source string) {
 }
 func (m *metrics) Refused(reason string)      { m.receipts.WithLabelValues(reason).Inc() }
 func (m *metrics) InterToken(d time.Duration) { m.interToken.Observe(d.Seconds()) }
+
+// Finished records a request that ended: tokens in, out and cached, time
+// to first token and duration from its arrival.
+func (m *metrics) Finished(req *sched.Request, res sched.Result) {
+	m.promptTokens.Add(float64(res.PromptTokens))
+	m.genTokens.Add(float64(len(res.Generated)))
+	if res.CachedTokens > 0 {
+		m.cachedTokens.WithLabelValues(res.CacheSource).Add(float64(res.CachedTokens))
+	}
+	start := req.Received
+	if start.IsZero() {
+		start = res.Queued
+	}
+	route := req.Route
+	if route == "" {
+		route = "internal"
+	}
+	if !res.FirstToken.IsZero() {
+		m.ttft.WithLabelValues(route).Observe(res.FirstToken.Sub(start).Seconds())
+	}
+	m.duration.WithLabelValues(route).Observe(res.Done.Sub(start).Seconds())
+}
 func (m *metrics) Published(res store.PublishResult, err error) {
 	if err != nil {
 		m.publishes.WithLabelValues("error").Inc()

@@ -192,7 +192,7 @@ func ollamaDone(m map[string]any, res sched.Result, start time.Time) {
 // ollamaRun drives task and answers in Ollama's shape: NDJSON events when
 // stream, else one object. piece builds an event (or the whole answer)
 // from text and events; last adds the final object's extra fields.
-func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, route string, task *sched.Task, g *genReq, stream bool,
+func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, task *sched.Task, g *genReq, stream bool,
 	piece func(text string) map[string]any, last func(m map[string]any, res sched.Result)) {
 	start := info(r).start
 	if stream {
@@ -210,7 +210,7 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, route string,
 		if !ok {
 			return
 		}
-		res, e := s.finished(r, route, task)
+		res, e := s.finished(r, task)
 		if e != nil {
 			sw.send(errorBody(famOllama, e, info(r).id))
 			return
@@ -225,7 +225,7 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, route string,
 	if !s.drive(r, task, func(b []sched.Event) error { evs = append(evs, b...); return nil }) {
 		return
 	}
-	res, e := s.finished(r, route, task)
+	res, e := s.finished(r, task)
 	if e != nil {
 		s.fail(w, r, e)
 		return

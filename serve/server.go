@@ -31,9 +31,10 @@ const (
 type Options struct {
 	// ModelPath is the GGUF file to serve. Ignored when Model is set.
 	ModelPath string
-	// Model is an already parsed GGUF file (the embedded default model);
-	// ModelName then names it.
-	Model     *gguf.File
+	// Model is an already parsed GGUF file (the embedded default model).
+	Model *gguf.File
+	// ModelName names the model in the APIs (default: the file's base
+	// name, else its general.name).
 	ModelName string
 	// Addr is where Serve's caller listens (host:port); New checks that
 	// it is a loopback address unless APIKeysFile is set.
@@ -78,9 +79,11 @@ type Options struct {
 	Version string
 	// Logger receives structured logs (nil: slog.Default()).
 	Logger *slog.Logger
-	// OnPublish and RemotePrefill are the scheduler's hooks for
-	// replication and disaggregated prefill (sched.Config).
-	OnPublish     func(sched.PublishEvent)
+	// OnPublish is called after each publish: the hook for replication
+	// (sched.Config.OnPublish).
+	OnPublish func(sched.PublishEvent)
+	// RemotePrefill is called before each restore: the hook for a
+	// consumer of a prefill producer (sched.Config.RemotePrefill).
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
 }
 

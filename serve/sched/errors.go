@@ -38,9 +38,13 @@ func (e *ContextError) Unwrap() error { return ErrBadRequest }
 
 // RequestError names the request field at fault.
 type RequestError struct {
-	Field  string // "prompt", "temperature", "logit_bias[7]", ...
+	// Field is the field at fault: "prompt", "temperature",
+	// "logit_bias[7]", ...
+	Field string
+	// Reason says what is wrong with it.
 	Reason string
-	Err    error // the cause, when there is one (a *sample.ParamError)
+	// Err is the cause, when there is one (a *sample.ParamError).
+	Err error
 }
 
 func (e *RequestError) Error() string { return e.Field + " " + e.Reason }

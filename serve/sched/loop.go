@@ -446,6 +446,7 @@ func (s *Scheduler) end(sl *slot, f Finish, err error, publish bool) {
 	sl.res.Finish = f
 	sl.res.Done = time.Now()
 	res := sl.res
+	s.obs.Finished(t.req, res)
 	sl.task, sl.dec, sl.stop = nil, nil, nil
 	canPublish := publish && s.cfg.Store != nil && !t.req.NoCache && s.block > 0 && sl.seq.Len() >= s.block
 	if t.req.PrefillOnly {

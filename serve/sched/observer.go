@@ -23,6 +23,9 @@ type Observer interface {
 	Refused(reason string)
 	// InterToken reports the time between two tokens of one request.
 	InterToken(d time.Duration)
+	// Finished reports a request that ended, however it ended (a
+	// cancelled request's tokens count too).
+	Finished(req *Request, res Result)
 	// Published reports one publish of a finished request's blocks.
 	Published(res store.PublishResult, err error)
 	// PublishDropped reports a publish skipped because the publish queue
@@ -41,6 +44,7 @@ func (nopObserver) Busy(int)                             {}
 func (nopObserver) Prefix(int, int, string)              {}
 func (nopObserver) Refused(string)                       {}
 func (nopObserver) InterToken(time.Duration)             {}
+func (nopObserver) Finished(*Request, Result)            {}
 func (nopObserver) Published(store.PublishResult, error) {}
 func (nopObserver) PublishDropped()                      {}
 func (nopObserver) StoreBytes(int64)                     {}

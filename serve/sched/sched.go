@@ -45,9 +45,10 @@ const (
 
 // Config configures a Scheduler.
 type Config struct {
-	// Model runs the forward passes; Tokenizer decodes the output and
-	// names the end-of-generation tokens.
-	Model     *engine.Model
+	// Model runs the forward passes.
+	Model *engine.Model
+	// Tokenizer decodes the output and names the end-of-generation
+	// tokens.
 	Tokenizer *tokenizer.Tokenizer
 	// Store is the prefix cache; nil disables restore and publish.
 	Store Store
@@ -94,10 +95,14 @@ type Config struct {
 
 // PublishEvent describes a publish, for Config.OnPublish.
 type PublishEvent struct {
+	// RequestID is the request whose blocks were published.
 	RequestID string
-	Salt      []byte
-	Tokens    int
-	Result    store.PublishResult
+	// Salt is the salt they were published under.
+	Salt []byte
+	// Tokens is the number of tokens the published pack covers.
+	Tokens int
+	// Result is what the store did (the pack's ID, new or not, bytes).
+	Result store.PublishResult
 }
 
 // Scheduler runs requests on a model: a fixed set of slots, a bounded
@@ -302,20 +307,25 @@ func (s *Scheduler) QueueDepth() int {
 
 // SlotInfo is a snapshot of one slot, for /slots.
 type SlotInfo struct {
+	// ID numbers the slot from 0.
 	ID int `json:"id"`
 	// State is "idle", "restoring", "prefill", "decode" or "publishing"
 	// (copying its new blocks out for the publisher).
-	State     string `json:"state"`
+	State string `json:"state"`
+	// RequestID and Tenant name the request in the slot, if any.
 	RequestID string `json:"request_id,omitempty"`
-	Tenant    string `json:"tenant,omitempty"`
-	// Ctx is the most tokens the slot holds; Tokens how many it holds now.
-	Ctx    int `json:"n_ctx"`
+	// Tenant is the tenant of the request in the slot.
+	Tenant string `json:"tenant,omitempty"`
+	// Ctx is the most tokens the slot holds.
+	Ctx int `json:"n_ctx"`
+	// Tokens is how many tokens' KV the slot holds now.
 	Tokens int `json:"n_tokens"`
-	// PromptTokens, CachedTokens and Generated describe the request in
-	// the slot.
+	// PromptTokens is the prompt length of the request in the slot.
 	PromptTokens int `json:"n_prompt_tokens"`
+	// CachedTokens is how much of that prompt came from the cache.
 	CachedTokens int `json:"n_cached_tokens"`
-	Generated    int `json:"n_decoded"`
+	// Generated is how many tokens the request has generated.
+	Generated int `json:"n_decoded"`
 }
 
 // Processing reports whether the slot is serving a request.

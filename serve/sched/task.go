@@ -38,6 +38,11 @@ type Request struct {
 	// finishes without sampling (the producer side of disaggregated
 	// prefill). Result.Pack names the pack.
 	PrefillOnly bool
+	// Route is the HTTP route, for the Observer.
+	Route string
+	// Received is when the request arrived; time to first token counts
+	// from it (from the submission when zero).
+	Received time.Time
 }
 
 // NoToken marks an Event that carries only text: what was held back at
@@ -52,9 +57,11 @@ type Event struct {
 	// Text is the output text this event adds: it may be empty while a
 	// possible stop string or an unfinished character is held back.
 	Text string
-	// Logprob and Top are set when the request asked for logprobs.
+	// Logprob is the token's log-probability, set when the request
+	// asked for logprobs.
 	Logprob *sample.TokenLogprob
-	Top     []sample.TokenLogprob
+	// Top holds the most likely tokens, when the request asked for them.
+	Top []sample.TokenLogprob
 	// Time is when the token was sampled.
 	Time time.Time
 }
@@ -94,20 +101,21 @@ func (f Finish) String() string {
 type Result struct {
 	// Slot is the slot that served the request (-1 if none did).
 	Slot int
-	// PromptTokens is the prompt's length; CachedTokens how many of its
-	// tokens were not computed because their KV came from the store or
-	// was still in the slot (CacheSource "store" or "slot").
+	// PromptTokens is the prompt's length.
 	PromptTokens int
+	// CachedTokens is how many prompt tokens were not computed because
+	// their KV came from the store or was still in the slot.
 	CachedTokens int
-	CacheSource  string
+	// CacheSource says where they came from: "store", "slot" or "".
+	CacheSource string
 	// Generated holds the sampled tokens, an end-of-generation token
 	// included.
 	Generated []int32
-	// Finish says why generation ended; EOG is set when an
-	// end-of-generation token ended it and StopWord when a stop string
-	// did.
-	Finish   Finish
-	EOG      bool
+	// Finish says why generation ended.
+	Finish Finish
+	// EOG is set when an end-of-generation token ended it.
+	EOG bool
+	// StopWord is the stop string that ended it, if one did.
 	StopWord string
 	// Times: submitted, given a slot, prompt computed, first token, done.
 	Queued, Started, PrefillDone, FirstToken, Done time.Time

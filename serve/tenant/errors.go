@@ -15,10 +15,15 @@ var ErrSecret = errors.New("bad server secret")
 
 // FileError names the file (and line, when one is at fault) of a problem.
 type FileError struct {
+	// File is the file's path.
 	File string
-	Line int // 1-based; 0 when the problem is the file as a whole
-	Msg  string
-	Err  error // ErrKeyFile or ErrSecret
+	// Line is the 1-based line at fault; 0 when the problem is the file
+	// as a whole.
+	Line int
+	// Msg says what is wrong.
+	Msg string
+	// Err is ErrKeyFile or ErrSecret.
+	Err error
 }
 
 func (e *FileError) Error() string {
