@@ -20,10 +20,11 @@
 //
 // # Prefix reuse
 //
-// When a request gets a slot, the longest cached prefix of its prompt
-// (never its last token) is restored from the store under (identity,
-// salt) by engine.Model.RestorePrefix in a goroutine of its own, so other
-// slots keep decoding meanwhile; only the rest of the prompt is computed.
+// When a request gets a slot, every full block of its prompt that the
+// store holds under (identity, salt) is restored, verified, in a
+// goroutine of its own, so other slots keep decoding meanwhile; if that
+// covers the whole prompt its last token is dropped again (its logits
+// must be computed), and only the rest of the prompt is computed.
 // A refused restore (bad digest, identity mismatch: the store records a
 // receipt) or a failed one is a miss: the prompt is computed in full and
 // the refusal is reported to the Observer. With Config.SlotReuse, an idle

@@ -222,13 +222,9 @@ func TestPrefixReuseThroughStore(t *testing.T) {
 	warm := run(t, s, req)
 	cold := run(t, e.newSched(t, nil, nil), &Request{ID: "c", Prompt: second, MaxTokens: 12, Sampling: sampling(7), NoCache: true})
 	b := st.BlockTokens()
-	wantCached := (len(base) + len(first.res.Generated) - 1) / b * b
-	wantCached = min(wantCached, (len(second)-1)/b*b)
-	if warm.res.CachedTokens == 0 || warm.res.CacheSource != "store" {
-		t.Fatalf("second request: got %d cached tokens from %q, want > 0 from the store", warm.res.CachedTokens, warm.res.CacheSource)
-	}
-	if warm.res.CachedTokens > wantCached {
-		t.Errorf("second request: got %d cached tokens, want at most %d", warm.res.CachedTokens, wantCached)
+	if want := len(base) / b * b; warm.res.CachedTokens != want || warm.res.CacheSource != "store" {
+		t.Fatalf("second request: got %d cached tokens from %q, want %d (the full blocks of the shared prefix) from the store",
+			warm.res.CachedTokens, warm.res.CacheSource, want)
 	}
 	if !slices.Equal(warm.res.Generated, cold.res.Generated) || warm.text != cold.text {
 		t.Errorf("with cache %v %q, without %v %q", warm.res.Generated, warm.text, cold.res.Generated, cold.text)
@@ -449,5 +445,25 @@ func TestPrefillOnly(t *testing.T) {
 	}
 	if want := len(p) / st.BlockTokens() * st.BlockTokens(); info.Tokens != want {
 		t.Errorf("pack holds %d tokens, want %d", info.Tokens, want)
+	}
+}
+
+// TestWholePromptCached: when the store holds every block of a prompt,
+// only its last token is computed.
+func TestWholePromptCached(t *testing.T) {
+	e := loadEnv(t)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	s := e.newSched(t, st, nil)
+	p := e.encode(t, story(200))
+	p = p[:len(p)/st.BlockTokens()*st.BlockTokens()] // a whole number of blocks
+	first := run(t, s, &Request{Prompt: p, MaxTokens: 5, Sampling: sampling(3)})
+	s.Sync(context.Background())
+	again := run(t, s, &Request{Prompt: p, MaxTokens: 5, Sampling: sampling(3)})
+	if again.res.CachedTokens != len(p)-1 {
+		t.Errorf("got %d cached tokens of %d, want %d", again.res.CachedTokens, len(p), len(p)-1)
+	}
+	if !slices.Equal(again.res.Generated, first.res.Generated) {
+		t.Errorf("cached %v, computed %v", again.res.Generated, first.res.Generated)
 	}
 }
