@@ -36,6 +36,7 @@ type FormatError struct {
 	Err     error  // underlying cause (io.ErrUnexpectedEOF for truncation), or nil
 }
 
+// Error names the object, field and offset at fault.
 func (e *FormatError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: field %q at offset %d: %s", e.Object, e.Field, e.Offset, e.Problem)
@@ -63,6 +64,7 @@ type LimitError struct {
 	Max    uint64
 }
 
+// Error names the field, its value and its limit.
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("%s: %s %d exceeds the limit %d", e.Object, e.Field, e.Got, e.Max)
 }
@@ -85,6 +87,7 @@ const (
 	DigestFile
 )
 
+// String names the digest kind, as receipts and messages print it.
 func (k DigestKind) String() string {
 	switch k {
 	case DigestChunk:
@@ -103,13 +106,18 @@ func (k DigestKind) String() string {
 // or seals them. It carries both digests and wraps ErrCorrupt.
 type DigestError struct {
 	Kind     DigestKind
-	Object   string // what was hashed, e.g. "chunk 7" or "manifest"
+	Object   string // what was hashed, e.g. "chunk 7" or "manifest"; may be empty
 	Expected Digest // the digest the format promised
 	Actual   Digest // the digest of the bytes found
 }
 
+// Error names what was hashed and both digests.
 func (e *DigestError) Error() string {
-	return fmt.Sprintf("%s: %s mismatch: expected %s, actual %s", e.Object, e.Kind, e.Expected, e.Actual)
+	msg := fmt.Sprintf("%s mismatch: expected %s, actual %s", e.Kind, e.Expected, e.Actual)
+	if e.Object == "" {
+		return msg
+	}
+	return e.Object + ": " + msg
 }
 
 // Unwrap returns ErrCorrupt.
@@ -122,6 +130,7 @@ type IdentityError struct {
 	Diffs []FieldDiff
 }
 
+// Error lists every differing field with both values.
 func (e *IdentityError) Error() string {
 	parts := make([]string, len(e.Diffs))
 	for i, d := range e.Diffs {
@@ -140,6 +149,7 @@ type SealError struct {
 	Problem  string
 }
 
+// Error names the producer and the problem.
 func (e *SealError) Error() string {
 	return fmt.Sprintf("seal of producer %q: %s", e.Producer, e.Problem)
 }

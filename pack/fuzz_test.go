@@ -3,6 +3,7 @@ package pack_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/muserhq/muser/pack"
@@ -99,6 +100,22 @@ func FuzzReadFile(f *testing.F) {
 		}
 		if err := fw.Close(); err != nil || !bytes.Equal(buf.Bytes(), in) {
 			t.Fatalf("accepted file does not re-export identically: %v", err)
+		}
+	})
+}
+
+func FuzzParseDigest(f *testing.F) {
+	f.Add(pack.Digest{1, 2, 3}.String())
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := pack.ParseDigest(s)
+		if err != nil {
+			if !errors.Is(err, pack.ErrInvalid) {
+				t.Fatalf("error does not wrap ErrInvalid: %v", err)
+			}
+			return
+		}
+		if d.String() != strings.ToLower(s) {
+			t.Fatalf("ParseDigest(%q) = %s", s, d)
 		}
 	})
 }

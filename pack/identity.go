@@ -65,6 +65,7 @@ type FieldDiff struct {
 	Got   string `json:"got"`
 }
 
+// String prints the difference as "field: want X, got Y".
 func (d FieldDiff) String() string {
 	return fmt.Sprintf("%s: want %s, got %s", d.Field, d.Want, d.Got)
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/muserhq/muser/store/storetest"
 )
 
-// TestConcurrentPublishRestoreGC runs publishers, restorers and an
-// aggressive gc (tiny budget, no orphan grace) at once. gc must never
+// TestConcurrentPublishRestoreGC runs publishers, restorers, verify and an
+// aggressive gc (tiny budget, no orphan grace) at once; verify must find
+// nothing. gc must never
 // pull a chunk from under an in-flight publish or restore: every restore
 // succeeds (a miss is fine) with the published bytes, and the store
 // checks clean at the end.
@@ -58,7 +59,20 @@ func TestConcurrentPublishRestoreGC(t *testing.T) {
 			}
 		}()
 	}
-	wg.Add(1)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < rounds/4; i++ {
+			rep, err := s.Verify(ctx, store.VerifyOptions{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for _, f := range rep.Findings {
+				t.Errorf("verify during publishes and gc: %v", f)
+			}
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		for i := 0; i < rounds; i++ {

@@ -29,7 +29,8 @@
 // in-flight operation uses; Verify checks everything and reports every
 // finding, quarantining what fails; Stats sums up. Receipts and Receipt
 // read the refusal receipts that every refusal writes (a *RefusalError
-// wraps pack.ErrRefused and carries the receipt).
+// wraps pack.ErrRefused and carries the receipt); ReasonOf classifies an
+// error into a receipt's reason code.
 //
 // # Transfers
 //

@@ -44,6 +44,7 @@ type BlockSizeError struct {
 	Stored     int
 }
 
+// Error names the store and both block sizes.
 func (e *BlockSizeError) Error() string {
 	return fmt.Sprintf("store %s: configured block size %d tokens differs from the store's %d tokens (fixed when it was created)", e.Dir, e.Configured, e.Stored)
 }
@@ -55,6 +56,7 @@ type MissingChunksError struct {
 	Chunks []pack.Digest
 }
 
+// Error names the pack and how many chunks are missing.
 func (e *MissingChunksError) Error() string {
 	return fmt.Sprintf("pack %s: %d chunks missing (first %s)", e.Pack.Short(), len(e.Chunks), e.Chunks[0])
 }
@@ -72,6 +74,7 @@ type RefusalError struct {
 	Err     error
 }
 
+// Error names the pack, the reason, the cause and the receipt.
 func (e *RefusalError) Error() string {
 	var b strings.Builder
 	b.WriteString("refused")
@@ -97,6 +100,7 @@ type LedgerError struct {
 	Err    error
 }
 
+// Error names the bucket, the key and the fault.
 func (e *LedgerError) Error() string {
 	return fmt.Sprintf("ledger %s/%s: %v", e.Bucket, e.Key, e.Err)
 }
@@ -112,6 +116,7 @@ type PackError struct {
 	Err  error
 }
 
+// Error names the pack and the fault.
 func (e *PackError) Error() string { return fmt.Sprintf("pack %s: %v", e.Pack.Short(), e.Err) }
 
 // Unwrap returns pack.ErrCorrupt and the fault.
@@ -125,6 +130,7 @@ type ChunkFault struct {
 	Err   error
 }
 
+// Error names the block, the chunk and the fault.
 func (e *ChunkFault) Error() string {
 	return fmt.Sprintf("chunk %d (%s): %v", e.Block, e.Chunk.Short(), e.Err)
 }

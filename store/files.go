@@ -135,13 +135,14 @@ var errSize = errors.New("wrong size")
 // readChunk reads chunk ref into buf (grown as needed) and verifies it
 // against its ID (rule R2). A file that is absent wraps errMissing; one of
 // the wrong size wraps errSize; wrong bytes give a *pack.DigestError.
-func (s *Store) readChunk(ref pack.ChunkRef, block int, buf []byte) ([]byte, error) {
+func (s *Store) readChunk(ref pack.ChunkRef, buf []byte) ([]byte, error) {
 	data, err := s.readExact(s.chunkPath(ref.ID), int64(ref.Size), buf)
 	if err != nil {
 		return nil, err
 	}
 	if got := pack.ChunkID(data); got != ref.ID {
-		return nil, &pack.DigestError{Kind: pack.DigestChunk, Object: fmt.Sprintf("chunk %d", block), Expected: ref.ID, Actual: got}
+		// The caller's *ChunkFault names the block and chunk.
+		return nil, &pack.DigestError{Kind: pack.DigestChunk, Expected: ref.ID, Actual: got}
 	}
 	return data, nil
 }

@@ -65,18 +65,20 @@ func (s *Store) Packs() ([]PackInfo, error) {
 		return nil, err
 	}
 	var out []PackInfo
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
-			id, err := digestKey(k)
-			if err != nil {
+	err := guard(s.ledgerPath(), func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
+				id, err := digestKey(k)
+				if err != nil {
+					return nil
+				}
+				r, err := decodePackRecord(v)
+				if err != nil {
+					return nil
+				}
+				out = append(out, s.info(id, r))
 				return nil
-			}
-			r, err := decodePackRecord(v)
-			if err != nil {
-				return nil
-			}
-			out = append(out, s.info(id, r))
-			return nil
+			})
 		})
 	})
 	sort.Slice(out, func(i, j int) bool {
@@ -328,32 +330,34 @@ func (s *Store) Stats() (Stats, error) {
 		return Stats{}, err
 	}
 	var st Stats
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
-			r, err := decodePackRecord(v)
-			if err != nil {
+	err := guard(s.ledgerPath(), func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			if err := tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
+				r, err := decodePackRecord(v)
+				if err != nil {
+					return nil
+				}
+				st.Packs++
+				if r.pinned() {
+					st.Pinned++
+				}
+				if r.quarantined() {
+					st.Quarantined++
+				}
+				st.ManifestBytes += int64(r.manifestSize)
 				return nil
+			}); err != nil {
+				return err
 			}
-			st.Packs++
-			if r.pinned() {
-				st.Pinned++
-			}
-			if r.quarantined() {
-				st.Quarantined++
-			}
-			st.ManifestBytes += int64(r.manifestSize)
-			return nil
-		}); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
-			r, err := decodeChunkRecord(v)
-			if err != nil {
+			return tx.Bucket(bucketChunks).ForEach(func(k, v []byte) error {
+				r, err := decodeChunkRecord(v)
+				if err != nil {
+					return nil
+				}
+				st.Chunks++
+				st.ChunkBytes += int64(r.size)
 				return nil
-			}
-			st.Chunks++
-			st.ChunkBytes += int64(r.size)
-			return nil
+			})
 		})
 	})
 	st.Bytes = st.ChunkBytes + st.ManifestBytes

@@ -55,7 +55,13 @@ type Receipt struct {
 	Actual   pack.Digest `json:"actual,omitzero"`
 }
 
-// reasonOf extends pack.ReasonOf with the store's own faults.
+// ReasonOf classifies an error from the store or from package pack into
+// the reason code a receipt records for it: pack.ReasonOf extended with
+// the store's own faults (a missing chunk file, a chunk file of the wrong
+// size, divergent KV, a block size, replay, a stale generation, another
+// tenant).
+func ReasonOf(err error) pack.Reason { return reasonOf(err) }
+
 func reasonOf(err error) pack.Reason {
 	switch {
 	case errors.Is(err, errMissing):
@@ -185,25 +191,27 @@ func (s *Store) Receipts(f ReceiptFilter) ([]Receipt, error) {
 		return nil, err
 	}
 	var out []Receipt
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketReceipts).Cursor()
-		var k, v []byte
-		if f.Since.IsZero() {
-			k, v = c.First()
-		} else {
-			k, v = c.Seek(receiptKey(f.Since, [8]byte{}))
-		}
-		for ; k != nil; k, v = c.Next() {
-			r, err := decodeReceipt(k, v)
-			if err != nil {
-				return err
+	err := guard(s.ledgerPath(), func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketReceipts).Cursor()
+			var k, v []byte
+			if f.Since.IsZero() {
+				k, v = c.First()
+			} else {
+				k, v = c.Seek(receiptKey(f.Since, [8]byte{}))
 			}
-			if f.Reason != "" && r.Reason != f.Reason || !f.Pack.IsZero() && r.Pack != f.Pack {
-				continue
+			for ; k != nil; k, v = c.Next() {
+				r, err := decodeReceipt(k, v)
+				if err != nil {
+					return err
+				}
+				if f.Reason != "" && r.Reason != f.Reason || !f.Pack.IsZero() && r.Pack != f.Pack {
+					continue
+				}
+				out = append(out, r)
 			}
-			out = append(out, r)
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }

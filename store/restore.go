@@ -222,7 +222,7 @@ func (s *Store) restoreLeased(ctx context.Context, req RestoreRequest, source st
 			return 0, err
 		}
 		ref := m.Chunks[i]
-		data, err := s.readChunk(ref, i, buf)
+		data, err := s.readChunk(ref, buf)
 		if err != nil {
 			fault := &ChunkFault{Block: i, Chunk: ref.ID, Err: err}
 			return 0, s.fail(req.Pack, source, fault, &ref.ID)
@@ -303,17 +303,19 @@ func (s *Store) quarantine(id pack.Digest, chunk *pack.Digest) error {
 // packRecord reads pack id's ledger record.
 func (s *Store) packRecord(id pack.Digest) (*packRecord, error) {
 	var rec *packRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketPacks).Get(id[:])
-		if v == nil {
-			return fmt.Errorf("pack %s: %w", id.Short(), ErrNotFound)
-		}
-		var err error
-		rec, err = decodePackRecord(v)
-		if err != nil {
-			return &LedgerError{Bucket: "packs", Key: id.String(), Err: err}
-		}
-		return nil
+	err := guard(s.ledgerPath(), func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			v := tx.Bucket(bucketPacks).Get(id[:])
+			if v == nil {
+				return fmt.Errorf("pack %s: %w", id.Short(), ErrNotFound)
+			}
+			var err error
+			rec, err = decodePackRecord(v)
+			if err != nil {
+				return &LedgerError{Bucket: "packs", Key: id.String(), Err: err}
+			}
+			return nil
+		})
 	})
 	return rec, err
 }

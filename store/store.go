@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -147,7 +148,12 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("store %s: %w", dir, err)
 		}
 	}
-	db, err := bolt.Open(ledger, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly, NoSync: opts.NoSync})
+	var db *bolt.DB
+	err := guard(ledger, func() error {
+		var err error
+		db, err = bolt.Open(ledger, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly, NoSync: opts.NoSync})
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("store %s: %w (gave up after %v waiting for the lock on %s; is `muser serve` running?)", dir, ErrLocked, opts.LockTimeout, ledger)
@@ -155,7 +161,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: opening ledger: %w", dir, err)
 	}
 	s.db = db
-	if err := s.init(); err != nil {
+	if err := guard(ledger, s.init); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -168,8 +174,10 @@ func (s *Store) init() error {
 	now := s.opts.Now()
 	fresh := true
 	_ = s.db.View(func(tx *bolt.Tx) error {
+		// A ledger is new only if it has no meta and no packs: a damaged
+		// one that lost its meta must not be re-initialised over its data.
 		m := tx.Bucket(bucketMeta)
-		fresh = m == nil || m.Get(metaFormat) == nil
+		fresh = (m == nil || m.Get(metaFormat) == nil) && tx.Bucket(bucketPacks) == nil
 		return nil
 	})
 	// Only a new ledger is written at open, so that opening an existing
@@ -252,6 +260,25 @@ func (s *Store) init() error {
 	}
 	return s.loadKey()
 }
+
+// guard runs fn, which reads the ledger, turning a panic or a memory fault
+// inside bbolt (which maps the file and trusts its page structure) into an
+// error wrapping pack.ErrCorrupt that names the ledger file. It covers the
+// reads that touch every record (open, verify, listings); a damaged
+// ledger is then reported instead of crashing the process there.
+func guard(ledger string, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: ledger %s is damaged (%v); move the data directory aside and restore a backup", pack.ErrCorrupt, ledger, r)
+		}
+	}()
+	return fn()
+}
+
+// ledgerPath returns the ledger file's path.
+func (s *Store) ledgerPath() string { return filepath.Join(s.dir, ledgerFile) }
 
 // loadIndex rebuilds the radix index from the blocks bucket, leaving out
 // quarantined packs.

@@ -272,3 +272,29 @@ func importFrom(t *testing.T, s *store.Store, path string, expect *pack.Identity
 }
 
 var _ = fmt.Sprint
+
+// TestMissingChunkRefused: a chunk file deleted behind the store's back
+// makes a restore fail closed with a missing-chunk receipt naming the
+// block and chunk, and quarantines the pack.
+func TestMissingChunkRefused(t *testing.T) {
+	s := storetest.Open(t, "", store.Options{BlockTokens: 4})
+	id := packtest.Identity("m")
+	toks := packtest.Tokens(15, 12, 500)
+	p := storetest.Publish(t, s, id, salt, toks, 24).Pack
+	m, _ := s.Manifest(p)
+	if err := os.Remove(chunkFile(s.Dir(), m.Chunks[1].ID)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Restore(context.Background(), id, salt, toks, func(int, []byte) error { return nil })
+	var re *store.RefusalError
+	if !errors.As(err, &re) || re.Receipt.Reason != pack.ReasonMissingChunk || re.Receipt.Chunk != m.Chunks[1].ID ||
+		re.Receipt.Block == nil || *re.Receipt.Block != 1 {
+		t.Fatalf("got %v (receipt %+v), want missing-chunk for block 1", err, re)
+	}
+	if info, _ := s.Pack(p); !info.Quarantined {
+		t.Fatal("pack not quarantined")
+	}
+	if _, err := s.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+}

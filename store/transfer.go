@@ -393,7 +393,7 @@ func (s *Store) Export(ctx context.Context, id pack.Digest, w io.Writer) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		data, err := s.readChunk(ref, block[ref.ID], buf)
+		data, err := s.readChunk(ref, buf)
 		if err != nil {
 			return s.fail(id, "export", &ChunkFault{Block: block[ref.ID], Chunk: ref.ID, Err: err}, &ref.ID)
 		}

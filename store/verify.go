@@ -31,6 +31,7 @@ func ParseSubset(s string) (Subset, error) {
 	return Subset{N: n, T: t}, nil
 }
 
+// String prints the subset as "n/t".
 func (sub Subset) String() string { return fmt.Sprintf("%d/%d", sub.N, sub.T) }
 
 // contains reports whether chunk id is in the subset (all when T is 0).
@@ -114,87 +115,112 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	}
 	chains := map[pack.Digest][]chainEntry{}
 
-	// Pass 1: the ledger, in one read transaction.
-	err := s.db.View(func(tx *bolt.Tx) error {
-		pb, bb, cb := tx.Bucket(bucketPacks), tx.Bucket(bucketBlocks), tx.Bucket(bucketChunks)
-		load := func(id pack.Digest) {
-			v := pb.Get(id[:])
-			if v == nil {
-				find(id, fmt.Errorf("no ledger record: %w", ErrNotFound))
-				return
-			}
-			vp := &verifyPack{id: id}
-			r, err := decodePackRecord(v)
-			if err != nil {
-				ledger("packs", id[:], err)
-				return
-			}
-			vp.rec = r
-			if cv := bb.Get(id[:]); cv != nil {
-				c, err := decodeChain(cv)
-				if err != nil {
-					ledger("blocks", id[:], err)
-					vp.bad = true
+	// Pass 1: the ledger, in one read transaction, under wmu so that no
+	// commit, removal or quarantine lands between this snapshot, the index
+	// comparison and the leases that keep gc off what is being checked.
+	s.wmu.Lock()
+	err := guard(s.ledgerPath(), func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			pb, bb, cb := tx.Bucket(bucketPacks), tx.Bucket(bucketBlocks), tx.Bucket(bucketChunks)
+			load := func(id pack.Digest) {
+				v := pb.Get(id[:])
+				if v == nil {
+					find(id, fmt.Errorf("no ledger record: %w", ErrNotFound))
+					return
 				}
-				vp.chain = c
-			}
-			packs = append(packs, vp)
-		}
-		if whole {
-			if err := pb.ForEach(func(k, _ []byte) error {
-				id, err := digestKey(k)
+				vp := &verifyPack{id: id}
+				r, err := decodePackRecord(v)
 				if err != nil {
-					ledger("packs", k, err)
+					ledger("packs", id[:], err)
+					return
+				}
+				vp.rec = r
+				if cv := bb.Get(id[:]); cv != nil {
+					c, err := decodeChain(cv)
+					if err != nil {
+						ledger("blocks", id[:], err)
+						vp.bad = true
+					}
+					vp.chain = c
+				}
+				packs = append(packs, vp)
+			}
+			if whole {
+				if err := pb.ForEach(func(k, _ []byte) error {
+					id, err := digestKey(k)
+					if err != nil {
+						ledger("packs", k, err)
+						return nil
+					}
+					load(id)
 					return nil
+				}); err != nil {
+					return err
 				}
+				if err := bb.ForEach(func(k, v []byte) error {
+					id, err := digestKey(k)
+					if err != nil {
+						ledger("blocks", k, err)
+						return nil
+					}
+					if pb.Get(k) == nil {
+						ledger("blocks", k, errors.New("block chain of a pack that has no record"))
+					}
+					if c, err := decodeChain(v); err == nil {
+						chains[id] = c
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+				return cb.ForEach(func(k, v []byte) error {
+					id, err := digestKey(k)
+					if err != nil {
+						ledger("chunks", k, err)
+						return nil
+					}
+					r, err := decodeChunkRecord(v)
+					if err != nil {
+						ledger("chunks", k, err)
+						return nil
+					}
+					chunkRecs[id] = r
+					return nil
+				})
+			}
+			for _, id := range opts.Packs {
 				load(id)
-				return nil
-			}); err != nil {
-				return err
-			}
-			if err := bb.ForEach(func(k, v []byte) error {
-				id, err := digestKey(k)
-				if err != nil {
-					ledger("blocks", k, err)
-					return nil
-				}
-				if pb.Get(k) == nil {
-					ledger("blocks", k, errors.New("block chain of a pack that has no record"))
-				}
-				if c, err := decodeChain(v); err == nil {
-					chains[id] = c
-				}
-				return nil
-			}); err != nil {
-				return err
 			}
 			return cb.ForEach(func(k, v []byte) error {
-				id, err := digestKey(k)
-				if err != nil {
-					ledger("chunks", k, err)
-					return nil
+				if id, err := digestKey(k); err == nil {
+					if r, err := decodeChunkRecord(v); err == nil {
+						chunkRecs[id] = r
+					}
 				}
-				r, err := decodeChunkRecord(v)
-				if err != nil {
-					ledger("chunks", k, err)
-					return nil
-				}
-				chunkRecs[id] = r
 				return nil
 			})
-		}
-		for _, id := range opts.Packs {
-			load(id)
-		}
-		return cb.ForEach(func(k, v []byte) error {
-			if id, err := digestKey(k); err == nil {
-				if r, err := decodeChunkRecord(v); err == nil {
-					chunkRecs[id] = r
-				}
-			}
-			return nil
 		})
 	})
+	if err == nil && whole {
+		quarantined := map[pack.Digest]bool{}
+		for _, vp := range packs {
+			if vp.rec.quarantined() {
+				quarantined[vp.id] = true
+			}
+		}
+		for _, d := range s.indexDiffs(chains, quarantined) {
+			ledger("blocks", []byte("index"), errors.New(d))
+		}
+	}
+	var leased []pack.Digest
+	for _, vp := range packs {
+		leased = append(leased, vp.id)
+		for _, e := range vp.chain {
+			leased = append(leased, e.chunk)
+		}
+	}
+	defer s.lease(leased...)()
+	s.wmu.Unlock()
 	if err != nil {
 		return rep, err
 	}
@@ -310,12 +336,8 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 			}
 			continue
 		}
-		data, err := s.readChunk(ref, users[id][0].block, buf)
+		data, err := s.readChunk(ref, buf)
 		if err != nil {
-			var de *pack.DigestError
-			if errors.As(err, &de) {
-				de.Object = "chunk " + id.Short()
-			}
 			if !errors.Is(err, errMissing) && !errors.Is(err, errSize) && !errors.Is(err, pack.ErrCorrupt) {
 				return rep, err
 			}
@@ -332,13 +354,7 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 	}
 
 	if whole {
-		quarantined := map[pack.Digest]bool{}
-		for _, vp := range packs {
-			if vp.rec.quarantined() {
-				quarantined[vp.id] = true
-			}
-		}
-		s.verifyLedgerWide(&rep, chunkRecs, refs, chains, quarantined, ledger)
+		s.verifyRefs(&rep, chunkRecs, refs, ledger)
 	}
 	sortFindings(rep.Findings)
 
@@ -388,15 +404,9 @@ func (s *Store) recordMismatches(r *packRecord, m *pack.Manifest, keys []pack.Di
 	return out
 }
 
-// verifyLedgerWide checks reference counts against the packs, and the
-// in-memory index against one rebuilt from the ledger's chains.
-func (s *Store) verifyLedgerWide(rep *VerifyReport, recs map[pack.Digest]chunkRecord, refs map[pack.Digest]uint32,
-	chains map[pack.Digest][]chainEntry, quarantined map[pack.Digest]bool, ledger func(string, []byte, error)) {
-	for id, r := range recs {
-		if want := refs[id]; r.refs != want {
-			ledger("chunks", id[:], fmt.Errorf("reference count %d, packs reference it %d times", r.refs, want))
-		}
-	}
+// indexDiffs compares the in-memory index with one rebuilt from the
+// ledger's chains (leaving out quarantined packs). The caller holds wmu.
+func (s *Store) indexDiffs(chains map[pack.Digest][]chainEntry, quarantined map[pack.Digest]bool) []string {
 	want := newIndex()
 	for id, c := range chains {
 		if !quarantined[id] {
@@ -404,6 +414,7 @@ func (s *Store) verifyLedgerWide(rep *VerifyReport, recs map[pack.Digest]chunkRe
 		}
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	got := s.ix
 	var diffs []string
 	if len(got.nodes) != len(want.nodes) {
@@ -421,9 +432,17 @@ func (s *Store) verifyLedgerWide(rep *VerifyReport, recs map[pack.Digest]chunkRe
 			break
 		}
 	}
-	s.mu.Unlock()
-	for _, d := range diffs {
-		ledger("blocks", []byte("index"), errors.New(d))
+	return diffs
+}
+
+// verifyRefs checks reference counts against the packs' chains (all from
+// one ledger snapshot) and counts orphan chunk files.
+func (s *Store) verifyRefs(rep *VerifyReport, recs map[pack.Digest]chunkRecord, refs map[pack.Digest]uint32,
+	ledger func(string, []byte, error)) {
+	for id, r := range recs {
+		if want := refs[id]; r.refs != want {
+			ledger("chunks", id[:], fmt.Errorf("reference count %d, packs reference it %d times", r.refs, want))
+		}
 	}
 	// Orphans are reported, not counted as faults.
 	_ = s.walkFiles(filepath.Join(s.dir, chunksDir), func(path string, fi fs.FileInfo) {

@@ -124,3 +124,19 @@ func TestReceiptRetention(t *testing.T) {
 		t.Fatalf("unknown reason: got %v", err)
 	}
 }
+
+func FuzzParseSubset(f *testing.F) {
+	f.Add("2/3")
+	f.Fuzz(func(t *testing.T, s string) {
+		sub, err := store.ParseSubset(s)
+		if err != nil {
+			if !errors.Is(err, pack.ErrInvalid) {
+				t.Fatalf("error does not wrap ErrInvalid: %v", err)
+			}
+			return
+		}
+		if sub.N < 1 || sub.N > sub.T {
+			t.Fatalf("accepted %q as %v", s, sub)
+		}
+	})
+}

@@ -76,6 +76,14 @@ func commands() []*command {
 		newPackImportCommand(),
 		newReceiptsLsCommand(),
 		newReceiptsShowCommand(),
+		newClusterInitCommand(),
+		newNodeEnrollCommand(),
+		newNodeJoinCommand(),
+		newNodeAddCommand(),
+		newNodeLsCommand(),
+		newNodeRmCommand(),
+		newPackPushCommand(),
+		newPackPullCommand(),
 	}
 }
 

@@ -60,7 +60,7 @@ The store is opened read-only.`,
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "%d packs, %d distinct chunks, %s on disk (%s of chunks and manifests before dedup)\n",
+		fmt.Fprintf(env.stdout, "%d packs, %d distinct chunks: %s on disk, %s without dedup\n",
 			st.Packs, st.Chunks, formatBytes(st.Bytes), formatBytes(total+st.ManifestBytes))
 		return nil
 	}

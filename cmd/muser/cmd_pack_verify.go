@@ -22,8 +22,9 @@ type verifyJSON struct {
 }
 
 type findingJSON struct {
-	Pack  *pack.Digest `json:"pack,omitempty"`
-	Error string       `json:"error"`
+	Pack   *pack.Digest `json:"pack,omitempty"`
+	Reason string       `json:"reason"`
+	Error  string       `json:"error"`
 }
 
 func newPackVerifyCommand() *command {
@@ -95,7 +96,10 @@ stderr when it is a terminal. The store must not be in use.`,
 				out.Quarantined = []pack.Digest{}
 			}
 			for _, f := range rep.Findings {
-				fj := findingJSON{Error: f.Error()}
+				fj := findingJSON{Error: f.Error(), Reason: string(store.ReasonOf(f))}
+				if errors.Is(f, store.ErrQuarantined) {
+					fj.Reason = "quarantined"
+				}
 				var pe *store.PackError
 				if errors.As(f, &pe) {
 					fj.Pack = &pe.Pack

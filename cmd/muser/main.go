@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/muserhq/muser/net/cluster"
+	"github.com/muserhq/muser/net/wire"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
 )
@@ -51,6 +53,7 @@ func exitCode(err error) int {
 	case errors.Is(err, pack.ErrRefused):
 		return exitRefused
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAmbiguousID),
+		errors.Is(err, cluster.ErrNodeNotFound), errors.Is(err, &wire.Error{Code: wire.CodeNotFound}),
 		errors.Is(err, os.ErrNotExist):
 		return exitNotFound
 	default:

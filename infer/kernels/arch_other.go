@@ -7,3 +7,5 @@ import "github.com/muserhq/muser/infer/ggml"
 const bestISA = ISAGeneric
 
 func archImpl(ggml.Type) matmulImpl { return nil }
+
+func archPrepare(*acts, ggml.Type) {}

@@ -222,3 +222,15 @@ func matmulGeneric(y []float32, m *Matrix, a *acts, r0, r1 int) {
 		}
 	}
 }
+
+// floatAt returns element c of a row of a float weight type (esize bytes
+// per element).
+func floatAt(t ggml.Type, row []byte, c, esize int) float32 {
+	switch t {
+	case ggml.TypeF32:
+		return math.Float32frombits(binary.LittleEndian.Uint32(row[4*c:]))
+	case ggml.TypeF16:
+		return f16Table[binary.LittleEndian.Uint16(row[2*c:])]
+	}
+	return math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*c:])) << 16)
+}

@@ -2,6 +2,11 @@ package kernels
 
 import "github.com/muserhq/muser/infer/ggml"
 
+// NumericsVersion numbers the canonical orders of operations documented in
+// doc.go. It changes whenever any kernel's result can change; the engine
+// includes it in the "engine" field of the pack identity.
+const NumericsVersion = 1
+
 // ISA names an instruction-set variant of the kernels. Every variant
 // computes bit-identical results; the variant only changes speed.
 type ISA int
@@ -9,8 +14,8 @@ type ISA int
 // The kernel variants, slowest first.
 const (
 	ISAGeneric ISA = iota // portable Go
-	ISAAVX2               // amd64 AVX2 + FMA
-	ISAAVX512             // amd64 AVX-512 F/BW/VL + VNNI
+	ISAAVX2               // amd64 AVX2 + FMA + F16C (see doc.go for what has AVX2 code)
+	ISAAVX512             // amd64 AVX-512 F/BW/DQ/VL + VNNI
 )
 
 // String returns the variant's name.

@@ -74,11 +74,13 @@ func randomActs(rng *rand.Rand, n int) []float32 {
 	return x
 }
 
-// blockCols returns a column count of about want that t accepts.
+// blockCols returns a column count of about want that t accepts: a whole
+// number of blocks, or for the float types want+7, so that the columns past
+// the last whole 16 are exercised.
 func blockCols(t ggml.Type, want int) int {
 	bs := t.BlockSize()
-	if bs < 32 {
-		bs = 32
+	if bs == 1 {
+		return want + 7
 	}
 	return max(bs, want/bs*bs)
 }
@@ -201,9 +203,12 @@ func TestMatMulInvariance(t *testing.T) {
 	defer SetISA(SetISA(ISAGeneric))
 	for _, typ := range matmulTypes {
 		for _, rows := range []int{1, 7, 33} {
-			t.Run(fmt.Sprintf("%s/rows=%d", typ, rows), func(t *testing.T) {
+			cols := blockCols(typ, 512)
+			if typ.BlockSize() == 1 && rows == 33 {
+				cols = 512 // a whole number of 16-lane steps
+			}
+			t.Run(fmt.Sprintf("%s/rows=%d/cols=%d", typ, rows, cols), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(2, uint64(typ)<<8|uint64(rows)))
-				cols := blockCols(typ, 512)
 				m, err := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
 				if err != nil {
 					t.Fatal(err)
@@ -254,6 +259,41 @@ func TestNewMatrixErrors(t *testing.T) {
 			_, err := NewMatrix(tc.typ, tc.rows, tc.cols, make([]byte, tc.size))
 			if !errorsIs(err, tc.want) {
 				t.Fatalf("got error %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestMatMulChecksMatrix checks that MatMul refuses, by panicking with a
+// *MatrixError, a hand-built Matrix whose data or RowBytes is inconsistent
+// (the assembly must never read past Data), and accepts one with RowBytes 0.
+func TestMatMulChecksMatrix(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	good := make([]byte, 4*34)
+	x := make([]float32, 64)
+	y := make([]float32, 4)
+	for _, tc := range []struct {
+		name    string
+		m       Matrix
+		wantErr bool
+	}{
+		{"RowBytes 0", Matrix{Type: ggml.TypeQ8_0, Rows: 2, Cols: 64, Data: good}, false},
+		{"short data", Matrix{Type: ggml.TypeQ8_0, Rows: 2, Cols: 64, Data: good[:100]}, true},
+		{"wrong RowBytes", Matrix{Type: ggml.TypeQ8_0, Rows: 2, Cols: 64, Data: good, RowBytes: 34}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				_, isMatrixErr := r.(*MatrixError)
+				if tc.wantErr != isMatrixErr {
+					t.Fatalf("got panic %v, want a *MatrixError: %v", r, tc.wantErr)
+				}
+			}()
+			m := tc.m
+			p.MatMul(y, &m, x, 1)
+			if m.RowBytes != tc.m.RowBytes {
+				t.Errorf("MatMul wrote RowBytes %d", m.RowBytes)
 			}
 		})
 	}

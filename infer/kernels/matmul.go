@@ -5,10 +5,15 @@ import (
 	"sync"
 )
 
-// tileRows is the number of output rows one work item computes. Threads
-// split output rows, never the reduction dimension, so a result does not
-// depend on which thread computes it.
-const tileRows = 16
+// tileRows is the number of output rows one work item computes (a
+// multiple of 8, the SIMD kernels' row group). Threads split output rows,
+// never the reduction dimension, so a result does not depend on which
+// thread computes it. Decode (a few tokens) takes decodeTileRows, so that
+// each thread streams longer contiguous runs of weights.
+const (
+	tileRows       = 16
+	decodeTileRows = 64
+)
 
 // actsPool recycles activation buffers between MatMul calls.
 var actsPool = sync.Pool{New: func() any { return new(acts) }}
@@ -23,17 +28,21 @@ var actsPool = sync.Pool{New: func() any { return new(acts) }}
 // position of the token in the batch, any thread count and any
 // instruction-set variant (doc.go, "Canonical order").
 //
-// MatMul panics if m was not built by NewMatrix (or is otherwise
-// inconsistent), or if x or y is shorter than n rows: those are programming
-// errors, not data errors.
+// MatMul checks m on every call and panics (with a *MatrixError) if it is
+// inconsistent, or if x or y is shorter than n rows: those are programming
+// errors, not data errors (NewMatrix is where data is checked).
 func (p *Pool) MatMul(y []float32, m *Matrix, x []float32, n int) {
 	if n <= 0 {
 		return
 	}
-	if m.RowBytes == 0 {
-		if err := m.check(); err != nil {
-			panic(err)
-		}
+	rb, err := m.check() // a few comparisons: the assembly must never read past Data
+	if err != nil {
+		panic(err)
+	}
+	if m.RowBytes != rb {
+		mm := *m
+		mm.RowBytes = rb
+		m = &mm
 	}
 	if len(x) < n*m.Cols || len(y) < n*m.Rows {
 		panic(fmt.Sprintf("kernels: MatMul of %d tokens: x has %d floats (want %d), y has %d (want %d)",
@@ -50,10 +59,15 @@ func (p *Pool) MatMul(y []float32, m *Matrix, x []float32, n int) {
 			a.quantRow(x, t)
 		}
 	}
+	archPrepare(a, m.Type)
 	impl := pickImpl(m.Type)
-	tiles := (m.Rows + tileRows - 1) / tileRows
+	tr := tileRows
+	if n <= 4 {
+		tr = decodeTileRows
+	}
+	tiles := (m.Rows + tr - 1) / tr
 	p.Parallel(tiles, func(i int) {
-		r0 := i * tileRows
-		impl(y, m, a, r0, min(r0+tileRows, m.Rows))
+		r0 := i * tr
+		impl(y, m, a, r0, min(r0+tr, m.Rows))
 	})
 }

@@ -16,8 +16,9 @@ type Matrix struct {
 	Rows, Cols int
 	Data       []byte
 
-	// RowBytes is the size of one row in bytes. NewMatrix sets it; a Matrix
-	// built by hand with RowBytes 0 has it computed on first use.
+	// RowBytes is the size of one row in bytes. NewMatrix sets it; MatMul
+	// checks the whole Matrix on every call (a hand-built one may leave
+	// RowBytes 0) and never writes to it.
 	RowBytes int
 }
 
@@ -26,32 +27,37 @@ type Matrix struct {
 // size, and that data holds exactly rows rows.
 func NewMatrix(t ggml.Type, rows, cols int, data []byte) (*Matrix, error) {
 	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data}
-	if err := m.check(); err != nil {
+	rb, err := m.check()
+	if err != nil {
 		return nil, err
 	}
+	m.RowBytes = rb
 	return m, nil
 }
 
-// check validates m and fills in RowBytes.
-func (m *Matrix) check() error {
+// check validates m and returns its row size. RowBytes, if set, must be
+// right.
+func (m *Matrix) check() (int, error) {
 	fail := func(err error) error {
 		return &MatrixError{Type: m.Type, Rows: m.Rows, Cols: m.Cols, Err: err}
 	}
 	if kernelFor(m.Type) == nil {
-		return fail(ErrUnsupportedType)
+		return 0, fail(ErrUnsupportedType)
 	}
 	if m.Rows <= 0 || m.Cols <= 0 {
-		return fail(fmt.Errorf("%w: dimensions must be positive", ErrShape))
+		return 0, fail(fmt.Errorf("%w: dimensions must be positive", ErrShape))
 	}
 	rb, err := m.Type.RowSize(m.Cols)
 	if err != nil {
-		return fail(fmt.Errorf("%w: %d columns: %v", ErrShape, m.Cols, err))
+		return 0, fail(fmt.Errorf("%w: %d columns: %v", ErrShape, m.Cols, err))
 	}
 	if m.Rows > len(m.Data)/rb+1 || rb*m.Rows != len(m.Data) {
-		return fail(fmt.Errorf("%w: data is %d bytes, want %d rows × %d bytes", ErrShape, len(m.Data), m.Rows, rb))
+		return 0, fail(fmt.Errorf("%w: data is %d bytes, want %d rows × %d bytes", ErrShape, len(m.Data), m.Rows, rb))
 	}
-	m.RowBytes = rb
-	return nil
+	if m.RowBytes != 0 && m.RowBytes != rb {
+		return 0, fail(fmt.Errorf("%w: RowBytes is %d, want %d", ErrShape, m.RowBytes, rb))
+	}
+	return rb, nil
 }
 
 // row returns the bytes of row r.

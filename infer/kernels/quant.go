@@ -38,6 +38,12 @@ type acts struct {
 
 	qu   []uint8 // Q8_0, Q8_1: q + 128 as unsigned bytes (the SIMD kernels' operand)
 	bs16 []int16 // Q8_K: bs as int16, as ggml stores them (the SIMD kernels' operand)
+
+	// Per group of 8 tokens, transposed for the panel kernels (arch code).
+	daT   []float32
+	corrT []int32
+	saT   []float32
+	bsT   []int32
 }
 
 // bsPer returns how many quantized values one entry of bs sums.
@@ -99,15 +105,24 @@ func (a *acts) quantRow(x []float32, t int) {
 		if a.kind == actQ8_1 {
 			s = a.s[t*nb : (t+1)*nb]
 		}
-		quantQ8_0(src, a.q[t*c:(t+1)*c], a.d[t*nb:(t+1)*nb], a.bs[t*nb:(t+1)*nb], s)
-		qu := a.qu[t*c : (t+1)*c]
-		for i, v := range a.q[t*c : (t+1)*c] {
+		q, qu := a.q[t*c:(t+1)*c], a.qu[t*c:(t+1)*c]
+		d, bs := a.d[t*nb:(t+1)*nb], a.bs[t*nb:(t+1)*nb]
+		if quantQ8_0Arch(src, q, qu, d, bs, s) {
+			return
+		}
+		quantQ8_0(src, q, d, bs, s)
+		for i, v := range q {
 			qu[i] = uint8(v) ^ 0x80
 		}
 	case actQ8_K:
-		quantQ8_K(src, a.q[t*c:(t+1)*c], a.d[t*a.nb:(t+1)*a.nb], a.bs[t*c/16:(t+1)*c/16])
-		for i, v := range a.bs[t*c/16 : (t+1)*c/16] {
-			a.bs16[t*c/16+i] = int16(v)
+		q, d := a.q[t*c:(t+1)*c], a.d[t*a.nb:(t+1)*a.nb]
+		bs, bs16 := a.bs[t*c/16:(t+1)*c/16], a.bs16[t*c/16:(t+1)*c/16]
+		if quantQ8_KArch(src, q, d, bs, bs16) {
+			return
+		}
+		quantQ8_K(src, q, d, bs)
+		for i, v := range bs {
+			bs16[i] = int16(v)
 		}
 	}
 }
@@ -118,7 +133,7 @@ func (a *acts) quantRow(x []float32, t int) {
 // Q8_1's second field, f16(Σq × d), widened (quantize_row_q8_1_ref).
 func quantQ8_0(x []float32, q []int8, d []float32, sums []int32, s []float32) {
 	for b := range d {
-		xb := x[b*32 : b*32+32]
+		xb := x[b*32 : b*32+32 : b*32+32]
 		var amax float32
 		for _, v := range xb {
 			av := abs32(v)
@@ -132,10 +147,10 @@ func quantQ8_0(x []float32, q []int8, d []float32, sums []int32, s []float32) {
 			id = 1 / dd
 		}
 		d[b] = f16Table[ggml.F32ToF16(dd)]
-		qb := q[b*32 : b*32+32]
+		qb := q[b*32 : b*32+32 : b*32+32]
 		sum := int32(0)
-		for j, v := range xb {
-			qq := roundAway(v * id)
+		for j := range qb {
+			qq := roundAway(xb[j] * id)
 			qb[j] = qq
 			sum += int32(qq)
 		}
@@ -187,10 +202,22 @@ func abs32(v float32) float32 {
 }
 
 // roundAway is C's roundf (halves away from zero) followed by the
-// conversion to int8 that ggml's quantizers make; v is within [-127.5, 127.5]
-// for finite inputs.
+// conversion to int8 that ggml's quantizers make. v is within [-127.5,
+// 127.5] for finite inputs; a non-finite v (only reachable from infinite
+// or NaN activations, where ggml's C is undefined) gives 0 on every
+// platform.
 func roundAway(v float32) int8 {
-	return int8(int32(math.Round(float64(v))))
+	if !(abs32(v) <= 128) {
+		return 0
+	}
+	t := int32(v)       // toward zero
+	f := v - float32(t) // exact: t and v are within a factor of two, or t is 0
+	if f >= 0.5 {
+		t++
+	} else if f <= -0.5 {
+		t--
+	}
+	return int8(t)
 }
 
 // nearestInt is ggml's nearest_int: round to nearest, ties to even, by the

@@ -34,45 +34,64 @@ func RMSNorm(dst, x, weight []float32, eps float32) {
 func SiLUMul(dst, gate, up []float32) {
 	up = up[:len(gate)]
 	dst = dst[:len(gate)]
-	for i, g := range gate {
+	done := siluMulArch(dst, gate, up)
+	for i := done; i < len(gate); i++ {
+		g := gate[i]
 		dst[i] = (g / (1 + Exp32(-g))) * up[i]
 	}
 }
 
-// Softmax replaces x by softmax(x): e[i] = Exp32(x[i]-max), summed in
-// float64 in index order, then each e[i] is multiplied by float32(1/sum).
-// An empty x is left alone.
+// Softmax replaces x by softmax(x): e[i] = Exp32(x[i]-max); the e[i] are
+// summed in float64 with 8 accumulators (element i into accumulator
+// i mod 8, in index order) reduced by the tree +4, +2, +1; then each e[i]
+// is multiplied by float32(1/sum). An empty x is left alone.
 func Softmax(x []float32) {
 	if len(x) == 0 {
 		return
 	}
-	mx := x[0]
-	for _, v := range x[1:] {
-		if v > mx {
-			mx = v
+	mx, nan, ok := maxNaNArch(x)
+	if !ok || nan { // a NaN: the sequential scan's maximum, exactly
+		mx, nan = x[0], x[0] != x[0]
+		for _, v := range x[1:] {
+			if v > mx {
+				mx = v
+			}
+			nan = nan || v != v
 		}
 	}
-	var sum float64
-	for i, v := range x {
-		e := Exp32(v - mx)
+	var sums [8]float64
+	done := 0
+	if !nan { // the assembly's NaN payloads could differ; NaN rows stay in Go
+		done = softmaxExpArch(x, mx, &sums)
+	}
+	for i := done; i < len(x); i++ {
+		e := Exp32(x[i] - mx)
 		x[i] = e
-		sum += float64(e)
+		sums[i%8] += float64(e)
 	}
-	inv := float32(1 / sum)
-	for i := range x {
-		x[i] *= inv
+	for h := 4; h >= 1; h /= 2 {
+		for l := 0; l < h; l++ {
+			sums[l] += sums[l+h]
+		}
 	}
+	Scale(x, float32(1/sums[0]))
 }
 
 // Dot returns Σ a[i]·b[i] over len(a) elements in the canonical float
 // order: products rounded to float32, element i added to accumulator i mod
 // 16, the 16 accumulators summed by a fixed tree (doc.go).
 func Dot(a, b []float32) float32 {
+	if v, ok := dotArch(a, b); ok {
+		return v
+	}
 	return dotF32(a, b)
 }
 
 // DotF16 is Dot with a given as f16 bit patterns (a row of an f16 K cache).
 func DotF16(a []uint16, b []float32) float32 {
+	if v, ok := dotF16Arch(a, b); ok {
+		return v
+	}
 	return dotF16F32(a, b)
 }
 
@@ -80,7 +99,9 @@ func DotF16(a []uint16, b []float32) float32 {
 // len(x).
 func AXPY(y []float32, a float32, x []float32) {
 	y = y[:len(x)]
-	for i, v := range x {
+	done := axpyArch(y, a, x)
+	for i, v := range x[done:] {
+		i += done
 		y[i] = y[i] + float32(a*v)
 	}
 }
@@ -89,8 +110,42 @@ func AXPY(y []float32, a float32, x []float32) {
 // cache).
 func AXPYF16(y []float32, a float32, x []uint16) {
 	y = y[:len(x)]
-	for i, v := range x {
+	done := axpyF16Arch(y, a, x)
+	for i, v := range x[done:] {
+		i += done
 		y[i] = y[i] + float32(a*f16Table[v])
+	}
+}
+
+// DotF16Rows sets dst[j] = DotF16(k[j*stride:j*stride+len(q)], q) for j <
+// len(dst): the scores of a query against len(dst) rows of an f16 K cache
+// (row j at k[j*stride:]), with exactly DotF16's bits, in one call.
+func DotF16Rows(dst []float32, k []uint16, stride int, q []float32) {
+	if len(dst) == 0 {
+		return
+	}
+	_ = k[(len(dst)-1)*stride+len(q)-1] // bounds, once
+	if dotF16RowsArch(dst, k, stride, q) {
+		return
+	}
+	for j := range dst {
+		dst[j] = DotF16(k[j*stride:j*stride+len(q)], q)
+	}
+}
+
+// AXPYF16Rows does AXPYF16(y, a[j], v[j*stride:j*stride+len(y)]) for j = 0,
+// 1, … len(a)-1 in order — the weighted sum of rows of an f16 V cache —
+// with exactly those calls' bits, in one call.
+func AXPYF16Rows(y []float32, a []float32, v []uint16, stride int) {
+	if len(a) == 0 || len(y) == 0 {
+		return
+	}
+	_ = v[(len(a)-1)*stride+len(y)-1] // bounds, once
+	if axpyF16RowsArch(y, a, v, stride) {
+		return
+	}
+	for j, s := range a {
+		AXPYF16(y, s, v[j*stride:j*stride+len(y)])
 	}
 }
 
@@ -123,7 +178,7 @@ func Add(dst, a, b []float32) {
 
 // Scale sets x[i] = x[i]·s.
 func Scale(x []float32, s float32) {
-	for i := range x {
+	for i := scaleArch(x, s); i < len(x); i++ {
 		x[i] *= s
 	}
 }
@@ -140,17 +195,12 @@ func Exp32(x float32) float32 {
 	case x < -104:
 		return 0
 	}
-	const (
-		log2e = 1.4426950408889634
-		ln2hi = 6.93147180369123816490e-01 // ln2 rounded to 32 bits: k·ln2hi is exact
-		ln2lo = 1.90821492927058770002e-10
-	)
 	xd := float64(x)
-	k := math.Floor(float64(xd*log2e) + 0.5)
-	r := float64(xd-float64(k*ln2hi)) - float64(k*ln2lo)
+	k := math.Floor(float64(xd*exp32Log2e) + 0.5)
+	r := float64(xd-float64(k*exp32Ln2hi)) - float64(k*exp32Ln2lo)
 	// e^r for |r| ≤ 0.35 by Horner on the Taylor series to r^11.
-	p := 1.0 / 39916800
-	for _, c := range [...]float64{1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1} {
+	p := exp32Poly0
+	for _, c := range exp32Poly {
 		p = float64(p*r) + c
 	}
 	// Scale by 2^k in two steps so that 2^k itself never overflows or
@@ -161,3 +211,14 @@ func Exp32(x float32) float32 {
 	p = float64(p * math.Float64frombits(uint64(1023+k2)<<52))
 	return float32(p)
 }
+
+// Exp32's constants (shared with the assembly).
+const (
+	exp32Log2e = 1.4426950408889634
+	exp32Ln2hi = 6.93147180369123816490e-01 // ln2 rounded to 32 bits: k·ln2hi is exact
+	exp32Ln2lo = 1.90821492927058770002e-10
+	exp32Poly0 = 1.0 / 39916800
+)
+
+// exp32Poly are the Taylor coefficients 1/10! … 1/1!, 1 in Horner order.
+var exp32Poly = [11]float64{1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1}

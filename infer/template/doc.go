@@ -72,19 +72,29 @@
 // (V2, V2.5, V3, R1) use is implemented, and so are all Jinja2 statements
 // except: {% include %}, {% import %}, {% from %}, {% extends %},
 // {% block %}, {% call %} and caller(), {% autoescape %}, {% do %},
-// {% trans %}, recursive loops, *args/**kwargs in calls; and the filters
-// batch, filesizeformat, forceescape, format, groupby, pprint, random,
-// slice, striptags, truncate, urlencode, urlize, wordwrap, xmlattr; the
-// escaped test; the cycler, joiner and lipsum globals; printf-style `%`
-// on strings; str methods casefold, encode, expandtabs, format,
-// format_map, isidentifier, isprintable, istitle, maketrans, translate.
-// Each is refused with an *Error of Kind ErrUnsupported that names the
-// construct and its line:column — at Parse time for tags, filters and
-// tests, at Render time for methods and globals — never rendered
-// approximately. The known differences from CPython that remain are
-// documented where they occur: str.upper/lower use Go's simple case
-// mapping (CPython maps "ß" to "SS"); str.isprintable-based escaping in
-// repr() uses Go's Unicode tables.
+// {% trans %}, recursive loops, *args/**kwargs in calls. Also refused: the
+// filters batch, filesizeformat, forceescape, format, groupby, pprint,
+// random, slice, striptags, truncate, urlencode, urlize, wordwrap,
+// xmlattr, and tojson(ensure_ascii=True); the escaped test, and sameas on
+// values whose identity depends on CPython internals (str, float, large
+// int); the cycler, joiner and lipsum globals; printf-style `%` on
+// strings; the str methods casefold, encode, expandtabs, format,
+// format_map, isidentifier, isprintable, istitle, maketrans, translate;
+// \N{...} escapes; strftime_now directives other than %a %A %b %B %d %e
+// %F %H %I %j %m %M %p %S %T %y %Y %z %Z %% (with glibc's "-" flag);
+// integers beyond 64 bits; printing a value CPython would print
+// as an object address (a generator, a macro, a function). Each is refused
+// with an *Error of Kind ErrUnsupported that names the construct and its
+// line:column — at Parse time for tags, filters, tests and literals, at
+// Render time for the rest — never rendered approximately.
+//
+// Known differences from transformers that remain: bos_token and
+// eos_token are always defined (transformers leaves one undefined when the
+// tokenizer has no such token); str.upper/lower/title and the is* string
+// predicates use Go's Unicode tables and simple case mapping (CPython maps
+// "ß" to "SS"); text that is not valid UTF-8 is refused (ErrSyntax for a
+// template, ErrInput for a Context value), where Python could not have
+// held it in the first place.
 //
 // # Limits
 //
@@ -93,8 +103,8 @@
 // total loop iterations (2,097,152), list sizes (2,097,152 items), string
 // sizes (32 MiB), macro call depth (64) and the total work (256 MiB: every
 // string or list an operation reads or builds is charged by its size), and
-// reports ErrLimit when one is exceeded. Nothing a
-// template or a Context contains makes the package panic.
+// reports ErrLimit when one is exceeded. No template or Context is meant
+// to make the package panic or run unbounded; FuzzParse checks this.
 //
 // # Identity
 //

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/gguf"
 )
 
@@ -338,5 +339,14 @@ func TestConcurrentRender(t *testing.T) {
 		if got := <-errs; got != "" {
 			t.Errorf("concurrent render gave %q, want %q", got, want)
 		}
+	}
+}
+
+// TestDefaultModelTemplate checks that the embedded default model carries
+// exactly ChatMLSource, the template used for models without one, so its
+// training format and the fallback render the same bytes.
+func TestDefaultModelTemplate(t *testing.T) {
+	if defaultmodel.ChatTemplate != ChatMLSource {
+		t.Errorf("defaultmodel.ChatTemplate = %q, want ChatMLSource %q", defaultmodel.ChatTemplate, ChatMLSource)
 	}
 }

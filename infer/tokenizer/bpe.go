@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 )
@@ -18,11 +19,11 @@ type bpeTables struct {
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 // piece returns the piece id of s, or -1.
-func (t *Tokenizer) piece(s string) int32 {
-	if id, ok := t.ids[s]; ok {
+func (t *Tokenizer) piece(s []byte) int32 {
+	if id, ok := t.ids[string(s)]; ok {
 		return id
 	}
-	if id, ok := t.bpe.extra[s]; ok {
+	if id, ok := t.bpe.extra[string(s)]; ok {
 		return id
 	}
 	return null
@@ -40,11 +41,10 @@ func (t *Tokenizer) buildBPE(merges []string) error {
 	b.extra = map[string]int32{}
 	b.ranks = make(map[uint64]int32, len(merges))
 	b.result = make([]int32, len(merges))
+	// intern returns the piece id of s, numbering it if new (the
+	// string(s) conversions in map lookups do not allocate).
 	intern := func(s []byte) int32 {
-		if id, ok := t.ids[string(s)]; ok {
-			return id
-		}
-		if id, ok := b.extra[string(s)]; ok {
+		if id := t.piece(s); id != null {
 			return id
 		}
 		id := int32(len(t.tokens) + len(b.extra))
@@ -59,20 +59,22 @@ func (t *Tokenizer) buildBPE(merges []string) error {
 				first, second = m[:i+1], m[i+2:]
 			}
 		}
-		buf = append(append(buf[:0], first...), second...)
-		l, r := intern([]byte(first)), intern([]byte(second))
+		buf = append(buf[:0], m...)
+		l := intern(buf[:len(first)])
+		r := intern(buf[len(m)-len(second):])
 		k := pairKey(l, r)
 		if _, dup := b.ranks[k]; !dup {
 			b.ranks[k] = int32(rank)
 		}
+		buf = append(append(buf[:0], first...), second...)
 		b.result[rank] = intern(buf)
 	}
 	return nil
 }
 
 // bpeSymbol is a run of the word in the linked list being merged; n == 0
-// marks a symbol merged into its left neighbour. piece is the interned id
-// of its text, or -1 when no merge mentions that text.
+// marks a symbol merged into its left neighbour. piece is the piece id of
+// its text, or -1 when that text is neither a token nor part of a merge.
 type bpeSymbol struct {
 	start, n   int
 	prev, next int
@@ -139,19 +141,17 @@ func (t *Tokenizer) encodeBPE(text string, out []int32, w *bpeWork) ([]int32, er
 			}
 		}
 		start += n
-		out = t.mergeWord(string(w.word), out, w)
+		out = t.mergeWord(w.word, out, w)
 	}
 	return out, nil
 }
 
 // mergeWord appends the tokens of one encoded word.
-func (t *Tokenizer) mergeWord(word string, out []int32, w *bpeWork) []int32 {
+func (t *Tokenizer) mergeWord(word []byte, out []int32, w *bpeWork) []int32 {
 	syms := w.syms[:0]
 	whole := false
-	if t.ignoreMerges {
-		_, whole = t.ids[word]
-	} else if t.pre.newlineWords && strings.Trim(word, "\n") == "" {
-		_, whole = t.ids[word]
+	if t.ignoreMerges || t.pre.newlineWords && len(bytes.Trim(word, "\n")) == 0 {
+		_, whole = t.ids[string(word)]
 	}
 	if whole {
 		syms = append(syms, bpeSymbol{start: 0, n: len(word), prev: -1, next: -1})
@@ -206,7 +206,7 @@ func (t *Tokenizer) mergeWord(word string, out []int32, w *bpeWork) []int32 {
 			continue
 		}
 		s := word[syms[i].start : syms[i].start+syms[i].n]
-		if id, ok := t.ids[s]; ok {
+		if id, ok := t.ids[string(s)]; ok {
 			out = append(out, id)
 			continue
 		}
@@ -216,9 +216,9 @@ func (t *Tokenizer) mergeWord(word string, out []int32, w *bpeWork) []int32 {
 			var id int32
 			var ok bool
 			if t.pre.rawUTF8 {
-				id, ok = t.ids[fmt.Sprintf("<0x%02X>", s[j])]
+				id, ok = t.ids[byteTokenText[s[j]]]
 			} else {
-				id, ok = t.ids[s[j:j+1]]
+				id, ok = t.ids[string(s[j:j+1])]
 			}
 			if ok {
 				out = append(out, id)

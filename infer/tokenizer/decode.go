@@ -39,7 +39,7 @@ func (t *Tokenizer) DecodeWith(ids []int32, opt DecodeOptions) (string, error) {
 	if opt.RemoveSpecial && t.addEOS && len(ids) > 0 && ids[len(ids)-1] == t.special[SpecialEOS] {
 		ids = ids[:len(ids)-1]
 	}
-	var b []byte
+	b := make([]byte, 0, 4*len(ids))
 	for _, id := range ids {
 		start := len(b)
 		var err error
@@ -70,22 +70,27 @@ func (t *Tokenizer) appendPiece(b []byte, id int32, special bool) ([]byte, error
 	if id < 0 || int(id) >= len(t.tokens) {
 		return b, &TokenError{ID: id, Err: fmt.Errorf("%w: vocabulary has %d tokens", ErrTokenRange, len(t.tokens))}
 	}
-	a := t.attrs[id]
-	text := t.tokens[id]
-	switch {
-	case a&(AttrUnknown|AttrControl) != 0 && !special:
+	if !special && t.attrs[id]&(AttrUnknown|AttrControl) != 0 {
 		return b, nil
-	case a&(AttrUnknown|AttrControl|AttrUserDefined) != 0:
-		return append(b, text...), nil
-	case a&AttrNormal != 0:
-		if t.kind == kindSPM || t.escapeSpaces {
-			return append(b, strings.ReplaceAll(text, "\u2581", " ")...), nil
-		}
-		return appendByteLevel(b, text), nil
-	case a&AttrByte != 0:
-		return append(b, byteOfToken(text)), nil
 	}
-	return b, nil
+	start := uint32(0)
+	if id > 0 {
+		start = t.pieceEnd[id-1]
+	}
+	return append(b, t.pieceText[start:t.pieceEnd[id]]...), nil
+}
+
+// appendUnescaped appends text with every U+2581 (SentencePiece's
+// space) turned back into a space.
+func appendUnescaped(b []byte, text string) []byte {
+	for {
+		i := strings.Index(text, "\u2581")
+		if i < 0 {
+			return append(b, text...)
+		}
+		b = append(append(b, text[:i]...), ' ')
+		text = text[i+len("\u2581"):]
+	}
 }
 
 // appendByteLevel appends the bytes a byte-level BPE token's text spells,

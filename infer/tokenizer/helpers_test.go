@@ -97,7 +97,7 @@ func tinySPM() *Vocab {
 	add("<s>", TypeControl, 0)
 	add("</s>", TypeControl, 0)
 	for b := 0; b < 256; b++ {
-		add(byteName(byte(b)), TypeByte, 0)
+		add(byteTokenText[b], TypeByte, 0)
 	}
 	for i, p := range []string{"▁", "▁t", "he", "▁the", "▁a", "in", "▁in", "er", "on", "an", "▁w", "or", "é", "▁café", "你", "好", "你好", "<|user|>"} {
 		typ := TypeNormal
@@ -107,11 +107,6 @@ func tinySPM() *Vocab {
 		add(p, typ, -float32(i))
 	}
 	return v
-}
-
-func byteName(b byte) string {
-	const hex = "0123456789ABCDEF"
-	return "<0x" + string(hex[b>>4]) + string(hex[b&15]) + ">"
 }
 
 // tinyBPE is a small byte-level BPE vocabulary built in the test: every

@@ -35,9 +35,9 @@ var (
 	gpt2Steps      = []splitter{splitGPT2}
 	llama3Steps    = []splitter{llama3Style{digits: 3, punctCRLF: true}.split}
 	qwen2Steps     = []splitter{llama3Style{digits: 1, punctCRLF: true}.split}
-	starcoderSteps = []splitter{regex(oneOf(isN)), splitGPT2}
+	starcoderSteps = []splitter{regex(oneOf(isNumber)), splitGPT2}
 	poroSteps      = []splitter{regex(poroWord)}
-	ds3Steps       = []splitter{regex(upTo(isN, 3)), regex(runOf(isCJKKana)), regex(ds3Match)}
+	ds3Steps       = []splitter{regex(upTo(isNumber, 3)), regex(runOf(isCJKKana)), regex(ds3Match)}
 	gpt4oSteps     = []splitter{casedWords{digits: 3, contractions: true}.split}
 )
 
@@ -56,9 +56,9 @@ var unsupportedPre = []string{
 
 func init() {
 	def := preTokenizer{steps: []splitter{
-		regex(runOf(func(r rune) bool { return isP(r) || isASCIIIn(r, "$+<=>^~|") })),
+		regex(runOf(func(r rune) bool { return isPunct(r) || isASCIIIn(r, "$+<=>^~|") })),
 		splitGPT2,
-		regex(runOf(isN)),
+		regex(runOf(isNumber)),
 		regex(threeDigits),
 	}}
 	add := func(p preTokenizer, names ...string) {
@@ -67,7 +67,7 @@ func init() {
 		}
 	}
 	add(def, "", "default")
-	add(preTokenizer{steps: []splitter{regex(upTo(isN, 3)), llama3Style{punctCRLF: true}.split}, ignoreMerges: true}, "minicpm5")
+	add(preTokenizer{steps: []splitter{regex(upTo(isNumber, 3)), llama3Style{punctCRLF: true}.split}, ignoreMerges: true}, "minicpm5")
 	add(preTokenizer{steps: llama3Steps, ignoreMerges: true, addBOS: true},
 		"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano")
 	add(preTokenizer{steps: []splitter{
@@ -76,18 +76,18 @@ func init() {
 		regex(spaceThen(func(r rune) bool { return inRanges(wide(r), deepseekPunct) })),
 		splitTrailingSpace,
 		regex(runOf(isCJK)),
-		regex(runOf(isN)),
+		regex(runOf(isNumber)),
 	}, noClean: true}, "deepseek-llm")
 	add(preTokenizer{steps: []splitter{
 		regex(oneOf(isCRLF)),
-		regex(spaceThen(isL)),
-		regex(spaceThen(isP)),
+		regex(spaceThen(isLetter)),
+		regex(spaceThen(isPunct)),
 		regex(runOf(isCJK)),
-		regex(oneOf(isN)),
+		regex(oneOf(isNumber)),
 	}, noClean: true}, "deepseek-coder")
 	add(preTokenizer{steps: ds3Steps, noClean: true}, "deepseek-v3", "hunyuan-dense", "joyai-llm")
 	add(preTokenizer{steps: []splitter{
-		regex(runOf(func(r rune) bool { return isP(r) || isASCIIIn(r, "$+<=>^~|`") })),
+		regex(runOf(func(r rune) bool { return isPunct(r) || isASCIIIn(r, "$+<=>^~|`") })),
 		splitGPT2,
 		regex(threeDigits),
 	}}, "falcon")
@@ -111,7 +111,7 @@ func init() {
 	add(preTokenizer{steps: llama3Steps, noBOS: true}, "glm4", "chatglm-bpe")
 	add(preTokenizer{steps: poroSteps, noClean: true}, "poro-chat")
 	add(preTokenizer{steps: poroSteps}, "bloom", "gpt3-finnish")
-	add(preTokenizer{steps: []splitter{regex(poroWord), regex(oneOf(isN))}, noClean: true}, "viking")
+	add(preTokenizer{steps: []splitter{regex(poroWord), regex(oneOf(isNumber))}, noClean: true}, "viking")
 	add(preTokenizer{steps: []splitter{casedWords{digits: 1}.split}, noClean: true, ignoreMerges: true, addBOS: true}, "tekken")
 	add(preTokenizer{steps: gpt4oSteps, noClean: true}, "gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2")
 	add(preTokenizer{steps: []splitter{jais2Split}}, "jais-2")
@@ -239,15 +239,15 @@ func ds3Match(c []rune, p int) int {
 	if asciiPunct(c[p]) && in(c, p+1, asciiLetter) {
 		return run(c, p+1, asciiLetter) - p
 	}
-	lm := func(r rune) bool { return isL(r) || !isSpace(r) && isMark(r) }
-	opt := func(r rune) bool { return !isCRLF(r) && !isL(r) && !isP(r) && !isS(r) }
+	lm := func(r rune) bool { return isLetter(r) || isMark(r) }
+	opt := func(r rune) bool { return !isCRLF(r) && !isLetter(r) && !isPunct(r) && !isSymbol(r) }
 	if opt(c[p]) && in(c, p+1, lm) {
 		return run(c, p+1, lm) - p
 	}
 	if lm(c[p]) {
 		return run(c, p, lm) - p
 	}
-	ps := func(r rune) bool { return isP(r) || isS(r) }
+	ps := func(r rune) bool { return isPunct(r) || isSymbol(r) }
 	q := p
 	if c[p] == ' ' && in(c, p+1, ps) {
 		q++
@@ -309,14 +309,14 @@ func jais2Word(c []rune, p int) int {
 	if n := contraction(c, p, true); n > 0 {
 		return n
 	}
-	if notCRLFLN(c[p]) && in(c, p+1, isL) {
-		return run(c, p+1, isL) - p
+	if notCRLFLN(c[p]) && in(c, p+1, isLetter) {
+		return run(c, p+1, isLetter) - p
 	}
-	if isL(c[p]) {
-		return run(c, p, isL) - p
+	if isLetter(c[p]) {
+		return run(c, p, isLetter) - p
 	}
-	if isN(c[p]) {
-		return upTo(isN, 3)(c, p)
+	if isNumber(c[p]) {
+		return upTo(isNumber, 3)(c, p)
 	}
 	q := p
 	if c[p] == ' ' && in(c, p+1, notSLN) {

@@ -10,9 +10,9 @@ package tokenizer
 // Two kinds exist, matching the two paths in llama.cpp's
 // unicode_regex_split:
 //
-//   - Hand-written splitters (splitGPT2, splitLlama3) mirror llama.cpp's
-//     own fast paths for the GPT-2, Llama 3, Qwen 2 and Qwen 3.5 regexes.
-//     They give every code point to some piece.
+//   - Hand-written splitters (splitGPT2, llama3Style) mirror llama.cpp's
+//     own fast paths for the GPT-2, Llama 3, Qwen 2 and Qwen 3.5 regexes,
+//     quirks included. They give every code point to some piece.
 //   - Regex splitters (splitRegex with a matcher) reproduce std::regex's
 //     ECMAScript semantics (leftmost match, first alternative that
 //     succeeds, greedy quantifiers with backtracking) for one regex. Text
@@ -57,20 +57,16 @@ func wide(c rune) rune {
 	return c
 }
 
-// isL etc. are the class tests of the collapsed text; for ASCII they are
-// the fixed sets llama.cpp substitutes for \p{..} (A-Za-z, 0-9, ...), which
-// agree with the Unicode categories of ASCII.
-func isL(c rune) bool  { return !isSpace(c) && isLetter(c) }
-func isN(c rune) bool  { return !isSpace(c) && isNumber(c) }
-func isP(c rune) bool  { return !isSpace(c) && isPunct(c) }
-func isS(c rune) bool  { return !isSpace(c) && isSymbol(c) }
-func isLN(c rune) bool { return isL(c) || isN(c) }
+// The class tests of the collapsed text are the Unicode ones: for ASCII,
+// the fixed sets llama.cpp substitutes for \p{..} (A-Za-z, 0-9, ...) agree
+// with the Unicode categories, and no white-space code point (which the
+// collapse turns into U+000B) is a letter, number, punctuation or symbol.
 
 // notSLN is [^\s\p{L}\p{N}].
 func notSLN(c rune) bool { return !isSpace(c) && !isLetter(c) && !isNumber(c) }
 
 // notCRLFLN is [^\r\n\p{L}\p{N}].
-func notCRLFLN(c rune) bool { return c != '\r' && c != '\n' && !isLN(c) }
+func notCRLFLN(c rune) bool { return c != '\r' && c != '\n' && !isLetter(c) && !isNumber(c) }
 
 func isCRLF(c rune) bool { return c == '\r' || c == '\n' }
 

@@ -13,13 +13,23 @@ type spmTables struct {
 func (t *Tokenizer) buildSPM() {
 	for b := 0; b < 256; b++ {
 		t.spm.byteTok[b] = null
-		if id, ok := t.ids[fmt.Sprintf("<0x%02X>", b)]; ok {
+		if id, ok := t.ids[byteTokenText[b]]; ok {
 			t.spm.byteTok[b] = id
 		} else if id, ok := t.ids[string([]byte{byte(b)})]; ok {
 			t.spm.byteTok[b] = id
 		}
 	}
 }
+
+// byteTokenText[b] is the text of byte b's fallback token, "<0xXX>" with
+// upper-case hex digits.
+var byteTokenText = func() [256]string {
+	var t [256]string
+	for b := range t {
+		t[b] = fmt.Sprintf("<0x%02X>", b)
+	}
+	return t
+}()
 
 // spmSymbol is a run of text[start:start+n] in the linked list of
 // symbols being merged; n == 0 marks a symbol merged into its left

@@ -52,6 +52,11 @@ type Tokenizer struct {
 	bpe    bpeTables
 	merges []string // BPE merges, for Digest
 
+	// pieceText holds every token's rendering (special tokens as their
+	// text); token id's is pieceText[pieceEnd[id-1]:pieceEnd[id]].
+	pieceText string
+	pieceEnd  []uint32
+
 	digestOnce sync.Once
 	digest     [32]byte
 }
@@ -141,37 +146,64 @@ func New(v *Vocab) (*Tokenizer, error) {
 		}
 		t.merges = slices.Clone(v.Merges)
 	}
-	if err := t.checkPieces(); err != nil {
+	if err := t.buildPieces(); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// checkPieces refuses the tokens llama.cpp cannot render, which make it
-// fail to load the vocabulary: byte tokens too short to hold "<0xXX", and
-// byte-level BPE tokens whose text decodes above U+10FFFF.
-func (t *Tokenizer) checkPieces() error {
+// maxPiece bounds the rendering of one token. Byte-level BPE renders a
+// code point outside the GPT-2 byte map as a marker that repeats the
+// whole token text, so a hostile vocabulary could ask for pieces
+// quadratic in its size.
+const maxPiece = 1 << 20
+
+// buildPieces renders every token as llama.cpp's token_to_piece does with
+// special set (control and unknown tokens as their text), the cache that
+// appendPiece reads, as llama.cpp caches them. It refuses the tokens
+// llama.cpp cannot render, which make it fail to load the vocabulary:
+// byte tokens too short to hold "<0xXX", and byte-level BPE tokens whose
+// text decodes above U+10FFFF.
+func (t *Tokenizer) buildPieces() error {
+	var b []byte
+	t.pieceEnd = make([]uint32, len(t.tokens))
 	for id, a := range t.attrs {
 		text := t.tokens[id]
 		switch {
 		case a&(AttrUnknown|AttrControl|AttrUserDefined) != 0:
+			b = append(b, text...)
 		case a&AttrNormal != 0:
-			if t.kind != kindBPE || t.escapeSpaces {
-				continue
+			if t.kind == kindSPM || t.escapeSpaces {
+				b = appendUnescaped(b, text)
+				break
 			}
+			unknown := 0
 			for i := 0; i < len(text); {
 				c, n := decodeRune(text, i)
 				if c > 0x10FFFF {
 					return vocabErr("tokenizer.ggml.tokens", id, "text %q decodes to U+%X, beyond U+10FFFF", text, c)
 				}
+				if c >= rune(len(byteOfRune)) || byteOfRune[c] < 0 {
+					unknown++
+				}
 				i += n
 			}
+			if unknown*(len(text)+24) > maxPiece {
+				return vocabErr("tokenizer.ggml.tokens", id, "text of %d bytes renders to more than %d bytes", len(text), maxPiece)
+			}
+			b = appendByteLevel(b, text)
 		case a&AttrByte != 0:
 			if len(text) < 3 {
 				return vocabErr("tokenizer.ggml.tokens", id, "byte token %q is not of the form <0xXX>", text)
 			}
+			b = append(b, byteOfToken(text))
 		}
+		if len(b) > 1<<31 {
+			return vocabErr("tokenizer.ggml.tokens", id, "the tokens render to more than 2 GiB")
+		}
+		t.pieceEnd[id] = uint32(len(b))
 	}
+	t.pieceText = string(b)
 	return nil
 }
 

@@ -104,6 +104,7 @@ func TestNewErrors(t *testing.T) {
 		{"unknown pre", func(v *Vocab) { v.Pre = "no-such-pre" }, ErrUnknownPre},
 		{"unsupported pre", func(v *Vocab) { v.Pre = "kimi-k2" }, ErrUnsupportedPre},
 		{"token beyond U+10FFFF", func(v *Vocab) { v.Tokens[100] = "\xF7\xBF\xBF\xBF" }, ErrInvalidVocab},
+		{"token rendering too long", func(v *Vocab) { v.Tokens[100] = strings.Repeat("あ", 5000) }, ErrInvalidVocab},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := tinyBPE("gpt-2")
@@ -429,5 +430,48 @@ func TestConcurrentUse(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestAddAndRemoveSpecial checks BOS and EOS around Encode and Decode
+// against llama.cpp's rules: AddSpecial adds both where the vocabulary says
+// so; RemoveSpecial drops them again, and a removed BOS leaves
+// SentencePiece's leading space in place.
+func TestAddAndRemoveSpecial(t *testing.T) {
+	v := tinySPM()
+	v.AddEOS = boolp(true)
+	tok := mustNew(t, v)
+	a := mustID(t, tok, "▁a")
+	for _, tc := range []struct {
+		text string
+		opt  EncodeOptions
+		want []int32
+	}{
+		{"a", EncodeOptions{}, []int32{a}},
+		{"a", EncodeOptions{AddSpecial: true}, []int32{1, a, 2}},
+		{"", EncodeOptions{AddSpecial: true}, []int32{1, 2}},
+		{"<s>a", EncodeOptions{AddSpecial: true, ParseSpecial: true}, []int32{1, 1, a, 2}},
+	} {
+		got, err := tok.Encode(tc.text, tc.opt)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("Encode(%q, %+v) = %v, %v; want %v", tc.text, tc.opt, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		ids  []int32
+		opt  DecodeOptions
+		want string
+	}{
+		{[]int32{a}, DecodeOptions{}, "a"},
+		{[]int32{1, a, 2}, DecodeOptions{}, " a"},
+		{[]int32{1, a, 2}, DecodeOptions{RenderSpecial: true}, "<s> a</s>"},
+		{[]int32{1, a, 2}, DecodeOptions{RemoveSpecial: true}, " a"},
+		{[]int32{1, a, 2}, DecodeOptions{RemoveSpecial: true, RenderSpecial: true}, " a"},
+		{[]int32{a, 2}, DecodeOptions{RemoveSpecial: true, RenderSpecial: true}, "a"},
+	} {
+		got, err := tok.DecodeWith(tc.ids, tc.opt)
+		if err != nil || got != tc.want {
+			t.Errorf("DecodeWith(%v, %+v) = %q, %v; want %q", tc.ids, tc.opt, got, err, tc.want)
+		}
 	}
 }

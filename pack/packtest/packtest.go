@@ -1,5 +1,3 @@
-// Package packtest provides fixtures for tests of the pack format and of
-// its users: deterministic identities, synthetic KV chunks and manifests.
 package packtest
 
 import (

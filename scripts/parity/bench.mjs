@@ -1,15 +1,17 @@
 // Times llama.cpp's tokenizer (through node-llama-cpp) on the text and
-// vocabularies of infer/tokenizer's BenchmarkEncode: the peer for
-// docs/benchmarks.md. An op is one tokenize(text, parse_special=true) of
-// the 10 KiB text, including node-llama-cpp's conversion of the string and
-// of the result.
+// vocabularies of infer/tokenizer's BenchmarkEncode and BenchmarkDecode:
+// the peer for docs/benchmarks.md. An encode op is one
+// tokenize(text, parse_special=true) of the 10 KiB text; a decode op is one
+// detokenize(ids, special=false) of its ids. Both include node-llama-cpp's
+// conversions between JavaScript and C++ (the string, the id array). Both
+// sides are timed in CPU time (user + system, all threads), which a shared
+// machine disturbs far less than wall time.
 //
 //   node bench.mjs [--shared DIR] [--seconds S]
-//       prints "name ns/op" for llama.cpp, one line per vocabulary
+//       prints "encode|decode name cpu-ns/op" for llama.cpp
 //   node bench.mjs --compare [--rounds N] [--seconds S]
-//       alternates N rounds of this and of `go test -bench BenchmarkEncode`
-//       (so both see the same machine load) and prints the medians and
-//       their ratio
+//       alternates N rounds of this and of `go test -bench` (so both see
+//       the same machine load) and prints the medians and their ratios
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -41,44 +43,56 @@ const vocabs = [
   {name: "deepseek-llm", file: "vocab/ggml-vocab-deepseek-llm.gguf"},
 ];
 
-async function llamaRound() {
-const out = {};
-const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "muser-bench-"));
-try {
-  for (const v of vocabs) {
-    let modelPath = path.join(shared, v.file);
-    if (v.pre) {
-      const p = path.join(tmp, path.basename(v.file));
-      patchGGUF(modelPath, p, {"tokenizer.ggml.pre": v.pre});
-      modelPath = p;
-    }
-    const model = await llama.loadModel({modelPath, vocabOnly: true});
-    for (let i = 0; i < 3; i++) model.tokenize(text, true);
-    let n = 0;
-    const start = process.hrtime.bigint();
-    const deadline = start + BigInt(Math.round(seconds * 1e9));
-    let now = start;
-    while (now < deadline) {
-      model.tokenize(text, true);
-      n++;
-      now = process.hrtime.bigint();
-    }
-    out[v.name] = Number(now - start) / n;
-    await model.dispose();
+// timeCPU runs op for about `seconds` of wall time, after a warm-up, and
+// returns the CPU nanoseconds per call.
+function timeCPU(op) {
+  for (let i = 0; i < 3; i++) op();
+  let n = 0;
+  const cpu0 = process.cpuUsage();
+  const deadline = process.hrtime.bigint() + BigInt(Math.round(seconds * 1e9));
+  while (process.hrtime.bigint() < deadline) {
+    op();
+    n++;
   }
-} finally {
-  fs.rmSync(tmp, {recursive: true, force: true});
-}
-return out;
+  const cpu = process.cpuUsage(cpu0);
+  return ((cpu.user + cpu.system) * 1e3) / n;
 }
 
-// goRound runs BenchmarkEncode once and returns ns/op by vocabulary.
+// llamaRound times llama.cpp once on every vocabulary and returns CPU
+// ns/op by operation and vocabulary.
+async function llamaRound() {
+  const out = {encode: {}, decode: {}};
+  const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "muser-bench-"));
+  try {
+    for (const v of vocabs) {
+      let modelPath = path.join(shared, v.file);
+      if (v.pre) {
+        const p = path.join(tmp, path.basename(v.file));
+        patchGGUF(modelPath, p, {"tokenizer.ggml.pre": v.pre});
+        modelPath = p;
+      }
+      const model = await llama.loadModel({modelPath, vocabOnly: true});
+      const ids = model.tokenize(text, true);
+      out.encode[v.name] = timeCPU(() => model.tokenize(text, true));
+      out.decode[v.name] = timeCPU(() => model.detokenize(ids, false));
+      await model.dispose();
+    }
+  } finally {
+    fs.rmSync(tmp, {recursive: true, force: true});
+  }
+  return out;
+}
+
+// goRound runs BenchmarkEncode and BenchmarkDecode once and returns CPU
+// ns/op by operation and vocabulary.
 function goRound() {
-  const out = {};
-  const res = execFileSync("go", ["test", "-run", "^$", "-bench", "^BenchmarkEncode$", "-benchtime", `${seconds}s`, "./infer/tokenizer"],
+  const out = {encode: {}, decode: {}};
+  const res = execFileSync("go", ["test", "-run", "^$", "-bench", "^Benchmark(Encode|Decode)$", "-benchtime", `${seconds}s`, "./infer/tokenizer"],
     {cwd: root, encoding: "utf8"});
-  for (const m of res.matchAll(/^BenchmarkEncode\/(\S+?)(?:-\d+)?\s+\d+\s+(\d+(?:\.\d+)?) ns\/op/gm)) out[m[1]] = Number(m[2]);
+  for (const m of res.matchAll(/^Benchmark(Encode|Decode)\/(\S+?)(?:-\d+)?\s.*?\s(\d+(?:\.\d+)?) cpu-ns\/op/gm)) {
+    out[m[1].toLowerCase()][m[2]] = Number(m[3]);
+  }
   return out;
 }
 
@@ -89,17 +103,25 @@ const median = (xs) => {
 
 if (args.includes("--compare")) {
   const rounds = Number(opt("--rounds", "3"));
-  const ours = {}, theirs = {};
+  const ours = {encode: {}, decode: {}}, theirs = {encode: {}, decode: {}};
+  const add = (acc, res) => {
+    for (const op of ["encode", "decode"]) for (const [k, v] of Object.entries(res[op])) (acc[op][k] ??= []).push(v);
+  };
   for (let r = 0; r < rounds; r++) {
-    for (const [k, v] of Object.entries(goRound())) (ours[k] ??= []).push(v);
-    for (const [k, v] of Object.entries(await llamaRound())) (theirs[k] ??= []).push(v);
+    add(ours, goRound());
+    add(theirs, await llamaRound());
   }
-  console.log("| vocabulary | muser µs/op | llama.cpp µs/op | llama.cpp ÷ muser |");
-  console.log("|---|---:|---:|---:|");
+  console.log("| vocabulary | encode: muser | llama.cpp | ratio | decode: muser | llama.cpp | ratio |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|");
   for (const v of vocabs) {
-    const a = median(ours[v.name] ?? [NaN]), b = median(theirs[v.name] ?? [NaN]);
-    console.log(`| ${v.name} | ${(a / 1e3).toFixed(0)} | ${(b / 1e3).toFixed(0)} | ${(b / a).toFixed(2)} |`);
+    const cells = [];
+    for (const op of ["encode", "decode"]) {
+      const a = median(ours[op][v.name] ?? [NaN]), b = median(theirs[op][v.name] ?? [NaN]);
+      cells.push(`${(a / 1e3).toFixed(0)} µs`, `${(b / 1e3).toFixed(0)} µs`, (b / a).toFixed(2));
+    }
+    console.log(`| ${v.name} | ${cells.join(" | ")} |`);
   }
 } else {
-  for (const [k, v] of Object.entries(await llamaRound())) console.log(`${k} ${v}`);
+  const res = await llamaRound();
+  for (const op of ["encode", "decode"]) for (const [k, v] of Object.entries(res[op])) console.log(`${op} ${k} ${v}`);
 }

@@ -1,6 +1,3 @@
-// Package storetest provides helpers for tests that use a real store: a
-// store in a temporary directory whose cleanup runs a full check (the
-// idea of bbolt's StrictMode), and publishing of synthetic KV.
 package storetest
 
 import (

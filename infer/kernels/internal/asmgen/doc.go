@@ -1,0 +1,18 @@
+// Command asmgen writes matmul_amd64.s, the AVX-512 matrix kernels of
+// package kernels.
+//
+// # Why a generator
+//
+// The raw-block kernels unroll eight rows and several groups per block, and
+// the panel kernels come in variants for 1 to 8 tokens and two group sizes;
+// that is clearer generated than written out. The canonical orders the
+// kernels implement are documented in package kernels (doc.go).
+//
+// # Use
+//
+//	go generate ./infer/kernels
+//
+// and commit the result; TestGeneratedFileUpToDate fails while the
+// committed file differs from the generator's output. It depends on nothing
+// outside the standard library.
+package main

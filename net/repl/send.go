@@ -1,0 +1,264 @@
+package repl
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/muserhq/muser/net/wire"
+	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/store"
+	"github.com/quic-go/quic-go"
+)
+
+// send runs the sender's side of a transfer of pack id to the peer of s on
+// the control stream ctrl.
+func (n *Node) send(ctx context.Context, s *session, ctrl *quic.Stream, id pack.Digest) (Result, error) {
+	res := Result{Pack: id, Peer: s.peer, New: true}
+	fail := func(werr *wire.Error) (Result, error) {
+		_ = wire.Write(ctrl, refuseFrame(werr))
+		ctrl.Close()
+		return res, werr
+	}
+	m, err := n.cfg.Store.Manifest(id)
+	if err != nil {
+		return fail(asWire(s.peer, err))
+	}
+	mb, err := m.Marshal()
+	if err != nil {
+		return fail(asWire(s.peer, err))
+	}
+	if got := pack.PackID(mb); got != id {
+		return fail(&wire.Error{Code: wire.CodeInternal, Peer: s.peer,
+			Detail: fmt.Sprintf("local manifest of pack %s re-encodes to pack ID %s", id.Short(), got.Short())})
+	}
+	res.Tokens = len(m.Tokens)
+	sizes := map[pack.Digest]uint32{}
+	for _, c := range m.Chunks {
+		if _, ok := sizes[c.ID]; !ok {
+			sizes[c.ID] = c.Size
+			res.Chunks++
+			res.Bytes += int64(c.Size)
+		}
+	}
+
+	// One transfer at a time to this peer, sealed inside the lock, so the
+	// receiver publishes in generation order.
+	lock := n.lockFor(n.sendLock, s.peer)
+	lock.Lock()
+	defer lock.Unlock()
+	start := time.Now()
+	before := s.conn.Stats()
+
+	gen, err := n.gens.Next()
+	if err != nil {
+		return fail(asWire(s.peer, err))
+	}
+	var nonce [pack.NonceSize]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return fail(asWire(s.peer, err))
+	}
+	seal, err := pack.NewSeal(LinkKey(n.secret, n.name, s.peer), id, n.name, gen, nonce)
+	if err != nil {
+		return fail(asWire(s.peer, err))
+	}
+	if n.cfg.sealed != nil {
+		n.cfg.sealed(seal)
+	}
+	if err := wire.Write(ctrl, &wire.Offer{Manifest: mb, Seal: seal}); err != nil {
+		return res, s.conn.Err(err)
+	}
+	msg, err := wire.Read(ctrl, wire.TypeNeed)
+	if err != nil {
+		return res, readError(s, err)
+	}
+	var need *wire.Need
+	switch v := msg.(type) {
+	case *wire.Refuse:
+		ctrl.Close()
+		return res, remote(s.peer, v)
+	case *wire.Need:
+		need = v
+	}
+	seen := map[pack.Digest]bool{}
+	for _, c := range need.Chunks {
+		sz, ok := sizes[c]
+		if !ok || seen[c] {
+			return fail(&wire.Error{Code: wire.CodeProtocol, Peer: s.peer,
+				Detail: fmt.Sprintf("need lists chunk %s, which pack %s does not hold once", c.Short(), id.Short())})
+		}
+		seen[c] = true
+		res.Moved++
+		res.MovedBytes += int64(sz)
+	}
+	if len(need.Chunks) > 0 {
+		if err := n.streamChunks(ctx, s, need.Transfer, id, m, seen); err != nil {
+			werr := asWire(s.peer, err)
+			if werr.Remote || isStreamReset(err) {
+				// The receiver stopped us; its reason is on the control
+				// stream.
+				if msg, rerr := wire.Read(ctrl, wire.TypeDone); rerr == nil {
+					if r, ok := msg.(*wire.Refuse); ok {
+						ctrl.Close()
+						return res, remote(s.peer, r)
+					}
+				}
+				ctrl.Close()
+				return res, werr
+			}
+			return fail(werr)
+		}
+	}
+	msg, err = wire.Read(ctrl, wire.TypeDone)
+	if err != nil {
+		return res, readError(s, err)
+	}
+	ctrl.Close()
+	switch v := msg.(type) {
+	case *wire.Refuse:
+		return res, remote(s.peer, v)
+	case *wire.Done:
+		if v.Pack != id {
+			return res, &wire.Error{Code: wire.CodeProtocol, Peer: s.peer,
+				Detail: fmt.Sprintf("receiver reports pack %s done, sent %s", v.Pack.Short(), id.Short())}
+		}
+	}
+	after := s.conn.Stats()
+	res.WireBytes = after.BytesSent - before.BytesSent
+	if after.BytesLost > before.BytesLost {
+		res.LostBytes = after.BytesLost - before.BytesLost
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// readError describes a failed read of the control stream.
+func readError(s *session, err error) error {
+	var fe *wire.FrameError
+	if errors.As(err, &fe) || errors.Is(err, wire.ErrUnexpected) {
+		return &wire.Error{Code: wire.CodeMalformed, Peer: s.peer, Detail: err.Error()}
+	}
+	return s.conn.Err(err)
+}
+
+func isStreamReset(err error) bool {
+	var se *quic.StreamError
+	return errors.As(err, &se) && se.Remote
+}
+
+// errStopSending ends a restore whose chunks are no longer wanted.
+var errStopSending = errors.New("stop sending")
+
+// chunkJob is one chunk on its way to a chunk stream.
+type chunkJob struct {
+	id   pack.Digest
+	data []byte
+}
+
+// streamChunks sends the needed chunks of pack id on parallel chunk
+// streams. Chunks are read through the store's verified restore, so no
+// byte leaves that does not match its ID and the pack's root.
+func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, id pack.Digest, m *pack.Manifest, need map[pack.Digest]bool) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	streams := min(n.cfg.Streams, len(need))
+	jobs := make(chan chunkJob, streams)
+	free := make(chan []byte, 2*streams)
+	var wg sync.WaitGroup
+	sendStreams := make([]*quic.SendStream, 0, streams)
+	for range streams {
+		st, err := s.conn.OpenUniStream(ctx)
+		if err != nil {
+			cancel(err)
+			break
+		}
+		if err := wire.Write(st, &wire.Chunks{Transfer: transfer}); err != nil {
+			st.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
+			cancel(s.conn.Err(err))
+			break
+		}
+		sendStreams = append(sendStreams, st)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if ctx.Err() != nil {
+					continue // drain
+				}
+				hdr, err := wire.AppendChunkHeader(nil, j.id, len(j.data))
+				if err == nil {
+					_, err = st.Write(hdr)
+				}
+				if err == nil {
+					_, err = st.Write(j.data)
+				}
+				if err != nil {
+					cancel(s.conn.Err(err))
+				}
+				select {
+				case free <- j.data[:cap(j.data)]:
+				default:
+				}
+			}
+		}()
+	}
+	queued := make(map[pack.Digest]bool, len(need))
+	_, rerr := n.cfg.Store.RestorePack(ctx, store.RestoreRequest{Pack: id, Identity: m.Identity},
+		func(block int, kv []byte) error {
+			cid := m.Chunks[block].ID
+			if !need[cid] || queued[cid] {
+				return nil
+			}
+			queued[cid] = true
+			var buf []byte
+			select {
+			case buf = <-free:
+			default:
+			}
+			if cap(buf) < len(kv) {
+				buf = make([]byte, len(kv))
+			}
+			buf = buf[:len(kv)]
+			copy(buf, kv)
+			if n.cfg.corrupt != nil {
+				n.cfg.corrupt(cid, buf)
+			}
+			select {
+			case jobs <- chunkJob{id: cid, data: buf}:
+				return nil
+			case <-ctx.Done():
+				return errStopSending
+			}
+		})
+	if rerr != nil && !errors.Is(rerr, errStopSending) && ctx.Err() == nil {
+		// The local store could not prove its own pack (it quarantined
+		// it): fail closed, and tell the receiver.
+		cancel(&wire.Error{Code: wire.CodeInternal, Peer: s.peer,
+			Detail: fmt.Sprintf("the sender cannot prove pack %s: %v", id.Short(), rerr)})
+	}
+	close(jobs)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		code := wire.CodeOf(asWire(s.peer, err))
+		for _, st := range sendStreams {
+			st.CancelWrite(quic.StreamErrorCode(code))
+		}
+		return err
+	}
+	if len(queued) != len(need) {
+		for _, st := range sendStreams {
+			st.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
+		}
+		return &wire.Error{Code: wire.CodeInternal, Peer: s.peer,
+			Detail: fmt.Sprintf("restore of pack %s delivered %d of the %d needed chunks", id.Short(), len(queued), len(need))}
+	}
+	for _, st := range sendStreams {
+		if err := st.Close(); err != nil {
+			return s.conn.Err(err)
+		}
+	}
+	return nil
+}
