@@ -63,6 +63,7 @@ func commands() []*command {
 		newModelInspectCommand(),
 		newTokenizeCommand(),
 		newDetokenizeCommand(),
+		newRunCommand(),
 		newBenchCommand(),
 		newServeCommand(),
 		newPackLsCommand(),

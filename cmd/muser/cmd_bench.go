@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +25,7 @@ type benchOptions struct {
 	gen     int
 	reps    int
 	json    bool
+	cpuProf string
 }
 
 func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -33,6 +35,7 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.gen, "gen-tokens", 128, "tokens decoded one at a time for the decode measurement")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions; the fastest is reported")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof)")
 }
 
 // benchResult is what `muser bench --json` prints; scripts/bench.sh reads
@@ -74,6 +77,17 @@ llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.`,
 		}
 		if o.threads <= 0 || o.prompt < 2 || o.gen < 1 || o.reps < 1 {
 			return usagef(cmd, "--threads, --gen-tokens and --reps must be positive and --prompt-tokens at least 2")
+		}
+		if o.cpuProf != "" {
+			f, err := os.Create(o.cpuProf)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
 		}
 		res, err := runBench(ctx, o)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/muserhq/muser/infer/engine/enginetest"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/gguf"
+	"github.com/muserhq/muser/infer/kernels"
 )
 
 // tinyModel writes a tiny random model of arch at quant into a temp dir.
@@ -267,5 +268,49 @@ func TestArchString(t *testing.T) {
 	id := l.Identity([32]byte{1}, [32]byte{2}, 64)
 	if id.Engine != EngineName || id.KV != "f16;block=64;layout=lkv1" || id.Quant != gguf.QuantName(l.File()) || id.Model == ([32]byte{}) {
 		t.Errorf("Identity = %+v", id)
+	}
+}
+
+// TestNumericsVersion pins the kernels' numerics version the engine's
+// identity was last bumped for: when the kernels change their canonical
+// orders, this fails until NumericsVersion is bumped too.
+func TestNumericsVersion(t *testing.T) {
+	const kernelsAtEngineV1 = 1
+	if kernels.NumericsVersion != kernelsAtEngineV1 || NumericsVersion != 1 {
+		t.Fatalf("kernels.NumericsVersion is %d and engine NumericsVersion %d: bump engine.NumericsVersion (identity %q) and update this test",
+			kernels.NumericsVersion, NumericsVersion, EngineName)
+	}
+}
+
+func TestForkAndTruncate(t *testing.T) {
+	m := openModel(t, tinyModel(t, "qwen2", ggml.TypeQ8_0), Options{Threads: 2})
+	r := rand.New(rand.NewPCG(8, 8))
+	p := randomTokens(r, 30, m.Config().Vocab)
+	_, full := prefill(t, m, p)
+	V := m.Config().Vocab
+	a, _ := m.NewSequence(64)
+	if err := m.Forward(context.Background(), []Step{{Seq: a, Tokens: p[:20]}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.Fork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Continue a with garbage, then truncate it back; b continues cleanly.
+	if err := m.Forward(context.Background(), []Step{{Seq: a, Tokens: []int32{1, 2, 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Truncate(20); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Sequence{a, b} {
+		st := []Step{{Seq: s, Tokens: p[20:], Output: OutputAll}}
+		if err := m.Forward(context.Background(), st); err != nil {
+			t.Fatal(err)
+		}
+		requireSame(t, "continuation after fork/truncate", st[0].Logits, full[20*V:])
+	}
+	if err := a.Truncate(31); err == nil {
+		t.Error("Truncate past the end succeeded")
 	}
 }

@@ -49,8 +49,14 @@
 //     0..p back from the cache, in that order, after they were rounded to
 //     the cache's dtype, the token's own K and V included, so a row
 //     restored from a chunk and a row just computed are used identically;
-//     scores are kernels.DotF16 (or Dot) times 1/√d, kernels.Softmax, and
-//     the weighted sum accumulates with kernels.AXPYF16 in position order.
+//     with an f16 cache the query is rounded to f16, scores are
+//     kernels.DotF16 of it with each K row (kernels.DotF16Rows, same bits)
+//     times 1/√d, then kernels.Softmax, the weights are rounded to f16, and
+//     the weighted sum of V rows accumulates with kernels.AXPYF16 in
+//     position order (kernels.AXPYF16Rows); the f16 roundings of query and
+//     weights are llama.cpp's (its CPU attention multiplies f16 operands)
+//     and keep muser close to it (docs/engine.md, "Parity"). An f32 cache
+//     uses kernels.Dot and kernels.AXPY with no rounding.
 //
 // Float arithmetic written in this package rounds every product
 // explicitly (float32(a*b)), which the Go specification guarantees is not

@@ -151,6 +151,7 @@ func (m *Model) Forward(ctx context.Context, batch []Step) error {
 		}
 	}
 	w.rows = rows
+	defer clear(w.rows) // drop references to sequences and logits
 	for lo := 0; lo < len(rows); lo += m.batch {
 		win := rows[lo:min(lo+m.batch, len(rows))]
 		if err := m.forwardRows(ctx, win); err != nil {
@@ -160,7 +161,6 @@ func (m *Model) Forward(ctx context.Context, batch []Step) error {
 			r.seq.tokens = append(r.seq.tokens, r.tok)
 		}
 	}
-	clear(w.rows) // drop references to sequences and logits
 	return nil
 }
 
@@ -371,14 +371,15 @@ func (m *Model) attention(li int, rows []row, q, att []float32) {
 				q16, qr := w.qh16[ci], w.qh[ci]
 				kernels.F32ToF16(q16, qh)
 				kernels.F16ToF32(qr, q16)
-				for j := range n {
-					sc[j] = kernels.DotF16(K[j*row+off:j*row+off+D], qr) * scale
+				kernels.DotF16Rows(sc, K[off:], row, qr)
+				for j := range sc {
+					sc[j] *= scale
 				}
 				kernels.Softmax(sc)
-				for j := range n {
-					p := ggml.F16ToF32(ggml.F32ToF16(sc[j]))
-					kernels.AXPYF16(out, p, V[j*row+off:j*row+off+D])
+				for j, p := range sc {
+					sc[j] = ggml.F16ToF32(ggml.F32ToF16(p))
 				}
+				kernels.AXPYF16Rows(out, sc, V[off:], row)
 			} else {
 				K, V := cache.K32(li), cache.V32(li)
 				for j := range n {

@@ -9,17 +9,13 @@ import (
 
 // NumericsVersion is the engine's numerics version, the N of the identity's
 // engine field "muser-cpu/N". It must be bumped whenever a change to the
-// forward pass or to the kernels (infer/kernels, "Canonical order") can
-// change a single bit of K, V or logits, so packs computed by an older
-// build are refused instead of mixed with new ones.
+// forward pass or to the kernels (kernels.NumericsVersion, whose value a
+// test pins) can change a single bit of K, V or logits, so packs computed
+// by an older build are refused instead of mixed with new ones.
 const NumericsVersion = 1
 
 // EngineName is the identity's engine field for this build.
 var EngineName = fmt.Sprintf("muser-cpu/%d", NumericsVersion)
-
-// FormatVersion is the pack format version the engine writes into
-// identities.
-const FormatVersion = 1
 
 // KVString returns the identity's kv field for this model's KV dtype and
 // a block of blockTokens tokens: "f16;block=64;layout=lkv1".
@@ -39,7 +35,7 @@ func (m *Model) WeightsDigest() [32]byte {
 // block size. Two engines share KV only if all eight fields are equal.
 func (m *Model) Identity(tokenizer, template [32]byte, blockTokens int) pack.Identity {
 	return pack.Identity{
-		Format:    FormatVersion,
+		Format:    pack.FormatVersion,
 		Model:     m.WeightsDigest(),
 		Arch:      m.cfg.ArchString(),
 		Tokenizer: tokenizer,

@@ -177,6 +177,20 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 	if len(logits) != s.vocab {
 		return 0, &ParamError{Param: "logits", Reason: fmt.Sprintf("has %d values, want the vocabulary size %d", len(logits), s.vocab)}
 	}
+	penalties := len(s.counts) > 0 && (s.p.RepeatPenalty != 1 && s.p.RepeatPenalty != 0 || s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0)
+	if s.p.Temperature <= 0 && len(s.p.LogitBias) == 0 && !penalties {
+		// Plain greedy: the highest logit, ties to the lowest id, NaN skipped.
+		best := -1
+		for id, l := range logits {
+			if l == l && (best < 0 || l > logits[best]) {
+				best = id
+			}
+		}
+		if best < 0 || math.IsInf(float64(logits[best]), -1) {
+			return 0, ErrNoCandidates
+		}
+		return int32(best), nil
+	}
 	// c[id] is token id until banned tokens are dropped below.
 	c := s.cand[:0]
 	for id, l := range logits {
@@ -191,7 +205,7 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 		c[id].logit += b
 	}
 	// 2. Penalties.
-	if s.p.RepeatPenalty != 1 && s.p.RepeatPenalty != 0 || s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0 {
+	if penalties {
 		for id, n := range s.counts {
 			if id < 0 || int(id) >= len(c) {
 				continue

@@ -489,3 +489,28 @@ func FuzzStop(f *testing.F) {
 		}
 	})
 }
+
+// TestGreedyFastPath checks the plain-greedy shortcut against the full
+// chain (a zero bias forces the chain) on random logits with ties.
+func TestGreedyFastPath(t *testing.T) {
+	for seed := range uint64(50) {
+		l := randomLogits(seed, 1000)
+		for i := range l {
+			l[i] = float32(math.Round(float64(l[i]) * 2))
+		}
+		if seed%7 == 0 {
+			l[3] = float32(math.NaN())
+		}
+		fast := mustNew(t, Params{}, len(l))
+		full := mustNew(t, Params{LogitBias: map[int32]float64{0: 0}}, len(l))
+		a, err1 := fast.Sample(l)
+		b, err2 := full.Sample(l)
+		if a != b || err1 != nil || err2 != nil {
+			t.Fatalf("seed %d: fast path %d (%v), chain %d (%v)", seed, a, err1, b, err2)
+		}
+	}
+	inf := float32(math.Inf(-1))
+	if _, err := mustNew(t, Params{}, 2).Sample([]float32{inf, float32(math.NaN())}); !errors.Is(err, ErrNoCandidates) {
+		t.Errorf("all -Inf/NaN: got %v, want ErrNoCandidates", err)
+	}
+}

@@ -84,6 +84,16 @@ func Tiny(arch string) Shape {
 	return s
 }
 
+// Micro returns a model of arch small enough to serve as a fuzz seed (a
+// few kilobytes at Q8_0): hidden 32, 1 layer, 2 heads, 1 KV head of 16
+// dims, FFN 32, vocab 16, with the same per-architecture switches as Tiny.
+func Micro(arch string) Shape {
+	s := Tiny(arch)
+	s.Name = "micro-" + arch
+	s.Hidden, s.Layers, s.Heads, s.KVHeads, s.HeadDim, s.FFN, s.Vocab = 32, 1, 2, 1, 16, 32, 16
+	return s
+}
+
 // Params returns the number of weights of s.
 func (s Shape) Params() int64 {
 	q, kv := int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)

@@ -49,6 +49,10 @@ func main() {
 		err = compare(os.Args[2:])
 	case "report":
 		err = report(os.Args[2:])
+	case "fixture":
+		err = fixture(os.Args[2:])
+	case "benchreport":
+		err = benchReport(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -336,17 +340,18 @@ func Compare(logits []float32, ref []byte, n, V int) Result {
 	return res
 }
 
-// The results table lives between these lines in the doc.
-const (
-	beginMark = "<!-- parity:begin (scripts/parity/parity.sh rewrites this table) -->"
-	endMark   = "<!-- parity:end -->"
-)
+// markers returns the lines between which the doc holds table mark.
+func markers(mark string) (begin, end string) {
+	return "<!-- " + mark + ":begin (scripts/parity/parity.sh rewrites this table) -->", "<!-- " + mark + ":end -->"
+}
 
 func report(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ExitOnError)
 	in := fs.String("in", "", "results JSON lines")
 	doc := fs.String("doc", "", "markdown file with the marker lines")
+	mark := fs.String("mark", "parity", "name in the marker lines")
 	fs.Parse(args)
+	beginMark, endMark := markers(*mark)
 	data, err := os.ReadFile(*in)
 	if err != nil {
 		return err
@@ -364,11 +369,12 @@ func report(args []string) error {
 	}
 	var t strings.Builder
 	t.WriteString(beginMark + "\n")
-	t.WriteString("| model | positions | top-1 agreement | rel. logit error mean | max | ref top-1 margin min / median | ref logit std |\n")
+	t.WriteString("| model | positions | top-1 agreement | rel. logit error mean / max | ref top-1 margin min / median | ref logit std | context changes top-1 |\n")
 	t.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&t, "| %s | %d | %.2f%% (%d/%d) | %.2e | %.2e | %.3f / %.3f | %.2f |\n",
-			r.Model, r.Positions, r.AgreePct, r.Agree, r.Positions, r.RelErrMean, r.RelErrMax, r.MarginMin, r.MarginMed, r.LogitStd)
+		fmt.Fprintf(&t, "| %s | %d | %.2f%% (%d/%d) | %.2e / %.2e | %.3f / %.3f | %.2f | %.0f%% |\n",
+			r.Model, r.Positions, r.AgreePct, r.Agree, r.Positions, r.RelErrMean, r.RelErrMax, r.MarginMin, r.MarginMed, r.LogitStd,
+			100*float64(r.ContextChanges)/float64(r.Positions))
 	}
 	for _, r := range rows {
 		if len(r.DisagreeMgn) > 0 {
@@ -429,4 +435,151 @@ func refErr(ref [][]float64, at func(p, i int) float64, V int) float64 {
 		total += math.Sqrt(num/den) / float64(len(ref))
 	}
 	return total
+}
+
+// Fixture is the committed parity reference for a small model
+// (infer/engine/testdata/parity): the teacher-forcing tokens and, per
+// position, llama.cpp's top log-probabilities.
+type Fixture struct {
+	Source    string      `json:"source"`
+	Tokens    []int32     `json:"tokens"`
+	TopIDs    [][]int32   `json:"top_ids"`
+	TopLogp   [][]float32 `json:"top_logprobs"`
+	Positions int         `json:"positions"`
+}
+
+func fixture(args []string) error {
+	fs := flag.NewFlagSet("fixture", flag.ExitOnError)
+	tokPath := fs.String("tokens", "", "tokens JSON")
+	refPath := fs.String("ref", "", "llama.cpp log-probabilities")
+	vocab := fs.Int("vocab", 0, "vocabulary size")
+	top := fs.Int("top", 32, "entries kept per position")
+	out := fs.String("out", "", "output JSON file")
+	fs.Parse(args)
+	toks, err := readTokens(*tokPath)
+	if err != nil {
+		return err
+	}
+	ref, err := os.ReadFile(*refPath)
+	if err != nil {
+		return err
+	}
+	V := *vocab
+	if len(ref) != len(toks)*V*4 {
+		return fmt.Errorf("%s: %d bytes, want %d positions × %d × 4", *refPath, len(ref), len(toks), V)
+	}
+	fx := Fixture{Source: "llama.cpp via node-llama-cpp 3.21.1, non-flash attention, 2 threads (scripts/parity/parity.sh)",
+		Tokens: toks, Positions: len(toks)}
+	for p := range toks {
+		type e struct {
+			id int32
+			lp float32
+		}
+		row := make([]e, V)
+		for i := range V {
+			row[i] = e{int32(i), math.Float32frombits(binary.LittleEndian.Uint32(ref[(p*V+i)*4:]))}
+		}
+		sort.SliceStable(row, func(a, b int) bool { return row[a].lp > row[b].lp })
+		ids, lps := make([]int32, *top), make([]float32, *top)
+		for i := range *top {
+			ids[i], lps[i] = row[i].id, row[i].lp
+		}
+		fx.TopIDs, fx.TopLogp = append(fx.TopIDs, ids), append(fx.TopLogp, lps)
+	}
+	b, err := json.Marshal(fx)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(*out, append(b, '\n'), 0o644)
+}
+
+// benchRow is one line of `muser bench --json` or engine-bench.mjs.
+type benchRow struct {
+	Engine       string  `json:"engine"`
+	Model        string  `json:"model"`
+	Threads      int     `json:"threads"`
+	PromptTokens int     `json:"prompt_tokens"`
+	GenTokens    int     `json:"gen_tokens"`
+	PrefillTokS  float64 `json:"prefill_tok_s"`
+	DecodeTokS   float64 `json:"decode_tok_s"`
+	PeakRSS      int64   `json:"peak_rss_bytes"`
+	FileBytes    int64   `json:"file_bytes"`
+}
+
+func benchReport(args []string) error {
+	fs := flag.NewFlagSet("benchreport", flag.ExitOnError)
+	in := fs.String("in", "", "bench JSON lines")
+	doc := fs.String("doc", "", "docs/benchmarks.md")
+	cpu := fs.String("cpu", "", "machine description")
+	rounds := fs.Int("rounds", 0, "rounds per engine")
+	fs.Parse(args)
+	data, err := os.ReadFile(*in)
+	if err != nil {
+		return err
+	}
+	type best struct{ prefill, decode, rss, file float64 }
+	type key struct{ model, engine string }
+	bests := map[key]*best{}
+	var order []string
+	threads, prompt, gen := 0, 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r benchRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return fmt.Errorf("%s: %w", *in, err)
+		}
+		eng := "llama.cpp"
+		if strings.HasPrefix(r.Engine, "muser") {
+			eng = "muser"
+		}
+		name := filepath.Base(r.Model)
+		k := key{name, eng}
+		b := bests[k]
+		if b == nil {
+			b = &best{}
+			bests[k] = b
+			if eng == "muser" {
+				order = append(order, name)
+			}
+		}
+		b.prefill, b.decode = max(b.prefill, r.PrefillTokS), max(b.decode, r.DecodeTokS)
+		b.rss, b.file = max(b.rss, float64(r.PeakRSS)), max(b.file, float64(r.FileBytes))
+		threads, prompt, gen = r.Threads, r.PromptTokens, r.GenTokens
+	}
+	mib := func(v float64) string { return fmt.Sprintf("%.0f", v/(1<<20)) }
+	var t strings.Builder
+	begin, end := "<!-- engine-bench:begin (scripts/bench.sh rewrites this table) -->", "<!-- engine-bench:end -->"
+	t.WriteString(begin + "\n")
+	fmt.Fprintf(&t, "%s; %d threads; prefill of a %d-token prompt in one batch, decode of %d tokens one at a time; best of %d alternating rounds each.\n\n",
+		*cpu, threads, prompt, gen, *rounds)
+	t.WriteString("| model | prefill tok/s muser / llama.cpp | ratio | decode tok/s muser / llama.cpp | ratio | peak RSS MiB muser / llama.cpp | file MiB |\n")
+	t.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, name := range order {
+		m, l := bests[key{name, "muser"}], bests[key{name, "llama.cpp"}]
+		if l == nil {
+			l = &best{}
+		}
+		ratio := func(a, b float64) string {
+			if b == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f×", a/b)
+		}
+		fmt.Fprintf(&t, "| %s | %.1f / %.1f | %s | %.2f / %.2f | %s | %s / %s | %s |\n",
+			name, m.prefill, l.prefill, ratio(m.prefill, l.prefill), m.decode, l.decode, ratio(m.decode, l.decode),
+			mib(m.rss), mib(l.rss), mib(m.file))
+	}
+	t.WriteString(end)
+	old, err := os.ReadFile(*doc)
+	if err != nil {
+		return err
+	}
+	s := string(old)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: marker lines %q and %q not found", *doc, begin, end)
+	}
+	return os.WriteFile(*doc, []byte(s[:i]+t.String()+s[j+len(end):]), 0o644)
 }
