@@ -467,3 +467,39 @@ func TestWholePromptCached(t *testing.T) {
 		t.Errorf("cached %v, computed %v", again.res.Generated, first.res.Generated)
 	}
 }
+
+// TestCancelledWhileQueued: a request cancelled while it waits leaves the
+// queue at once, freeing its place.
+func TestCancelledWhileQueued(t *testing.T) {
+	e := loadEnv(t)
+	s := e.newSched(t, nil, func(c *Config) { c.MaxQueue = 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	running, err := s.Submit(ctx, &Request{Prompt: e.encode(t, "Once"), Sampling: sampling(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := running.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	qctx, qcancel := context.WithCancel(context.Background())
+	queued, err := s.Submit(qctx, &Request{Prompt: e.encode(t, "Once")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qcancel()
+	if _, err := queued.Wait(context.Background()); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("got %v, want ErrCancelled", err)
+	}
+	if d := s.QueueDepth(); d != 0 {
+		t.Errorf("queue depth %d after the cancel, want 0", d)
+	}
+	// Its place is free again.
+	again, err := s.Submit(ctx, &Request{Prompt: e.encode(t, "Once")})
+	if err != nil {
+		t.Fatalf("got %v, want the request queued", err)
+	}
+	cancel()
+	again.Wait(context.Background())
+	running.Wait(context.Background())
+}
