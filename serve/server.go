@@ -66,6 +66,9 @@ type Options struct {
 	// PrefillChunk and StepTokens bound prompt tokens per slot and per
 	// step (sched.Config).
 	PrefillChunk, StepTokens int
+	// DecodeBatch is the most decode tokens per Forward call in a step of
+	// decode tokens only (sched.Config.DecodeBatch; 0: its default).
+	DecodeBatch int
 	// SlotReuse reuses an idle slot's KV for a request of the same tenant
 	// when it covers more of the prompt than the store.
 	SlotReuse bool
@@ -190,6 +193,7 @@ func New(opts Options) (s *Server, err error) {
 		PrefillChunk:  opts.PrefillChunk,
 		StepTokens:    opts.StepTokens,
 		SlotReuse:     opts.SlotReuse,
+		DecodeBatch:   opts.DecodeBatch,
 		StoreMaxBytes: opts.StoreMaxBytes,
 		OnPublish:     opts.OnPublish,
 		RemotePrefill: opts.RemotePrefill,

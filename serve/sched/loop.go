@@ -82,7 +82,7 @@ func (s *Scheduler) loop() {
 			s.waitSignal()
 			continue
 		}
-		err := s.cfg.Model.Forward(s.ctx, steps)
+		err := s.forward(steps)
 		if err != nil {
 			s.log.Error("forward pass failed", "err", err, "steps", len(steps))
 			for _, sl := range owners {
@@ -99,6 +99,28 @@ func (s *Scheduler) loop() {
 		}
 		s.publishInfos()
 	}
+}
+
+// forward runs one step's batch. A batch of decode tokens only is split
+// into Forward calls of at most DecodeBatch tokens (see Config); a batch
+// with a prompt chunk runs as one call, its decode tokens riding along.
+// Kernels are batch-invariant, so the split never changes a result.
+func (s *Scheduler) forward(steps []engine.Step) error {
+	g := s.cfg.DecodeBatch
+	if g <= 0 || len(steps) <= g {
+		return s.cfg.Model.Forward(s.ctx, steps)
+	}
+	for _, st := range steps {
+		if len(st.Tokens) > 1 {
+			return s.cfg.Model.Forward(s.ctx, steps)
+		}
+	}
+	for i := 0; i < len(steps); i += g {
+		if err := s.cfg.Model.Forward(s.ctx, steps[i:min(i+g, len(steps))]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // quiet reports whether no slot is owned by a goroutine or a request.

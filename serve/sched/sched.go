@@ -38,6 +38,7 @@ const (
 	DefaultPrefillChunk = 512
 	DefaultStepTokens   = 512
 	DefaultPublishQueue = 16
+	DefaultDecodeBatch  = 4
 	// DefaultCtx is the context per slot when neither Config.Ctx nor the
 	// model's training context is smaller.
 	DefaultCtx = 4096
@@ -68,6 +69,14 @@ type Config struct {
 	// step, so a long prompt delays the others' next token by a bounded
 	// amount. Decode tokens are always included.
 	PrefillChunk, StepTokens int
+	// DecodeBatch is the most decode tokens one Forward call takes when a
+	// step holds decode tokens only; a larger step is split into several
+	// calls. 0 means DefaultDecodeBatch; negative means no split. The
+	// default matches the CPU kernels: up to 4 tokens they multiply
+	// against the quantized weights in place, beyond that they first
+	// unpack every weight into panels, a fixed cost per call that a few
+	// decode tokens do not repay (docs/benchmarks.md, "serve").
+	DecodeBatch int
 	// SlotReuse lets a request reuse the KV still held by an idle slot
 	// that last served the same salt, when that covers more of its prompt
 	// than the store does (llama.cpp's cache_prompt).
@@ -166,6 +175,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.PublishQueue <= 0 {
 		cfg.PublishQueue = DefaultPublishQueue
+	}
+	if cfg.DecodeBatch == 0 {
+		cfg.DecodeBatch = DefaultDecodeBatch
 	}
 	s := &Scheduler{
 		cfg:      cfg,

@@ -160,6 +160,15 @@ func sampling(seed uint64) sample.Params {
 	return p
 }
 
+// endless samples like sampling but never ends by itself: the
+// end-of-generation tokens are banned, so only MaxTokens, the context or
+// a cancel stop it.
+func endless(e *env, seed uint64) sample.Params {
+	p := sampling(seed)
+	p.LogitBias = eogBans(e)
+	return p
+}
+
 func TestAloneEqualsBatched(t *testing.T) {
 	e := loadEnv(t)
 	const n = 8
@@ -333,7 +342,7 @@ func TestCancelFreesSlot(t *testing.T) {
 	e := loadEnv(t)
 	s := e.newSched(t, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	task, err := s.Submit(ctx, &Request{ID: "long", Prompt: e.encode(t, "Once upon a time"), Sampling: sampling(1)})
+	task, err := s.Submit(ctx, &Request{ID: "long", Prompt: e.encode(t, "Once upon a time"), Sampling: endless(e, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +371,7 @@ func TestQueueFull(t *testing.T) {
 	defer cancel()
 	var tasks []*Task
 	for range 2 {
-		task, err := s.Submit(ctx, &Request{Prompt: e.encode(t, "Once"), Sampling: sampling(1)})
+		task, err := s.Submit(ctx, &Request{Prompt: e.encode(t, "Once"), Sampling: endless(e, 1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +484,7 @@ func TestCancelledWhileQueued(t *testing.T) {
 	s := e.newSched(t, nil, func(c *Config) { c.MaxQueue = 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	running, err := s.Submit(ctx, &Request{Prompt: e.encode(t, "Once"), Sampling: sampling(1)})
+	running, err := s.Submit(ctx, &Request{Prompt: e.encode(t, "Once"), Sampling: endless(e, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}

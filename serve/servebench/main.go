@@ -53,9 +53,19 @@ func main() {
 		genTokens = flag.Int("gen", 96, "tokens each stream generates in the throughput runs")
 		rounds    = flag.Int("rounds", 2, "throughput rounds (alternating stream counts); the best of each is kept")
 		threads   = flag.Int("threads", runtime.NumCPU(), "engine threads")
+		batches   = flag.String("decode-batches", "4,-1", "scheduler DecodeBatch values to compare in the throughput runs (-1: no split)")
 	)
 	flag.Parse()
-	if err := run(*modelPath, *keep, ints(*depthsArg), ints(*streamArg), *genTokens, *rounds, *threads); err != nil {
+	var dbs []int
+	for _, f := range strings.Split(*batches, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n == 0 {
+			fmt.Fprintf(os.Stderr, "servebench: -decode-batches %q: want nonzero integers\n", *batches)
+			os.Exit(2)
+		}
+		dbs = append(dbs, n)
+	}
+	if err := run(*modelPath, *keep, ints(*depthsArg), ints(*streamArg), dbs, *genTokens, *rounds, *threads); err != nil {
 		fmt.Fprintln(os.Stderr, "servebench:", err)
 		os.Exit(1)
 	}
@@ -63,6 +73,9 @@ func main() {
 
 func ints(s string) []int {
 	var out []int
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
@@ -78,7 +91,7 @@ func logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
 }
 
-func run(modelPath, keep string, depths, streams []int, gen, rounds, threads int) error {
+func run(modelPath, keep string, depths, streams, decodeBatches []int, gen, rounds, threads int) error {
 	tmp, err := os.MkdirTemp("", "servebench-")
 	if err != nil {
 		return err
@@ -97,7 +110,10 @@ func run(modelPath, keep string, depths, streams []int, gen, rounds, threads int
 			}
 		}
 	}
-	maxDepth := slices.Max(depths)
+	maxDepth := 512
+	if len(depths) > 0 {
+		maxDepth = slices.Max(depths)
+	}
 	opts := serve.Options{
 		ModelPath: modelPath, Home: filepath.Join(tmp, "home"), Ctx: maxDepth + gen + 64,
 		Parallel: max(slices.Max(streams), 1), Threads: threads, Logger: slog.New(slog.DiscardHandler),
@@ -113,12 +129,6 @@ func run(modelPath, keep string, depths, streams []int, gen, rounds, threads int
 		filepath.Base(modelPath), size(modelPath), threads, runtime.NumCPU(), runtime.Version(), loadavg())
 
 	// Time to first token.
-	type ttft struct {
-		depth                        int
-		cold, warm, restart          time.Duration
-		coldCPU, warmCPU, restartCPU time.Duration
-		cached, cachedRestart        int
-	}
 	var rows []ttft
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, d := range depths {
@@ -153,10 +163,12 @@ func run(modelPath, keep string, depths, streams []int, gen, rounds, threads int
 		rows = append(rows, ttft{depth: d, cold: cold, warm: median(warm), coldCPU: coldCPU, warmCPU: median(warmCPU), cached: cached})
 		logf("depth %d: cold %v (cpu %v), warm %v (cpu %v), %d cached", d, cold, coldCPU, median(warm), median(warmCPU), cached)
 	}
-	logf("restart")
-	b.stop()
-	if err := b.start(); err != nil {
-		return err
+	if len(depths) > 0 {
+		logf("restart")
+		b.stop()
+		if err := b.start(); err != nil {
+			return err
+		}
 	}
 	rng = rand.New(rand.NewPCG(7, 7))
 	for i, d := range depths {
@@ -176,50 +188,49 @@ func run(modelPath, keep string, depths, streams []int, gen, rounds, threads int
 		}
 		rows[i].restart, rows[i].restartCPU = median(ws), median(cs)
 	}
-	fmt.Println("### Time to first token over HTTP (streamed /v1/completions, prompt as token ids)")
-	fmt.Println()
-	fmt.Println("Wall-clock time from sending the request to the first streamed token, and the")
-	fmt.Println("process CPU time over the same request (robust to other load on the machine).")
-	fmt.Println()
-	fmt.Println("| prompt tokens | cold | warm (same prompt again) | warm after restart | cached tokens (warm / after restart) | cold / warm | cold / warm after restart |")
-	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-	for _, r := range rows {
-		fmt.Printf("| %d | %s | %s | %s | %d / %d | **%.1f×** | %.1f× |\n", r.depth, dur(r.cold), dur(r.warm), dur(r.restart),
-			r.cached, r.cachedRestart, r.cold.Seconds()/r.warm.Seconds(), r.cold.Seconds()/r.restart.Seconds())
+	if len(depths) > 0 {
+		printTTFT(rows)
 	}
-	fmt.Println()
-	fmt.Println("| prompt tokens | cold CPU | warm CPU | warm after restart CPU | cold / warm (CPU) |")
-	fmt.Println("| ---: | ---: | ---: | ---: | ---: |")
-	for _, r := range rows {
-		fmt.Printf("| %d | %s | %s | %s | %.1f× |\n", r.depth, dur(r.coldCPU), dur(r.warmCPU), dur(r.restartCPU),
-			r.coldCPU.Seconds()/r.warmCPU.Seconds())
-	}
-	fmt.Println()
 
-	// Decode throughput.
-	best, bestCPU := map[int]float64{}, map[int]float64{}
+	// Decode throughput: for each DecodeBatch, a server of its own; the
+	// stream counts alternate within each round.
+	type key struct{ db, n int }
+	best, bestCPU := map[key]float64{}, map[key]float64{}
 	for round := range rounds {
-		for _, n := range streams {
-			logf("throughput: %d streams, round %d", n, round+1)
-			cpu0 := cpuTime()
-			rate, total, err := b.throughput(n, gen, round)
-			if err != nil {
+		for _, db := range decodeBatches {
+			b.stop()
+			b.opts.DecodeBatch = db
+			if err := b.start(); err != nil {
 				return err
 			}
-			best[n] = max(best[n], rate)
-			bestCPU[n] = max(bestCPU[n], float64(total)/(cpuTime()-cpu0).Seconds())
-			logf("throughput: %d streams: %.2f tok/s, %.2f tok/cpu-s", n, rate, float64(total)/(cpuTime()-cpu0).Seconds())
+			for _, n := range streams {
+				logf("throughput: decode batch %d, %d streams, round %d", db, n, round+1)
+				cpu0 := cpuTime()
+				rate, total, err := b.throughput(n, gen, round)
+				if err != nil {
+					return err
+				}
+				perCPU := float64(total) / (cpuTime() - cpu0).Seconds()
+				k := key{db, n}
+				best[k], bestCPU[k] = max(best[k], rate), max(bestCPU[k], perCPU)
+				logf("throughput: %.2f tok/s, %.2f tok/cpu-s", rate, perCPU)
+			}
 		}
 	}
 	fmt.Println("### Aggregate decode throughput (streamed /completion, ignore_eos)")
 	fmt.Println()
 	fmt.Println("Tokens/s over the window in which every stream was decoding; tokens per")
-	fmt.Println("CPU-second over each whole run (prompts included).")
+	fmt.Println("CPU-second over each whole run (prompts included). Decode batch: the most")
+	fmt.Println("decode tokens per Forward call (-1: one call per step, unsplit).")
 	fmt.Println()
-	fmt.Println("| concurrent streams | tokens/s (best of rounds) | vs 1 stream | tokens per CPU-second | vs 1 stream |")
-	fmt.Println("| ---: | ---: | ---: | ---: | ---: |")
-	for _, n := range streams {
-		fmt.Printf("| %d | %.1f | **%.2f×** | %.1f | %.2f× |\n", n, best[n], best[n]/best[streams[0]], bestCPU[n], bestCPU[n]/bestCPU[streams[0]])
+	fmt.Println("| decode batch | concurrent streams | tokens/s (best of rounds) | vs 1 stream | tokens per CPU-second | vs 1 stream |")
+	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, db := range decodeBatches {
+		one := key{db, streams[0]}
+		for _, n := range streams {
+			k := key{db, n}
+			fmt.Printf("| %d | %d | %.1f | **%.2f×** | %.1f | %.2f× |\n", db, n, best[k], best[k]/best[one], bestCPU[k], bestCPU[k]/bestCPU[one])
+		}
 	}
 	fmt.Println()
 	fmt.Printf("Load average at the end: %s\n", loadavg())
@@ -379,6 +390,35 @@ func (b *bench) throughput(n, gen, round int) (float64, int, error) {
 		return 0, 0, fmt.Errorf("%d streams never decoded together", n)
 	}
 	return float64(count) / t1.Sub(t0).Seconds(), n * gen, nil
+}
+
+type ttft struct {
+	depth                        int
+	cold, warm, restart          time.Duration
+	coldCPU, warmCPU, restartCPU time.Duration
+	cached, cachedRestart        int
+}
+
+func printTTFT(rows []ttft) {
+	fmt.Println("### Time to first token over HTTP (streamed /v1/completions, prompt as token ids)")
+	fmt.Println()
+	fmt.Println("Wall-clock time from sending the request to the first streamed token, and the")
+	fmt.Println("process CPU time over the same request (robust to other load on the machine).")
+	fmt.Println()
+	fmt.Println("| prompt tokens | cold | warm (same prompt again) | warm after restart | cached tokens (warm / after restart) | cold / warm | cold / warm after restart |")
+	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, r := range rows {
+		fmt.Printf("| %d | %s | %s | %s | %d / %d | **%.1f×** | %.1f× |\n", r.depth, dur(r.cold), dur(r.warm), dur(r.restart),
+			r.cached, r.cachedRestart, r.cold.Seconds()/r.warm.Seconds(), r.cold.Seconds()/r.restart.Seconds())
+	}
+	fmt.Println()
+	fmt.Println("| prompt tokens | cold CPU | warm CPU | warm after restart CPU | cold / warm (CPU) |")
+	fmt.Println("| ---: | ---: | ---: | ---: | ---: |")
+	for _, r := range rows {
+		fmt.Printf("| %d | %s | %s | %s | %.1f× |\n", r.depth, dur(r.coldCPU), dur(r.warmCPU), dur(r.restartCPU),
+			r.coldCPU.Seconds()/r.warmCPU.Seconds())
+	}
+	fmt.Println()
 }
 
 // cpuTime returns the process's user and system CPU time.
