@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ func main() {
 		rounds    = flag.Int("rounds", 2, "throughput rounds (alternating stream counts); the best of each is kept")
 		threads   = flag.Int("threads", runtime.NumCPU(), "engine threads")
 		batches   = flag.String("decode-batches", "4,-1", "scheduler DecodeBatch values to compare in the throughput runs (-1: no split)")
+		profile   = flag.String("cpuprofile", "", "write a CPU profile of the throughput runs to this file")
 	)
 	flag.Parse()
 	var dbs []int
@@ -65,6 +67,7 @@ func main() {
 		}
 		dbs = append(dbs, n)
 	}
+	cpuProfile = *profile
 	if err := run(*modelPath, *keep, ints(*depthsArg), ints(*streamArg), dbs, *genTokens, *rounds, *threads); err != nil {
 		fmt.Fprintln(os.Stderr, "servebench:", err)
 		os.Exit(1)
@@ -86,6 +89,9 @@ func ints(s string) []int {
 	}
 	return out
 }
+
+// cpuProfile, when set, is where the throughput runs' CPU profile goes.
+var cpuProfile string
 
 func logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
@@ -194,6 +200,17 @@ func run(modelPath, keep string, depths, streams, decodeBatches []int, gen, roun
 
 	// Decode throughput: for each DecodeBatch, a server of its own; the
 	// stream counts alternate within each round.
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	type key struct{ db, n int }
 	best, bestCPU := map[key]float64{}, map[key]float64{}
 	for round := range rounds {
