@@ -24,6 +24,9 @@ go test -count=1 ./...
 echo "== go test -race (pack, store)"
 go test -count=1 -race ./pack/... ./store/...
 
+echo "== go test -race (serve: scheduler, HTTP, clients)"
+go test -count=1 -race ./serve/...
+
 echo "== fuzz smoke (every Fuzz target, ${FUZZTIME:=10s} each)"
 bash scripts/fuzz-smoke.sh "$FUZZTIME"
 
