@@ -512,3 +512,47 @@ func TestCancelledWhileQueued(t *testing.T) {
 	again.Wait(context.Background())
 	running.Wait(context.Background())
 }
+
+// TestHooks: OnPublish sees every publish, RemotePrefill is asked before
+// each restore (and its failure is only logged).
+func TestHooks(t *testing.T) {
+	e := loadEnv(t)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	var (
+		mu        sync.Mutex
+		published []PublishEvent
+		asked     [][]int32
+	)
+	s := e.newSched(t, st, func(c *Config) {
+		c.OnPublish = func(ev PublishEvent) {
+			mu.Lock()
+			published = append(published, ev)
+			mu.Unlock()
+		}
+		c.RemotePrefill = func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error {
+			mu.Lock()
+			asked = append(asked, slices.Clone(tokens))
+			mu.Unlock()
+			return errors.New("no producer in this test")
+		}
+	})
+	p := e.encode(t, story(150))
+	first := run(t, s, &Request{ID: "hooked", Prompt: p, Salt: []byte("s"), MaxTokens: 3})
+	if first.err != nil {
+		t.Fatal(first.err)
+	}
+	s.Sync(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || !slices.Equal(asked[0], p) {
+		t.Errorf("RemotePrefill asked %d times, want once with the prompt", len(asked))
+	}
+	if len(published) != 1 || published[0].RequestID != "hooked" || string(published[0].Salt) != "s" || published[0].Result.Pack.IsZero() {
+		t.Fatalf("OnPublish got %+v, want one event for the request", published)
+	}
+	info, err := st.Pack(published[0].Result.Pack)
+	if err != nil || info.Tokens != published[0].Tokens {
+		t.Errorf("published pack: %+v, %v; want %d tokens", info, err, published[0].Tokens)
+	}
+}
