@@ -109,6 +109,9 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	forceOnce sync.Once
+	force     chan struct{} // closed by ForceStop
 }
 
 // New loads the model, opens the store and starts the scheduler.
@@ -135,7 +138,7 @@ func New(opts Options) (s *Server, err error) {
 	case opts.Home == "":
 		return nil, &OptionError{Option: "--home", Reason: "is empty"}
 	}
-	s = &Server{opts: opts, log: opts.Logger, started: time.Now()}
+	s = &Server{opts: opts, log: opts.Logger, started: time.Now(), force: make(chan struct{})}
 	var closers []func() error
 	defer func() {
 		if err != nil {
@@ -297,6 +300,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("shutting down", "grace", s.opts.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
 	defer cancel()
+	go func() {
+		select {
+		case <-s.force:
+			s.log.Warn("shutdown forced: cancelling in-flight requests")
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
 	// Stop the scheduler first (it refuses new work and lets in-flight
 	// requests finish within the grace), then the HTTP server, whose
 	// handlers end when their tasks do.
@@ -317,6 +328,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return nil
 }
+
+// ForceStop ends a shutdown's grace period at once: in-flight requests
+// are cancelled (their finished blocks are still published). `muser
+// serve` calls it on a second SIGINT or SIGTERM.
+func (s *Server) ForceStop() { s.forceOnce.Do(func() { close(s.force) }) }
 
 // Close stops the scheduler (cancelling what still runs), flushes the
 // publish queue, and closes the store (if the server opened it) and the

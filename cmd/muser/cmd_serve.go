@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -72,8 +75,9 @@ beyond loopback. With it, every request but GET /health, /metrics and
 salted apart from the others' (serve/tenant documents the file format).
 
 The server prints its URL once it listens. SIGINT or SIGTERM shuts it down:
-it stops accepting, lets in-flight requests finish for --shutdown-grace,
-cancels the rest, publishes what finished, closes the store, and exits 0.`,
+it stops accepting, lets in-flight requests finish for --shutdown-grace (a
+second signal cancels them at once), publishes what finished, closes the
+store, and exits 0.`,
 		flags: o.AddFlags,
 		home:  true,
 	}
@@ -162,6 +166,28 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		return err
 	}
 	fmt.Fprintf(env.stdout, "muser serve: %s ready on http://%s (store %s)\n", s.ModelID(), urlHost(ln.Addr()), env.home)
+	// A second SIGINT or SIGTERM during the shutdown cancels the requests
+	// still running instead of waiting out --shutdown-grace.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	defer func() {
+		signal.Stop(sigs)
+		close(done)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(env.stderr, "muser serve: second signal; cancelling in-flight requests")
+			s.ForceStop()
+		case <-done:
+		}
+	}()
 	return s.Serve(ctx, ln)
 }
 
