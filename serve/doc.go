@@ -92,7 +92,8 @@
 // # Shutdown
 //
 // When Serve's context ends it stops accepting, lets in-flight requests
-// finish for Options.ShutdownGrace, cancels the rest, publishes the blocks
+// finish for Options.ShutdownGrace (ForceStop ends the grace at once),
+// cancels the rest, publishes the blocks
 // of every finished request, closes the store and the model, and returns
 // nil: for a server, a shutdown asked for by a signal is success.
 package serve

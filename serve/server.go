@@ -314,7 +314,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	done := make(chan error, 1)
 	go func() { done <- s.sched.Close(sctx) }()
 	if err := hs.Shutdown(sctx); err != nil {
-		s.log.Warn("in-flight requests cancelled at the end of the grace period", "err", err)
+		s.log.Warn("in-flight requests cancelled (grace period over, or shutdown forced)", "err", err)
 		hs.Close()
 	}
 	if err := <-done; err != nil {

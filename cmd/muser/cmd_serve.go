@@ -169,7 +169,6 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	// A second SIGINT or SIGTERM during the shutdown cancels the requests
 	// still running instead of waiting out --shutdown-grace.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
 	defer func() {
 		signal.Stop(sigs)
@@ -181,6 +180,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		case <-done:
 			return
 		}
+		// Listen only now, so the signal that began the shutdown does
+		// not count as the second.
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 		select {
 		case <-sigs:
 			fmt.Fprintln(env.stderr, "muser serve: second signal; cancelling in-flight requests")
