@@ -177,7 +177,10 @@ func TestConcurrentStreams(t *testing.T) {
 	bodies := func(salt string) []map[string]any {
 		out := make([]map[string]any, n)
 		for i := range out {
-			out[i] = chatBody(story(20+9*i), fmt.Sprintf("Story %d.", i), 100+i, 24+2*i, map[string]any{"cache_salt": salt})
+			// A salt per stream: the prompts share their first words, and
+			// no stream may restore what another published.
+			out[i] = chatBody(story(20+9*i), fmt.Sprintf("Story %d.", i), 100+i, 24+2*i,
+				map[string]any{"cache_salt": fmt.Sprintf("%s-%d", salt, i)})
 		}
 		return out
 	}
