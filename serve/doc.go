@@ -87,7 +87,8 @@
 // muser_inter_token_seconds, muser_request_duration_seconds{route},
 // muser_queue_depth, muser_slots_busy, muser_store_bytes,
 // muser_receipts_total{reason}, muser_publishes_total{result},
-// muser_publish_bytes_total, and the Go and process collectors.
+// muser_publish_bytes_total, muser_publish_pending, and the Go and
+// process collectors.
 //
 // # Shutdown
 //

@@ -40,7 +40,7 @@ type metrics struct {
 
 var _ sched.Observer = (*metrics)(nil)
 
-func newMetrics() *metrics {
+func newMetrics(pending func() int) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	latency := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -85,7 +85,10 @@ func newMetrics() *metrics {
 			}
 			return float64(m.admittedCached.Load()) / float64(p)
 		})
-	m.reg.MustRegister(m.requests, m.duration, m.promptTokens, m.genTokens, m.cachedTokens, m.ttft, m.interToken,
+	pend := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "muser_publish_pending", Help: "Finished requests whose blocks are being copied out or published."},
+		func() float64 { return float64(pending()) })
+	m.reg.MustRegister(pend, m.requests, m.duration, m.promptTokens, m.genTokens, m.cachedTokens, m.ttft, m.interToken,
 		m.queue, m.busy, m.storeBytes, m.receipts, m.publishes, m.publishBytes, hit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, src := range []string{"store", "slot"} {

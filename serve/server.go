@@ -184,7 +184,12 @@ func New(opts Options) (s *Server, err error) {
 		closers = append(closers, s.store.Close)
 	}
 	s.identity = m.Identity(s.model.tok.Digest(), s.model.tmplDigest, s.store.BlockTokens())
-	s.metrics = newMetrics()
+	s.metrics = newMetrics(func() int {
+		if s.sched == nil {
+			return 0
+		}
+		return s.sched.Pending()
+	})
 	s.sched, err = sched.New(sched.Config{
 		Model:         m,
 		Tokenizer:     s.model.tok,

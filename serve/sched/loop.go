@@ -541,13 +541,16 @@ func (s *Scheduler) end(sl *slot, f Finish, err error, publish bool) {
 		})
 		return
 	}
-	t.finish(res, err)
 	if !canPublish {
 		s.setState(sl, stIdle)
+		t.finish(res, err)
 		return
 	}
+	// Counted as pending before the client hears the request is done, so
+	// a Sync after the answer waits for this publish.
 	s.setState(sl, stPublishing)
 	s.addPending(1)
+	t.finish(res, err)
 	go s.export(sl, t.req, nil)
 }
 

@@ -401,6 +401,14 @@ func (s *Scheduler) addPending(d int) {
 	}
 }
 
+// Pending returns the number of finished requests whose blocks are being
+// copied out or published.
+func (s *Scheduler) Pending() int {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	return s.pending
+}
+
 // Sync waits until the blocks of every request finished so far are
 // published (or their publish failed or was dropped), or ctx ends.
 func (s *Scheduler) Sync(ctx context.Context) error {
