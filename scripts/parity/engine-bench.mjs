@@ -5,7 +5,8 @@
 // Protocol, the same as `muser bench`: the prompt is token i = (1 + 7919·i)
 // mod n_vocab; prefill evaluates it in one batch (batch size = prompt
 // length) into an empty sequence; decode then feeds GEN_TOKENS tokens one at
-// a time, each the greedy choice after the previous one. Each is repeated
+// a time after all but the last prompt token, each the greedy choice after
+// the previous one. Each is repeated
 // REPS times in a fresh sequence and the fastest run is reported. Peak RSS
 // is the process's VmHWM (it includes node's own ~50 MB). Prints one JSON
 // object.
@@ -28,25 +29,40 @@ const context = await model.createContext({
     threads: {ideal: threads, min: threads},
     sequences: 1,
 });
+// The measurement drives llama.cpp through node-llama-cpp's addon (the
+// pinned 3.21.1 internals: context._ctx is the AddonContext, a greedy
+// AddonSampler picks tokens), so it times llama_decode and sampling as
+// llama-bench does, without the JavaScript scheduling of the high-level
+// sequence API (which on this 2-core machine added 10–400 ms per call).
+const ctx = context._ctx;
+const sampler = new llama._bindings.AddonSampler(model._model);
+sampler.applyConfig({temperature: 0});
+const decode = async (tokens, firstIndex, wantLogits) => {
+    ctx.initBatch(tokens.length);
+    const idx = ctx.addToBatch(0, firstIndex, Uint32Array.from(tokens),
+        Uint32Array.from(wantLogits ? [tokens.length - 1] : []));
+    await ctx.decodeBatch();
+    return idx;
+};
 let bestPrefill = Infinity, bestDecode = Infinity;
 for (let r = 0; r < reps; r++) {
-    const seq = context.getSequence();
+    ctx.disposeSequence(0);
     let t0 = performance.now();
-    await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, -1).concat(prompt.slice(-1)));
+    await decode(prompt, 0, true);
     bestPrefill = Math.min(bestPrefill, (performance.now() - t0) / 1000);
-    await seq.clearHistory();
-    // Decode: prefill all but the last prompt token, then every step
-    // evaluates one token and samples greedily.
-    await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, -1));
-    let n = 0;
+    // Decode: all but the last prompt token as context, then each step
+    // evaluates one token and samples the next greedily.
+    ctx.disposeSequence(0);
+    await decode(prompt.slice(0, -1), 0, false);
+    let tok = prompt[nPrompt - 1];
     t0 = performance.now();
-    for await (const _ of seq.evaluate(prompt.slice(-1), {temperature: 0})) {
-        if (++n >= nGen)
-            break;
+    for (let i = 0; i < nGen; i++) {
+        const idx = await decode([tok], nPrompt - 1 + i, true);
+        tok = await ctx.sampleToken(idx[0], sampler);
     }
     bestDecode = Math.min(bestDecode, (performance.now() - t0) / 1000);
-    seq.dispose();
 }
+sampler.dispose();
 const status = fs.readFileSync("/proc/self/status", "utf8");
 const hwm = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
 console.log(JSON.stringify({

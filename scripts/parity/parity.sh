@@ -12,7 +12,8 @@
 # Environment: OUT (work directory, default scripts/parity/out: generated
 # models, ~9 GB, and reference files), THREADS (default 2), FLASH_ATTN=1 to
 # compare against llama.cpp's flash-attention path instead (results go to
-# the second table).
+# the second table), RESUME=1 to keep earlier results, skip models already
+# in them and reuse reference files left by an interrupted run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -33,15 +34,19 @@ for s in llama-3.2-1b qwen2.5-0.5b qwen3-0.6b; do
 	done
 done
 results=$out/results-fa$fa.jsonl
-[ -n "${ONLY:-}" ] || : > "$results"
+[ -n "${ONLY:-}" ] || [ -n "${RESUME:-}" ] || : > "$results"
 for m in "${models[@]}"; do
 	name=$(basename "$m" .gguf)
 	if [ -n "${ONLY:-}" ] && [[ "$name" != *"$ONLY"* ]]; then continue; fi
+	if [ -n "${RESUME:-}" ] && grep -q "\"model\":\"$name.gguf\"" "$results"; then continue; fi
 	sampled=
 	[[ "$name" == stories* ]] && sampled=-sampled
 	echo "== $name"
 	"$tool" tokens -model "$m" -n 512 -out "$out/$name.tokens.json" $sampled
-	FLASH_ATTN=$fa node logits.mjs "$m" "$out/$name.tokens.json" "$out/$name.ref.bin" "$threads"
+	if [ -z "${RESUME:-}" ] || [ ! -s "$out/$name.ref.bin" ]; then
+		FLASH_ATTN=$fa node logits.mjs "$m" "$out/$name.tokens.json" "$out/$name.ref.bin.tmp" "$threads"
+		mv "$out/$name.ref.bin.tmp" "$out/$name.ref.bin"
+	fi
 	"$tool" compare -model "$m" -tokens "$out/$name.tokens.json" -ref "$out/$name.ref.bin" -threads "$threads" | tee -a "$results"
 	if [[ "$name" == stories* && "$fa" == 0 ]]; then
 		"$tool" fixture -tokens "$out/$name.tokens.json" -ref "$out/$name.ref.bin" -vocab 512 -top 32 \
