@@ -11,11 +11,21 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 
+echo "== npm ci (serve/clienttest: the official openai and ollama clients)"
+if command -v npm >/dev/null; then
+	npm ci --prefix serve/clienttest --no-audit --no-fund
+else
+	echo "npm not found: serve/clienttest's TestJSClients will skip (or fail under CI=true / MUSER_REQUIRE_NODE=1)"
+fi
+
 echo "== go test ./..."
 go test -count=1 ./...
 
 echo "== go test -race (pack, store)"
 go test -count=1 -race ./pack/... ./store/...
+
+echo "== go test -race (serve: scheduler, HTTP, clients)"
+go test -count=1 -race ./serve/...
 
 echo "== fuzz smoke (every Fuzz target, ${FUZZTIME:=10s} each)"
 bash scripts/fuzz-smoke.sh "$FUZZTIME"

@@ -65,6 +65,7 @@ func commands() []*command {
 		newDetokenizeCommand(),
 		newRunCommand(),
 		newBenchCommand(),
+		newServeCommand(),
 		newPackLsCommand(),
 		newPackInspectCommand(),
 		newPackVerifyCommand(),

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/muserhq/muser/infer/defaultmodel"
+	"github.com/muserhq/muser/serve"
+	"github.com/muserhq/muser/serve/sched"
+)
+
+// serveOptions are the flags of `muser serve`.
+type serveOptions struct {
+	model         string
+	addr          string
+	apiKeys       string
+	ctx           int
+	parallel      int
+	maxQueue      int
+	storeMaxBytes string
+	threads       int
+	slotReuse     bool
+	grace         time.Duration
+	maxBody       string
+	logFormat     string
+	logLevel      string
+}
+
+func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.model, "model", "m", "", "GGUF model file (default: the embedded default model)")
+	fs.StringVar(&o.addr, "addr", serve.DefaultAddr, "listen address host:port (a non-loopback host needs --api-keys)")
+	fs.StringVar(&o.apiKeys, "api-keys", "", `file of "KEY TENANT" lines (mode 0600); without it one local tenant, loopback only`)
+	fs.IntVar(&o.ctx, "ctx", 0, "tokens per slot, prompt and output (default: the model's training context, at most 4096)")
+	fs.IntVar(&o.parallel, "parallel", 1, "slots: requests decoded together in one batch")
+	fs.IntVar(&o.maxQueue, "max-queue", sched.DefaultMaxQueue, "requests waiting for a slot before 429 (0: none wait)")
+	fs.StringVar(&o.storeMaxBytes, "store-max-bytes", "", "byte budget for the store, kept by gc after publishes, e.g. 20GB (default: none)")
+	fs.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "engine worker threads")
+	fs.BoolVar(&o.slotReuse, "slot-reuse", true, "reuse an idle slot's KV for the same tenant when it covers more than the store")
+	fs.DurationVar(&o.grace, "shutdown-grace", serve.DefaultShutdownGrace, "how long in-flight requests may finish after SIGINT/SIGTERM")
+	fs.StringVar(&o.maxBody, "max-body", "8MB", "largest request body")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+}
+
+func newServeCommand() *command {
+	o := &serveOptions{}
+	cmd := &command{
+		name:    "serve",
+		summary: "serve OpenAI-, llama.cpp- and Ollama-compatible HTTP, reusing cached prefixes",
+		help: `Loads the model, opens the store under --home and serves HTTP:
+  OpenAI     POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/ID]
+  llama.cpp  POST /completion, /tokenize, /detokenize; GET /props, /health, /slots
+  Ollama     POST /api/generate, /api/chat, /api/show; GET /api/tags, /api/version
+  metrics    GET /metrics (Prometheus)
+Every request's prompt is matched against the store: the longest cached
+prefix is restored (verified) and only the rest is computed; the new full
+blocks of prompt and output are published in the background, so later
+requests, and the server after a restart, reuse them.
+
+Without --api-keys the server serves one local tenant and refuses to listen
+beyond loopback. With it, every request but GET /health, /metrics and
+/api/version needs "Authorization: Bearer KEY"; each tenant's cache is
+salted apart from the others' (serve/tenant documents the file format).
+
+The server prints its URL once it listens. SIGINT or SIGTERM shuts it down:
+it stops accepting, lets in-flight requests finish for --shutdown-grace (a
+second signal cancels them at once), publishes what finished, closes the
+store, and exits 0.`,
+		flags: o.AddFlags,
+		home:  true,
+	}
+	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
+		if len(args) > 0 {
+			return usagef(cmd, "takes no arguments, got %q", args[0])
+		}
+		return runServe(ctx, cmd, env, o)
+	}
+	return cmd
+}
+
+func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return usagef(cmd, "--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	var logger *slog.Logger
+	switch o.logFormat {
+	case "text":
+		logger = slog.New(slog.NewTextHandler(env.stderr, hopts))
+	case "json":
+		logger = slog.New(slog.NewJSONHandler(env.stderr, hopts))
+	default:
+		return usagef(cmd, "--log-format %q: want text or json", o.logFormat)
+	}
+	switch {
+	case o.ctx < 0:
+		return usagef(cmd, "--ctx %d: want a positive number of tokens", o.ctx)
+	case o.parallel < 1:
+		return usagef(cmd, "--parallel %d: want at least 1", o.parallel)
+	case o.maxQueue < 0:
+		return usagef(cmd, "--max-queue %d: want 0 or more", o.maxQueue)
+	case o.threads < 1:
+		return usagef(cmd, "--threads %d: want at least 1", o.threads)
+	}
+	opts := serve.Options{
+		ModelPath:     o.model,
+		Addr:          o.addr,
+		Home:          env.home,
+		APIKeysFile:   o.apiKeys,
+		Ctx:           o.ctx,
+		Parallel:      o.parallel,
+		MaxQueue:      o.maxQueue,
+		Threads:       o.threads,
+		SlotReuse:     o.slotReuse,
+		ShutdownGrace: o.grace,
+		Version:       muserVersion(),
+		Logger:        logger,
+	}
+	if opts.MaxQueue == 0 {
+		opts.MaxQueue = -1 // serve: negative means no queue
+	}
+	if o.storeMaxBytes != "" {
+		n, err := parseBytes(o.storeMaxBytes)
+		if err != nil {
+			return usagef(cmd, "--store-max-bytes: %v", err)
+		}
+		opts.StoreMaxBytes = n
+	}
+	n, err := parseBytes(o.maxBody)
+	if err != nil || n <= 0 {
+		return usagef(cmd, "--max-body %q: want a positive size such as 8MB", o.maxBody)
+	}
+	opts.MaxBodyBytes = n
+	if o.model == "" {
+		f, err := defaultmodel.File()
+		if err != nil {
+			return err
+		}
+		opts.Model, opts.ModelName = f, defaultmodel.Name
+		fmt.Fprintf(env.stderr, "muser serve: no --model given; serving the embedded default model %s (%s)\n",
+			defaultmodel.Name, humanBytes(defaultmodel.Size))
+	}
+	s, err := serve.New(opts)
+	if err != nil {
+		if errors.Is(err, serve.ErrNotLoopback) || errors.Is(err, serve.ErrOptions) {
+			return usagef(cmd, "%v", err)
+		}
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		s.Close()
+		return err
+	}
+	fmt.Fprintf(env.stdout, "muser serve: %s ready on http://%s (store %s)\n", s.ModelID(), urlHost(ln.Addr()), env.home)
+	// A second SIGINT or SIGTERM during the shutdown cancels the requests
+	// still running instead of waiting out --shutdown-grace.
+	sigs := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	defer func() {
+		signal.Stop(sigs)
+		close(done)
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		// Listen only now, so the signal that began the shutdown does
+		// not count as the second.
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		select {
+		case <-sigs:
+			fmt.Fprintln(env.stderr, "muser serve: second signal; cancelling in-flight requests")
+			s.ForceStop()
+		case <-done:
+		}
+	}()
+	return s.Serve(ctx, ln)
+}
+
+// urlHost renders a listener's address for a URL.
+func urlHost(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if ta.IP.IsUnspecified() {
+		return fmt.Sprintf("localhost:%d", ta.Port)
+	}
+	return net.JoinHostPort(ta.IP.String(), fmt.Sprint(ta.Port))
+}
+
+// muserVersion is the module version with the VCS revision, as
+// `muser version` prints it.
+func muserVersion() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += "+" + s.Value[:12]
+			}
+		}
+	}
+	return strings.TrimSpace(v)
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const storiesModel = "../../../shared/models/stories260K.gguf"
+
+// TestServeLifecycle runs `muser serve` as main does, waits for its URL,
+// serves a request, interrupts it (as SIGINT would, through the context)
+// and checks it exits 0 with the store closed.
+func TestServeLifecycle(t *testing.T) {
+	if _, err := os.Stat(storiesModel); err != nil {
+		t.Skipf("skipping: %s is absent: %v", storiesModel, err)
+	}
+	home := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"serve", "--model", storiesModel, "--home", home, "--addr", "127.0.0.1:0", "--ctx", "256",
+			"--threads", "2", "--log-level", "warn"}, strings.NewReader(""), pw, &stderr)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no ready line: %v (stderr %s)", err, stderr.String())
+	}
+	go io.Copy(io.Discard, pr)
+	_, url, ok := strings.Cut(strings.TrimSpace(line), " ready on ")
+	if !ok {
+		t.Fatalf("got %q, want a line with the URL", line)
+	}
+	url, _, _ = strings.Cut(url, " ")
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"Once upon a time","max_tokens":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("completion: got %d, want 200", resp.StatusCode)
+	}
+	cancel()
+	if c := <-code; c != exitOK {
+		t.Errorf("got exit status %d after the interrupt, want 0 (stderr %s)", c, stderr.String())
+	}
+	// The store was closed: another process (here, another open) can open it.
+	c, out, errOut := tokenizerCLI(t, "", "pack", "ls", "--home", home)
+	if c != exitOK {
+		t.Errorf("pack ls after serve: got %d (%s%s), want 0", c, out, errOut)
+	}
+}
+
+func TestServeUsage(t *testing.T) {
+	if _, err := os.Stat(storiesModel); err != nil {
+		t.Skipf("skipping: %s is absent: %v", storiesModel, err)
+	}
+	loose := filepath.Join(t.TempDir(), "keys")
+	os.WriteFile(loose, []byte("sk-aaaaaaaaaaaaaaaaaaaa alice\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"beyond loopback", []string{"--addr", "0.0.0.0:0"}, exitUsage, "refusing to listen beyond loopback without --api-keys"},
+		{"bad parallel", []string{"--parallel", "0"}, exitUsage, "--parallel 0"},
+		{"bad budget", []string{"--store-max-bytes", "lots"}, exitUsage, "--store-max-bytes"},
+		{"loose key file", []string{"--api-keys", loose}, exitFailure, "mode 0644 lets group or others access the keys"},
+		{"missing model", []string{"--model", "/nonexistent.gguf"}, exitNotFound, "nonexistent.gguf"},
+		{"arguments", []string{"extra"}, exitUsage, "takes no arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"serve", "--model", storiesModel, "--home", t.TempDir()}, tc.args...)
+			c, _, errOut := tokenizerCLI(t, "", args...)
+			if c != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("got %d %q, want %d with %q", c, errOut, tc.code, tc.msg)
+			}
+		})
+	}
+}

@@ -1,0 +1,385 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/muserhq/muser/infer/template"
+	"github.com/muserhq/muser/serve/sched"
+)
+
+// chatRequest is POST /v1/chat/completions.
+type chatRequest struct {
+	Model    string        `json:"model"`
+	Messages []chatMessage `json:"messages"`
+	samplingFields
+	MaxTokens           *int           `json:"max_tokens"`
+	MaxCompletionTokens *int           `json:"max_completion_tokens"`
+	Stop                stopList       `json:"stop"`
+	Logprobs            *bool          `json:"logprobs"`
+	TopLogprobs         *int           `json:"top_logprobs"`
+	N                   *int           `json:"n"`
+	Stream              *bool          `json:"stream"`
+	StreamOptions       *streamOptions `json:"stream_options"`
+	User                string         `json:"user"`
+	// CacheSalt separates this request's cache entries within its
+	// tenant (as in vLLM).
+	CacheSalt      string          `json:"cache_salt"`
+	ResponseFormat *responseFormat `json:"response_format"`
+	// Accepted without effect.
+	Store            *bool             `json:"store"`
+	Metadata         map[string]string `json:"metadata"`
+	ServiceTier      *string           `json:"service_tier"`
+	SafetyIdentifier string            `json:"safety_identifier"`
+	PromptCacheKey   string            `json:"prompt_cache_key"`
+	// Known and not supported yet: a 400 when set.
+	Tools                json.RawMessage `json:"tools"`
+	ToolChoice           json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls    json.RawMessage `json:"parallel_tool_calls"`
+	Functions            json.RawMessage `json:"functions"`
+	FunctionCall         json.RawMessage `json:"function_call"`
+	Audio                json.RawMessage `json:"audio"`
+	Modalities           []string        `json:"modalities"`
+	Prediction           json.RawMessage `json:"prediction"`
+	ReasoningEffort      json.RawMessage `json:"reasoning_effort"`
+	Verbosity            json.RawMessage `json:"verbosity"`
+	WebSearchOptions     json.RawMessage `json:"web_search_options"`
+	Moderation           json.RawMessage `json:"moderation"`
+	PromptCacheRetention json.RawMessage `json:"prompt_cache_retention"`
+	PromptCacheOptions   json.RawMessage `json:"prompt_cache_options"`
+}
+
+type responseFormat struct {
+	Type       string          `json:"type"`
+	JSONSchema json.RawMessage `json:"json_schema"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content *messageContent `json:"content"`
+	Name    string          `json:"name"`
+	Refusal *string         `json:"refusal"`
+	// Known and not supported yet.
+	ToolCalls    json.RawMessage `json:"tool_calls"`
+	ToolCallID   json.RawMessage `json:"tool_call_id"`
+	FunctionCall json.RawMessage `json:"function_call"`
+	Audio        json.RawMessage `json:"audio"`
+}
+
+// messageContent is a message's content: a string or an array of parts.
+type messageContent struct {
+	Text    string
+	Parts   []contentPart
+	IsParts bool
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+	// Known and not supported yet.
+	ImageURL   json.RawMessage `json:"image_url"`
+	InputAudio json.RawMessage `json:"input_audio"`
+	File       json.RawMessage `json:"file"`
+	Refusal    json.RawMessage `json:"refusal"`
+}
+
+// UnmarshalJSON accepts a string or an array of content parts.
+func (c *messageContent) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		return json.Unmarshal(b, &c.Text)
+	case len(b) > 0 && b[0] == '[':
+		c.IsParts = true
+		return decodeStrict(b, &c.Parts)
+	}
+	return fmt.Errorf("want a string or an array of content parts")
+}
+
+// unsupportedChat returns the 400 for the first known-but-unsupported
+// field that is set.
+func (q *chatRequest) unsupported() *apiError {
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{
+		{"tools", q.Tools}, {"tool_choice", q.ToolChoice}, {"functions", q.Functions},
+		{"function_call", q.FunctionCall}, {"audio", q.Audio}, {"prediction", q.Prediction},
+		{"reasoning_effort", q.ReasoningEffort}, {"verbosity", q.Verbosity},
+		{"web_search_options", q.WebSearchOptions}, {"moderation", q.Moderation},
+		{"prompt_cache_retention", q.PromptCacheRetention}, {"prompt_cache_options", q.PromptCacheOptions},
+	} {
+		if isSet(f.raw) {
+			return unsupported(f.name, "")
+		}
+	}
+	if isSet(q.ParallelToolCalls) && string(q.ParallelToolCalls) != "false" {
+		return unsupported("parallel_tool_calls", "parallel_tool_calls is not supported yet by muser (tools are not)")
+	}
+	if q.N != nil && *q.N != 1 {
+		return unsupported("n", "n is %d; muser generates one choice per request (n = 1) for now", *q.N)
+	}
+	for i, m := range q.Modalities {
+		if m != "text" {
+			return unsupported(fmt.Sprintf("modalities[%d]", i), "modality %q is not supported yet; muser generates text", m)
+		}
+	}
+	if rf := q.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
+		return unsupported("response_format.type", "response_format %q is not supported yet; only \"text\" is", rf.Type)
+	}
+	return nil
+}
+
+// messages converts the conversation for the chat template.
+func (q *chatRequest) messages() ([]template.Message, *apiError) {
+	if len(q.Messages) == 0 {
+		return nil, badRequest("invalid_value", "messages", "messages is empty; want at least one message")
+	}
+	out := make([]template.Message, 0, len(q.Messages))
+	for i, m := range q.Messages {
+		p := fmt.Sprintf("messages[%d]", i)
+		for _, f := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"tool_calls", m.ToolCalls}, {"tool_call_id", m.ToolCallID}, {"function_call", m.FunctionCall}, {"audio", m.Audio}} {
+			if isSet(f.raw) {
+				return nil, unsupported(p+"."+f.name, "")
+			}
+		}
+		role := m.Role
+		switch role {
+		case "system", "user", "assistant":
+		case "developer":
+			role = "system" // OpenAI's newer name for system instructions
+		case "tool", "function":
+			return nil, unsupported(p+".role", "role %q is not supported yet (tools are not)", role)
+		case "":
+			return nil, badRequest("invalid_value", p+".role", "%s.role is missing", p)
+		default:
+			return nil, badRequest("invalid_value", p+".role", "role %q is not one of system, developer, user, assistant", role)
+		}
+		tm := template.Message{Role: role, Name: m.Name}
+		switch c := m.Content; {
+		case c == nil:
+			if role != "assistant" {
+				return nil, badRequest("invalid_value", p+".content", "%s.content is missing", p)
+			}
+		case c.IsParts:
+			var texts []string
+			for j, part := range c.Parts {
+				pp := fmt.Sprintf("%s.content[%d]", p, j)
+				if part.Type != "text" {
+					return nil, unsupported(pp+".type", "content part type %q is not supported yet; only \"text\" is", part.Type)
+				}
+				if isSet(part.ImageURL) || isSet(part.InputAudio) || isSet(part.File) || isSet(part.Refusal) {
+					return nil, badRequest("invalid_value", pp, "a text part holds only type and text")
+				}
+				texts = append(texts, part.Text)
+			}
+			tm.Content = strings.Join(texts, "\n")
+		default:
+			tm.Content = c.Text
+		}
+		out = append(out, tm)
+	}
+	return out, nil
+}
+
+// chatChunk is one event of a streamed chat completion.
+type chatChunk struct {
+	ID                string        `json:"id"`
+	Object            string        `json:"object"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint"`
+	Choices           []chunkChoice `json:"choices"`
+	Usage             *usage        `json:"usage,omitempty"`
+	nullUsage         bool
+}
+
+// MarshalJSON writes "usage": null when the request asked for usage and
+// this is not the usage chunk (as OpenAI does).
+func (c chatChunk) MarshalJSON() ([]byte, error) {
+	type plain chatChunk
+	if c.Usage == nil && c.nullUsage {
+		return marshal(struct {
+			plain
+			Usage *usage `json:"usage"`
+		}{plain: plain(c)})
+	}
+	return marshal(plain(c))
+}
+
+type chunkChoice struct {
+	Index        int            `json:"index"`
+	Delta        chatDelta      `json:"delta"`
+	Logprobs     *choiceLogprob `json:"logprobs"`
+	FinishReason *string        `json:"finish_reason"`
+}
+
+type chatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type choiceLogprob struct {
+	Content []tokenLogprob `json:"content"`
+	Refusal []tokenLogprob `json:"refusal"`
+}
+
+func (s *Server) fingerprint() string {
+	k := s.identity.Key()
+	return fmt.Sprintf("fp_%x", k[:6])
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	var q chatRequest
+	if !s.decode(w, r, &q) {
+		return
+	}
+	if e := s.chatGen(&q); e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	g, e := s.chatGenReq(&q)
+	if e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	task := s.submit(w, r, g)
+	if task == nil {
+		return
+	}
+	defer task.Cancel()
+	id := "chatcmpl-" + info(r).id
+	created := time.Now().Unix()
+	if q.Stream != nil && *q.Stream {
+		s.streamChat(w, r, task, &q, id, created)
+		return
+	}
+	var evs []sched.Event
+	if !s.drive(r, task, func(b []sched.Event) error { evs = append(evs, b...); return nil }) {
+		return
+	}
+	res, e := s.finished(r, task)
+	if e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	text := eventsText(evs)
+	choice := map[string]any{
+		"index":         0,
+		"message":       map[string]any{"role": "assistant", "content": text, "refusal": nil},
+		"logprobs":      nil,
+		"finish_reason": finishReason(res.Finish),
+	}
+	if g.logprobs >= 0 {
+		choice["logprobs"] = choiceLogprob{Content: s.chatLogprobs(evs), Refusal: nil}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": id, "object": "chat.completion", "created": created, "model": s.model.id,
+		"system_fingerprint": s.fingerprint(),
+		"choices":            []any{choice},
+		"usage":              usageOf(res),
+	})
+}
+
+// chatGen checks the fields that need no model.
+func (s *Server) chatGen(q *chatRequest) *apiError {
+	if e := s.checkModel(q.Model); e != nil {
+		return e
+	}
+	if e := q.unsupported(); e != nil {
+		return e
+	}
+	if q.StreamOptions != nil && (q.Stream == nil || !*q.Stream) {
+		return badRequest("invalid_value", "stream_options", "stream_options is only allowed with stream: true")
+	}
+	return checkStops(q.Stop)
+}
+
+func (s *Server) chatGenReq(q *chatRequest) (*genReq, *apiError) {
+	p, e := q.params(s.model.tok.VocabSize())
+	if e != nil {
+		return nil, e
+	}
+	g := &genReq{promptArg: "messages", sampling: p, seed: q.Seed, stop: q.Stop, logprobs: -1, cacheSalt: q.CacheSalt}
+	switch {
+	case q.MaxCompletionTokens != nil:
+		g.maxTokens = *q.MaxCompletionTokens
+		if g.maxTokens < 1 {
+			return nil, badRequest("invalid_value", "max_completion_tokens", "max_completion_tokens is %d; want at least 1", g.maxTokens)
+		}
+	case q.MaxTokens != nil:
+		g.maxTokens = *q.MaxTokens
+		if g.maxTokens < 1 {
+			return nil, badRequest("invalid_value", "max_tokens", "max_tokens is %d; want at least 1", g.maxTokens)
+		}
+	}
+	if q.Logprobs != nil && *q.Logprobs {
+		g.logprobs = 0
+		if q.TopLogprobs != nil {
+			if *q.TopLogprobs < 0 || *q.TopLogprobs > 20 {
+				return nil, badRequest("invalid_value", "top_logprobs", "top_logprobs is %d; want 0 to 20", *q.TopLogprobs)
+			}
+			g.logprobs = *q.TopLogprobs
+		}
+	} else if q.TopLogprobs != nil {
+		return nil, badRequest("invalid_value", "top_logprobs", "top_logprobs needs logprobs: true")
+	}
+	msgs, e := q.messages()
+	if e != nil {
+		return nil, e
+	}
+	if g.prompt, e = s.renderChat(msgs, "messages"); e != nil {
+		return nil, e
+	}
+	return g, nil
+}
+
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.Task, q *chatRequest, id string, created int64) {
+	sw := newStream(w, true)
+	includeUsage := q.StreamOptions != nil && q.StreamOptions.IncludeUsage
+	wantLogprobs := q.Logprobs != nil && *q.Logprobs
+	chunk := func(d chatDelta, lp *choiceLogprob, finish *string) chatChunk {
+		return chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.model.id,
+			SystemFingerprint: s.fingerprint(), nullUsage: includeUsage,
+			Choices: []chunkChoice{{Index: 0, Delta: d, Logprobs: lp, FinishReason: finish}}}
+	}
+	empty := ""
+	if sw.send(chunk(chatDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
+		return
+	}
+	ok := s.drive(r, task, func(evs []sched.Event) error {
+		text := eventsText(evs)
+		var lp *choiceLogprob
+		if wantLogprobs {
+			if c := s.chatLogprobs(evs); len(c) > 0 {
+				lp = &choiceLogprob{Content: c}
+			}
+		}
+		if text == "" && lp == nil {
+			return nil
+		}
+		return sw.send(chunk(chatDelta{Content: &text}, lp, nil))
+	})
+	if !ok {
+		return
+	}
+	res, e := s.finished(r, task)
+	if e != nil {
+		sw.send(errorBody(famOpenAI, e, info(r).id))
+		return
+	}
+	fr := finishReason(res.Finish)
+	if sw.send(chunk(chatDelta{}, nil, &fr)) != nil {
+		return
+	}
+	if includeUsage {
+		sw.send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.model.id,
+			SystemFingerprint: s.fingerprint(), Choices: []chunkChoice{}, Usage: usageOf(res)})
+	}
+	sw.done()
+}

@@ -1,0 +1,245 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/muserhq/muser/serve/sched"
+)
+
+// completionRequest is POST /v1/completions (OpenAI's legacy text
+// completions).
+type completionRequest struct {
+	Model  string          `json:"model"`
+	Prompt json.RawMessage `json:"prompt"`
+	samplingFields
+	MaxTokens     *int           `json:"max_tokens"`
+	Stop          stopList       `json:"stop"`
+	Logprobs      *int           `json:"logprobs"`
+	N             *int           `json:"n"`
+	Stream        *bool          `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options"`
+	User          string         `json:"user"`
+	CacheSalt     string         `json:"cache_salt"`
+	// Known and not supported yet unless at their defaults.
+	Echo   *bool   `json:"echo"`
+	Suffix *string `json:"suffix"`
+	BestOf *int    `json:"best_of"`
+}
+
+// defaultCompletionTokens is OpenAI's default max_tokens for
+// /v1/completions.
+const defaultCompletionTokens = 16
+
+// parsePrompt reads a prompt given as text or token ids. OpenAI's forms
+// are a string, an array of one string, an array of token ids, or an
+// array of one array of token ids; llama.cpp's /completion also takes an
+// array mixing strings and token ids (mixed set), which is tokenized piece
+// by piece.
+func (s *Server) parsePrompt(raw json.RawMessage, param string, mixed bool, addSpecial bool) ([]int32, *apiError) {
+	if !isSet(raw) {
+		return nil, badRequest("invalid_value", param, "%s is missing", param)
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return s.tokenize(text, addSpecial, true, param)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, badRequest("invalid_type", param, "%s must be a string or an array of token ids", param)
+	}
+	if len(items) == 0 {
+		return nil, badRequest("invalid_value", param, "%s is empty", param)
+	}
+	// One nested prompt: [["..."]] is not a form; [[1,2]] and ["text"] are.
+	if len(items) == 1 {
+		if json.Unmarshal(items[0], &text) == nil && !mixed {
+			return s.tokenize(text, addSpecial, true, param)
+		}
+		var ids []int32
+		if len(items[0]) > 0 && items[0][0] == '[' && json.Unmarshal(items[0], &ids) == nil {
+			return ids, s.checkTokens(ids, param+"[0]")
+		}
+	}
+	var ids []int32
+	for i, it := range items {
+		var id int32
+		if json.Unmarshal(it, &id) == nil {
+			ids = append(ids, id)
+			continue
+		}
+		if json.Unmarshal(it, &text) == nil {
+			if !mixed {
+				return nil, unsupported(param, "%s holds several prompts; muser takes one prompt per request for now", param)
+			}
+			piece, e := s.tokenize(text, addSpecial && i == 0, true, fmt.Sprintf("%s[%d]", param, i))
+			if e != nil {
+				return nil, e
+			}
+			ids = append(ids, piece...)
+			continue
+		}
+		if len(it) > 0 && it[0] == '[' {
+			return nil, unsupported(param, "%s holds several prompts; muser takes one prompt per request for now", param)
+		}
+		return nil, badRequest("invalid_type", fmt.Sprintf("%s[%d]", param, i), "%s[%d] must be a token id or a string", param, i)
+	}
+	return ids, s.checkTokens(ids, param)
+}
+
+func (q *completionRequest) check() *apiError {
+	switch {
+	case q.N != nil && *q.N != 1:
+		return unsupported("n", "n is %d; muser generates one choice per request (n = 1) for now", *q.N)
+	case q.BestOf != nil && *q.BestOf != 1:
+		return unsupported("best_of", "best_of is %d; only 1 is supported for now", *q.BestOf)
+	case q.Echo != nil && *q.Echo:
+		return unsupported("echo", "echo is not supported yet")
+	case q.Suffix != nil && *q.Suffix != "":
+		return unsupported("suffix", "suffix (fill in the middle) is not supported yet")
+	case q.Logprobs != nil && (*q.Logprobs < 0 || *q.Logprobs > 5):
+		return badRequest("invalid_value", "logprobs", "logprobs is %d; want 0 to 5", *q.Logprobs)
+	case q.MaxTokens != nil && *q.MaxTokens < 1:
+		return badRequest("invalid_value", "max_tokens", "max_tokens is %d; want at least 1", *q.MaxTokens)
+	case q.StreamOptions != nil && (q.Stream == nil || !*q.Stream):
+		return badRequest("invalid_value", "stream_options", "stream_options is only allowed with stream: true")
+	}
+	return checkStops(q.Stop)
+}
+
+// completionLogprobs is the legacy logprobs object.
+type completionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+func (s *Server) completionLogprobs(evs []sched.Event, offset int) *completionLogprobs {
+	lp := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
+	for _, ev := range evs {
+		if ev.Token == sched.NoToken || ev.Logprob == nil {
+			offset += len(ev.Text)
+			continue
+		}
+		t, _ := s.piece(ev.Token)
+		lp.Tokens = append(lp.Tokens, t)
+		lp.TokenLogprobs = append(lp.TokenLogprobs, finite(ev.Logprob.Logprob))
+		top := make(map[string]float64, len(ev.Top))
+		for _, x := range ev.Top {
+			tt, _ := s.piece(x.ID)
+			if _, dup := top[tt]; !dup {
+				top[tt] = finite(x.Logprob)
+			}
+		}
+		lp.TopLogprobs = append(lp.TopLogprobs, top)
+		lp.TextOffset = append(lp.TextOffset, offset)
+		offset += len(ev.Text)
+	}
+	return lp
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	var q completionRequest
+	if !s.decode(w, r, &q) {
+		return
+	}
+	if e := s.checkModel(q.Model); e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	if e := q.check(); e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	p, e := q.params(s.model.tok.VocabSize())
+	if e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	g := &genReq{promptArg: "prompt", sampling: p, seed: q.Seed, stop: q.Stop, logprobs: -1,
+		cacheSalt: q.CacheSalt, maxTokens: defaultCompletionTokens}
+	if q.MaxTokens != nil {
+		g.maxTokens = *q.MaxTokens
+	}
+	if q.Logprobs != nil {
+		g.logprobs = *q.Logprobs
+	}
+	if g.prompt, e = s.parsePrompt(q.Prompt, "prompt", false, true); e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	task := s.submit(w, r, g)
+	if task == nil {
+		return
+	}
+	defer task.Cancel()
+	id := "cmpl-" + info(r).id
+	created := time.Now().Unix()
+	obj := func(choices []any, u *usage, withUsage bool) map[string]any {
+		m := map[string]any{"id": id, "object": "text_completion", "created": created, "model": s.model.id,
+			"system_fingerprint": s.fingerprint(), "choices": choices}
+		if withUsage {
+			m["usage"] = u
+		}
+		return m
+	}
+	choice := func(text string, lp *completionLogprobs, finish *string) map[string]any {
+		c := map[string]any{"text": text, "index": 0, "logprobs": nil, "finish_reason": finish}
+		if lp != nil {
+			c["logprobs"] = lp
+		}
+		return c
+	}
+	if q.Stream != nil && *q.Stream {
+		includeUsage := q.StreamOptions != nil && q.StreamOptions.IncludeUsage
+		sw := newStream(w, true)
+		offset := 0
+		ok := s.drive(r, task, func(evs []sched.Event) error {
+			text := eventsText(evs)
+			var lp *completionLogprobs
+			if g.logprobs >= 0 {
+				lp = s.completionLogprobs(evs, offset)
+			}
+			offset += len(text)
+			if text == "" && (lp == nil || len(lp.Tokens) == 0) {
+				return nil
+			}
+			return sw.send(obj([]any{choice(text, lp, nil)}, nil, includeUsage))
+		})
+		if !ok {
+			return
+		}
+		res, e := s.finished(r, task)
+		if e != nil {
+			sw.send(errorBody(famOpenAI, e, info(r).id))
+			return
+		}
+		fr := finishReason(res.Finish)
+		if sw.send(obj([]any{choice("", nil, &fr)}, nil, includeUsage)) != nil {
+			return
+		}
+		if includeUsage {
+			sw.send(obj([]any{}, usageOf(res), true))
+		}
+		sw.done()
+		return
+	}
+	var evs []sched.Event
+	if !s.drive(r, task, func(b []sched.Event) error { evs = append(evs, b...); return nil }) {
+		return
+	}
+	res, e := s.finished(r, task)
+	if e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	var lp *completionLogprobs
+	if g.logprobs >= 0 {
+		lp = s.completionLogprobs(evs, 0)
+	}
+	fr := finishReason(res.Finish)
+	writeJSON(w, http.StatusOK, obj([]any{choice(eventsText(evs), lp, &fr)}, usageOf(res), true))
+}

@@ -1,0 +1,177 @@
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/muserhq/muser/serve/tenant"
+)
+
+// family is an API family: it decides the error shape of a route.
+type family uint8
+
+const (
+	famLlama  family = iota // llama.cpp: {"error":{"code","message","type"}}
+	famOpenAI               // /v1/...: {"error":{"message","type","param","code"}}
+	famOllama               // /api/...: {"error":"..."}
+)
+
+func familyOf(path string) family {
+	switch {
+	case strings.HasPrefix(path, "/v1/"):
+		return famOpenAI
+	case strings.HasPrefix(path, "/api/"):
+		return famOllama
+	}
+	return famLlama
+}
+
+// reqInfo is what the middleware learns about a request; handlers read it
+// through the context and fill in what they learn.
+type reqInfo struct {
+	start  time.Time
+	id     string
+	tenant string
+	log    *slog.Logger
+	// Filled by handlers, for the access log.
+	promptTokens, cachedTokens, genTokens int
+}
+
+type ctxKey struct{}
+
+func info(r *http.Request) *reqInfo {
+	if ri, ok := r.Context().Value(ctxKey{}).(*reqInfo); ok {
+		return ri
+	}
+	return &reqInfo{log: slog.New(slog.DiscardHandler)}
+}
+
+// statusWriter records the status and size of a response. It passes
+// Flush through for streaming.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// validRequestID reports whether a client's X-Request-Id can be used as
+// is: 1 to 128 characters from A–Z a–z 0–9 and "-_.:".
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.:", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// publicPath reports whether a route answers without an API key.
+func publicPath(method, path string) bool {
+	return method == http.MethodGet && (path == "/health" || path == "/metrics" || path == "/api/version")
+}
+
+// middleware wraps the routes: request ID, access log, recovery, body
+// limit and authentication, outermost first.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		ri := &reqInfo{start: start, id: id, log: s.log.With("request_id", id)}
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				ri.log.Error("handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if sw.status == 0 {
+					s.fail(sw, r, &apiError{Status: 500, Type: typeServer, Code: "internal_error",
+						Message: "internal error; the server log has the details under this request ID"})
+				}
+			}
+			s.metrics.request(r.Pattern, sw.status)
+			ri.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+				"bytes", sw.bytes, "duration", time.Since(start),
+				"prompt_tokens", ri.promptTokens, "cached_tokens", ri.cachedTokens, "generated_tokens", ri.genTokens)
+		}()
+		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+		if s.keys == nil {
+			ri.tenant = tenant.Local
+		} else if !publicPath(r.Method, r.URL.Path) {
+			key, ok := bearer(r)
+			tn, found := "", false
+			if ok {
+				tn, found = s.keys.Lookup(key)
+			}
+			if !found {
+				sw.Header().Set("WWW-Authenticate", `Bearer realm="muser"`)
+				msg := "missing API key: send Authorization: Bearer KEY"
+				if ok {
+					msg = "invalid API key"
+				}
+				s.fail(sw, r, &apiError{Status: 401, Type: typeAuth, Code: "invalid_api_key", Message: msg})
+				return
+			}
+			ri.tenant = tn
+		}
+		ri.log = ri.log.With("tenant", ri.tenant)
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// bearer returns the key of an "Authorization: Bearer KEY" header.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, key, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	key = strings.TrimSpace(key)
+	return key, key != ""
+}

@@ -1,0 +1,55 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/muserhq/muser/infer/template"
+	"github.com/muserhq/muser/infer/tokenizer"
+)
+
+// renderChat renders messages with the model's chat template (ChatML when
+// it has none) and an assistant generation prompt, and tokenizes the
+// result as llama.cpp's server does: special tokens parsed, BOS added
+// unless the rendered text already starts with it.
+func (s *Server) renderChat(msgs []template.Message, param string) ([]int32, *apiError) {
+	text, err := s.model.tmpl.Render(template.Context{
+		Messages:            msgs,
+		AddGenerationPrompt: true,
+		BOSToken:            s.model.bos,
+		EOSToken:            s.model.eos,
+	})
+	if err != nil {
+		var te *template.Error
+		if errors.As(err, &te) && errors.Is(err, template.ErrRaised) {
+			return nil, badRequest("invalid_value", param, "the model's chat template refused the messages: %s", te.Msg)
+		}
+		return nil, badRequest("invalid_value", param, "rendering the chat template: %v", err)
+	}
+	addBOS := !(s.model.bos != "" && strings.HasPrefix(text, s.model.bos))
+	return s.tokenize(text, addBOS, true, param)
+}
+
+// tokenize encodes text; addSpecial adds BOS/EOS as the vocabulary says.
+func (s *Server) tokenize(text string, addSpecial, parseSpecial bool, param string) ([]int32, *apiError) {
+	ids, err := s.model.tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: addSpecial, ParseSpecial: parseSpecial})
+	if err != nil {
+		return nil, badRequest("invalid_value", param, "tokenizing %s: %v", param, err)
+	}
+	if len(ids) == 0 {
+		return nil, badRequest("invalid_value", param, "%s is empty", param)
+	}
+	return ids, nil
+}
+
+// checkTokens refuses token ids outside the vocabulary.
+func (s *Server) checkTokens(ids []int32, param string) *apiError {
+	n := s.model.tok.VocabSize()
+	for i, t := range ids {
+		if t < 0 || int(t) >= n {
+			return badRequest("invalid_value", fmt.Sprintf("%s[%d]", param, i), "token %d is outside the vocabulary (0 to %d)", t, n-1)
+		}
+	}
+	return nil
+}

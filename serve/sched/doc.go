@@ -1,0 +1,58 @@
+// Package sched runs generation requests on one model with continuous
+// batching: a fixed set of slots, a bounded queue, and one goroutine that,
+// at each step, gathers every active slot's work into a single
+// engine.Model.Forward.
+//
+// # Slots and steps
+//
+// A slot is an engine.Sequence with a KV cache of Config.Ctx tokens and
+// the request it serves. A request waits in the queue (at most
+// Config.MaxQueue; Submit returns ErrQueueFull beyond) until a slot is
+// idle. Each step then holds, for every slot that is decoding, its last
+// sampled token, and for slots still computing their prompt a chunk of it
+// (at most PrefillChunk tokens per slot and StepTokens over all slots, in
+// rotating order), so a long prompt delays the others' next token by a
+// bounded amount. After the step each slot with logits samples its next
+// token with its own sampler and seed (the prompt's tokens count for the
+// repetition penalties, as in llama.cpp's server). The engine's kernels are
+// batch-invariant (infer/engine, "Exactness"), so a request's tokens are
+// the same whether it ran alone or beside others, in whatever chunks.
+//
+// # Prefix reuse
+//
+// When a request gets a slot, every full block of its prompt that the
+// store holds under (identity, salt) is restored, verified, in a
+// goroutine of its own, so other slots keep decoding meanwhile; if that
+// covers the whole prompt its last token is dropped again (its logits
+// must be computed), and only the rest of the prompt is computed.
+// A refused restore (bad digest, identity mismatch: the store records a
+// receipt) or a failed one is a miss: the prompt is computed in full and
+// the refusal is reported to the Observer. With Config.SlotReuse, an idle
+// slot that last served the same salt and still holds more of the prompt
+// than the store does is reused instead (its KV truncated to the common
+// prefix). Result.CachedTokens counts the tokens not computed, and
+// Result.CacheSource says where they came from.
+//
+// # Publishing
+//
+// When a request ends (finished, stopped, or cancelled), its slot's full
+// blocks of prompt and output that the store lacks are copied out by a
+// goroutine (the slot shows "publishing" meanwhile, usually for a few
+// milliseconds) and queued for the publisher goroutine, which writes them
+// with store.PublishPrefix: the token stream never waits for a disk
+// write. A full publish queue drops the job (and reports it) rather than
+// block. With Config.StoreMaxBytes the publisher runs gc when the store
+// grows past its budget. Close flushes the queue. Config.OnPublish is
+// called after each publish (the hook for replication), and
+// Config.RemotePrefill before each restore (the hook for disaggregated
+// prefill); a PrefillOnly request computes and publishes a prompt's KV and
+// returns the pack (the producer side).
+//
+// # Cancellation
+//
+// A task's context ends when the client goes away or Task.Cancel is
+// called: a queued task leaves the queue, a running one frees its slot at
+// the next step (its computed blocks are still published). Close refuses
+// new requests, lets running and queued ones finish until its context
+// ends, then cancels the rest.
+package sched

@@ -1,0 +1,58 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrQueueFull is returned by Submit when every slot is busy and the queue
+// of waiting requests is full; the server answers 429.
+var ErrQueueFull = errors.New("queue full")
+
+// ErrClosed is returned by Submit after Close has begun.
+var ErrClosed = errors.New("scheduler closed")
+
+// ErrBadRequest is returned when a request cannot be run as given: an
+// empty prompt, a token outside the vocabulary, a prompt that does not
+// fit the context, bad sampling parameters. A *RequestError or
+// *ContextError wrapping it says which.
+var ErrBadRequest = errors.New("bad request")
+
+// ErrCancelled is a task's error when its context was cancelled (the
+// client went away, or the server shut down) before it finished.
+var ErrCancelled = errors.New("request cancelled")
+
+// ContextError is returned when a prompt does not fit a slot's context.
+type ContextError struct {
+	Prompt int // prompt tokens
+	Ctx    int // tokens a slot holds
+}
+
+func (e *ContextError) Error() string {
+	return fmt.Sprintf("the prompt is %d tokens, more than the context of %d tokens leaves room for (at most %d prompt tokens)",
+		e.Prompt, e.Ctx, e.Ctx-1)
+}
+
+// Unwrap returns ErrBadRequest.
+func (e *ContextError) Unwrap() error { return ErrBadRequest }
+
+// RequestError names the request field at fault.
+type RequestError struct {
+	// Field is the field at fault: "prompt", "temperature",
+	// "logit_bias[7]", ...
+	Field string
+	// Reason says what is wrong with it.
+	Reason string
+	// Err is the cause, when there is one (a *sample.ParamError).
+	Err error
+}
+
+func (e *RequestError) Error() string { return e.Field + " " + e.Reason }
+
+// Unwrap returns ErrBadRequest and the cause.
+func (e *RequestError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrBadRequest, e.Err}
+	}
+	return []error{ErrBadRequest}
+}

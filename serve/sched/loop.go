@@ -1,0 +1,593 @@
+package sched
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/sample"
+	"github.com/muserhq/muser/infer/tokenizer"
+	"github.com/muserhq/muser/store"
+)
+
+// slotState is where a slot is in serving a request.
+type slotState uint8
+
+const (
+	stIdle       slotState = iota
+	stRestoring            // a goroutine is restoring the prefix into seq
+	stPrefill              // computing the prompt, a chunk per step
+	stDecode               // generating, a token per step
+	stPublishing           // a goroutine is copying new blocks out of seq
+)
+
+func (st slotState) String() string {
+	return [...]string{"idle", "restoring", "prefill", "decode", "publishing"}[st]
+}
+
+// slot is one sequence and the request it serves. Only the loop goroutine
+// touches a slot, except seq while a restore or export goroutine owns it
+// (states stRestoring and stPublishing).
+type slot struct {
+	id    int
+	seq   *engine.Sequence
+	state slotState
+	task  *Task
+	// salt is the salt of the KV seq holds (for in-slot reuse); nil when
+	// seq holds nothing reusable.
+	salt []byte
+
+	logits  []float32
+	dec     *tokenizer.StreamDecoder
+	stop    *sample.Stop
+	text    strings.Builder // all decoded output, for naming the stop word
+	last    int32           // the last sampled token, fed at the next step
+	lastAt  time.Time
+	res     Result
+	lastUse time.Time
+}
+
+type restoreResult struct {
+	slot *slot
+	n    int
+	err  error
+}
+
+// loop is the scheduler's engine goroutine.
+func (s *Scheduler) loop() {
+	defer close(s.loopDone)
+	rr := 0 // first slot offered prefill budget, rotating
+	for {
+		s.drain()
+		if s.ctx.Err() != nil {
+			s.abortAll()
+			if s.quiet() {
+				return
+			}
+		}
+		s.reap()
+		s.admit()
+		steps, owners := s.gather(&rr)
+		if len(steps) == 0 {
+			s.mu.Lock()
+			done := s.closing && len(s.queue) == 0 && s.quietLocked()
+			s.mu.Unlock()
+			if done {
+				return
+			}
+			s.waitSignal()
+			continue
+		}
+		err := s.forward(steps)
+		if err != nil {
+			s.log.Error("forward pass failed", "err", err, "steps", len(steps))
+			for _, sl := range owners {
+				sl.seq.Truncate(0)
+				sl.salt = nil
+				s.end(sl, FinishError, fmt.Errorf("forward pass: %w", err), false)
+			}
+			continue
+		}
+		now := time.Now()
+		for i, sl := range owners {
+			s.after(sl, steps[i].Logits, now)
+			steps[i].Logits = nil
+		}
+		s.publishInfos()
+	}
+}
+
+// forward runs one step's batch. A batch of decode tokens only is split
+// into Forward calls of at most DecodeBatch tokens (see Config); a batch
+// with a prompt chunk runs as one call, its decode tokens riding along.
+// Kernels are batch-invariant, so the split never changes a result.
+func (s *Scheduler) forward(steps []engine.Step) error {
+	g := s.cfg.DecodeBatch
+	if g <= 0 || len(steps) <= g {
+		return s.cfg.Model.Forward(s.ctx, steps)
+	}
+	for _, st := range steps {
+		if len(st.Tokens) > 1 {
+			return s.cfg.Model.Forward(s.ctx, steps)
+		}
+	}
+	for i := 0; i < len(steps); i += g {
+		if err := s.cfg.Model.Forward(s.ctx, steps[i:min(i+g, len(steps))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quiet reports whether no slot is owned by a goroutine or a request.
+func (s *Scheduler) quiet() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quietLocked()
+}
+
+func (s *Scheduler) quietLocked() bool {
+	for _, sl := range s.slots {
+		if sl.state != stIdle {
+			return false
+		}
+	}
+	return true
+}
+
+// waitSignal blocks until something may have changed.
+func (s *Scheduler) waitSignal() {
+	done := s.ctx.Done()
+	if s.ctx.Err() != nil {
+		done = nil // already handled: wait for the goroutines still out
+	}
+	select {
+	case <-s.wake:
+	case r := <-s.restored:
+		s.onRestored(r)
+	case id := <-s.freed:
+		s.onFreed(id)
+	case <-done:
+	}
+}
+
+// drain handles every pending restore result and freed slot.
+func (s *Scheduler) drain() {
+	for {
+		select {
+		case r := <-s.restored:
+			s.onRestored(r)
+		case id := <-s.freed:
+			s.onFreed(id)
+		default:
+			return
+		}
+	}
+}
+
+func (s *Scheduler) onFreed(id int) {
+	sl := s.slots[id]
+	s.setState(sl, stIdle)
+	s.poke()
+}
+
+func (s *Scheduler) onRestored(r restoreResult) {
+	sl := r.slot
+	if r.err != nil {
+		var re *store.RefusalError
+		if errors.As(r.err, &re) {
+			s.obs.Refused(string(re.Receipt.Reason))
+			s.log.Warn("prefix restore refused; computing the prompt instead", "request_id", sl.task.req.ID,
+				"reason", re.Receipt.Reason, "receipt", re.Receipt.ID, "err", r.err)
+		} else if sl.task.ctx.Err() == nil {
+			s.log.Warn("prefix restore failed; computing the prompt instead", "request_id", sl.task.req.ID, "err", r.err)
+		}
+		r.n = 0 // restorePrefix left the sequence empty
+	}
+	if r.n > 0 {
+		sl.res.CachedTokens, sl.res.CacheSource = r.n, "store"
+	}
+	s.obs.Prefix(len(sl.task.req.Prompt), sl.res.CachedTokens, sl.res.CacheSource)
+	s.setState(sl, stPrefill)
+}
+
+// abortAll cancels every queued task and every slot's task after the
+// scheduler's context ended (a shutdown past its grace period).
+func (s *Scheduler) abortAll() {
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	for _, t := range q {
+		t.finish(t.res, fmt.Errorf("%w: the server is shutting down", ErrCancelled))
+	}
+	s.obs.Queue(0)
+	for _, sl := range s.slots {
+		if sl.state == stPrefill || sl.state == stDecode {
+			s.end(sl, FinishCancelled, fmt.Errorf("%w: the server is shutting down", ErrCancelled), true)
+		}
+	}
+}
+
+// reap ends the tasks of slots whose request was cancelled, and drops
+// cancelled requests from the queue (so they do not hold queue places).
+func (s *Scheduler) reap() {
+	s.mu.Lock()
+	var gone []*Task
+	q := s.queue[:0]
+	for _, t := range s.queue {
+		if t.ctx.Err() != nil {
+			gone = append(gone, t)
+		} else {
+			q = append(q, t)
+		}
+	}
+	clear(s.queue[len(q):])
+	s.queue = q
+	depth := len(q)
+	s.mu.Unlock()
+	if len(gone) > 0 {
+		s.obs.Queue(depth)
+		for _, t := range gone {
+			t.finish(t.res, fmt.Errorf("%w while queued: %w", ErrCancelled, t.ctx.Err()))
+		}
+	}
+	for _, sl := range s.slots {
+		if (sl.state == stPrefill || sl.state == stDecode) && sl.task.ctx.Err() != nil {
+			s.end(sl, FinishCancelled, fmt.Errorf("%w: %w", ErrCancelled, sl.task.ctx.Err()), true)
+		}
+	}
+}
+
+// admit gives idle slots to queued tasks, oldest first.
+func (s *Scheduler) admit() {
+	for {
+		sl := s.anyIdle()
+		if sl == nil {
+			return
+		}
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		t := s.queue[0]
+		s.queue = s.queue[1:]
+		depth := len(s.queue)
+		s.mu.Unlock()
+		s.obs.Queue(depth)
+		if t.ctx.Err() != nil {
+			t.finish(t.res, fmt.Errorf("%w while queued: %w", ErrCancelled, t.ctx.Err()))
+			continue
+		}
+		s.start(t)
+	}
+}
+
+func (s *Scheduler) anyIdle() *slot {
+	for _, sl := range s.slots {
+		if sl.state == stIdle {
+			return sl
+		}
+	}
+	return nil
+}
+
+// start puts t in the best idle slot: one whose KV covers more of the
+// prompt than the store does (SlotReuse), else the least recently used,
+// and restores its prefix from the store.
+func (s *Scheduler) start(t *Task) {
+	req := t.req
+	limit := len(req.Prompt) - 1 // the last prompt token is always computed
+	var (
+		best  *slot
+		reuse int
+	)
+	if s.cfg.SlotReuse && !req.NoCache {
+		for _, sl := range s.slots {
+			if sl.state != stIdle || sl.salt == nil || !bytes.Equal(sl.salt, req.Salt) {
+				continue
+			}
+			n := commonPrefix(sl.seq.Tokens(), req.Prompt[:limit])
+			if n > reuse {
+				best, reuse = sl, n
+			}
+		}
+	}
+	if s.cfg.Store != nil && !req.NoCache && reuse > 0 {
+		if m, err := s.cfg.Store.Match(s.cfg.Identity, req.Salt, req.Prompt); err == nil && min(m.Tokens, limit) > reuse {
+			best, reuse = nil, 0 // the store holds more
+		}
+	}
+	if best == nil {
+		for _, sl := range s.slots {
+			if sl.state == stIdle && (best == nil || sl.lastUse.Before(best.lastUse)) {
+				best = sl
+			}
+		}
+	}
+	sl := best
+	sl.task = t
+	sl.res = t.res
+	sl.res.Slot = sl.id
+	sl.res.Started = time.Now()
+	sl.dec = s.cfg.Tokenizer.NewStreamDecoder()
+	sl.stop = sample.NewStop(req.Stop)
+	sl.text.Reset()
+	sl.lastUse = sl.res.Started
+	if reuse > 0 {
+		sl.seq.Truncate(reuse)
+		sl.res.CachedTokens, sl.res.CacheSource = reuse, "slot"
+	} else {
+		sl.seq.Truncate(0)
+	}
+	sl.salt = slices.Clone(req.Salt)
+	if reuse == 0 && s.cfg.Store != nil && !req.NoCache && len(req.Prompt) >= s.block {
+		s.setState(sl, stRestoring)
+		go s.restore(sl, t)
+		return
+	}
+	s.obs.Prefix(len(req.Prompt), sl.res.CachedTokens, sl.res.CacheSource)
+	s.setState(sl, stPrefill)
+}
+
+// restore runs in its own goroutine, owning sl.seq until it reports.
+func (s *Scheduler) restore(sl *slot, t *Task) {
+	req := t.req
+	if s.cfg.RemotePrefill != nil {
+		if err := s.cfg.RemotePrefill(t.ctx, s.cfg.Identity, req.Salt, req.Prompt); err != nil && t.ctx.Err() == nil {
+			s.log.Warn("remote prefill failed; using the local store", "request_id", req.ID, "err", err)
+		}
+	}
+	n, err := s.restorePrefix(t, sl.seq)
+	s.restored <- restoreResult{slot: sl, n: n, err: err}
+}
+
+// restorePrefix fills the empty seq with every full block of the prompt
+// the store holds under (identity, salt), verified by the store, then
+// drops the prompt's last token if it was restored: its logits must be
+// computed, and the KV of the tokens before it does not depend on it. So
+// a prompt whose blocks are all cached costs one token of compute (where
+// engine.Model.RestorePrefix, which never restores the last token's
+// block, would recompute up to a block). On any error seq is left empty
+// (fail closed).
+func (s *Scheduler) restorePrefix(t *Task, seq *engine.Sequence) (int, error) {
+	prompt, b := t.req.Prompt, s.block
+	n, err := s.cfg.Store.Restore(t.ctx, s.cfg.Identity, t.req.Salt, prompt, func(block int, kv []byte) error {
+		if block*b != seq.Len() {
+			return fmt.Errorf("%w: store passed block %d, want block %d", engine.ErrPrefix, block, seq.Len()/b)
+		}
+		if (block+1)*b > len(prompt) {
+			return fmt.Errorf("%w: store passed block %d beyond the prompt's %d tokens", engine.ErrPrefix, block, len(prompt))
+		}
+		return seq.ImportBlock(prompt[block*b:(block+1)*b], kv)
+	})
+	if err == nil && n != seq.Len() {
+		err = fmt.Errorf("%w: store reported %d tokens restored, %d were imported", engine.ErrPrefix, n, seq.Len())
+	}
+	if err == nil && n >= len(prompt) {
+		n = len(prompt) - 1
+		err = seq.Truncate(n)
+	}
+	if err != nil {
+		seq.Truncate(0)
+		return 0, err
+	}
+	return n, nil
+}
+
+func commonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// gather builds one step: a decode token for every decoding slot, and
+// prompt chunks within the step's budget for prefilling ones.
+func (s *Scheduler) gather(rr *int) ([]engine.Step, []*slot) {
+	var (
+		steps  []engine.Step
+		owners []*slot
+	)
+	for _, sl := range s.slots {
+		if sl.state == stDecode {
+			steps = append(steps, engine.Step{Seq: sl.seq, Tokens: []int32{sl.last}, Output: engine.OutputLast, Logits: sl.logits})
+			owners = append(owners, sl)
+		}
+	}
+	budget := s.cfg.StepTokens
+	n := len(s.slots)
+	for k := range n {
+		sl := s.slots[(*rr+k)%n]
+		if sl.state != stPrefill || budget == 0 {
+			continue
+		}
+		prompt := sl.task.req.Prompt
+		rest := prompt[sl.seq.Len():]
+		c := min(len(rest), s.cfg.PrefillChunk, budget)
+		out := engine.OutputNone
+		if c == len(rest) && !sl.task.req.PrefillOnly {
+			out = engine.OutputLast
+		}
+		steps = append(steps, engine.Step{Seq: sl.seq, Tokens: rest[:c], Output: out, Logits: sl.logits})
+		owners = append(owners, sl)
+		budget -= c
+	}
+	*rr = (*rr + 1) % n
+	return steps, owners
+}
+
+// after handles one slot's part of a finished step.
+func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
+	if logits != nil {
+		sl.logits = logits
+	}
+	req := sl.task.req
+	if sl.state == stPrefill {
+		if sl.seq.Len() < len(req.Prompt) {
+			return // more chunks to come
+		}
+		sl.res.PrefillDone = now
+		if req.PrefillOnly {
+			s.end(sl, FinishStop, nil, true)
+			return
+		}
+	}
+	tok, err := sl.task.sampler.Sample(sl.logits)
+	if err != nil {
+		s.end(sl, FinishError, &RequestError{Field: "logit_bias", Reason: err.Error(), Err: err}, true)
+		return
+	}
+	sl.task.sampler.Accept(tok)
+	sl.res.Generated = append(sl.res.Generated, tok)
+	if len(sl.res.Generated) == 1 {
+		sl.res.FirstToken = now
+	} else {
+		s.obs.InterToken(now.Sub(sl.lastAt))
+	}
+	sl.lastAt = now
+	if s.cfg.Tokenizer.IsEOG(tok) {
+		sl.res.EOG = true
+		s.end(sl, FinishStop, nil, true)
+		return
+	}
+	ev := Event{Token: tok, Time: now}
+	if req.Logprobs >= 0 {
+		lp, top := sample.Logprobs(sl.logits, tok, req.Logprobs)
+		ev.Logprob, ev.Top = &lp, top
+	}
+	piece := sl.dec.Write(tok)
+	sl.text.WriteString(piece)
+	out, stopped := sl.stop.Write(piece)
+	ev.Text = out
+	sl.task.emit(ev)
+	switch {
+	case stopped:
+		sl.res.StopWord = firstStop(sl.text.String(), req.Stop)
+		s.end(sl, FinishStop, nil, true)
+	case req.MaxTokens > 0 && len(sl.res.Generated) >= req.MaxTokens:
+		s.end(sl, FinishLength, nil, true)
+	case sl.seq.Len() >= sl.seq.Max():
+		s.end(sl, FinishLength, nil, true) // no room to feed tok
+	default:
+		sl.last = tok
+		if sl.state != stDecode {
+			s.setState(sl, stDecode)
+		}
+	}
+}
+
+// firstStop names the stop string that occurs earliest in text.
+func firstStop(text string, stops []string) string {
+	best, at := "", -1
+	for _, x := range stops {
+		if x == "" {
+			continue
+		}
+		if i := strings.Index(text, x); i >= 0 && (at < 0 || i < at || i == at && len(x) > len(best)) {
+			best, at = x, i
+		}
+	}
+	return best
+}
+
+// end finishes the slot's task: emits the held-back text, hands the
+// slot's new full blocks to the publisher (when publish is set and there
+// is a store), and frees the slot.
+func (s *Scheduler) end(sl *slot, f Finish, err error, publish bool) {
+	t := sl.task
+	if f == FinishStop || f == FinishLength || f == FinishCancelled {
+		tail := sl.dec.Flush()
+		if !sl.stop.Stopped() {
+			out, stopped := sl.stop.Write(tail)
+			if stopped {
+				sl.text.WriteString(tail)
+				sl.res.StopWord = firstStop(sl.text.String(), t.req.Stop)
+			} else {
+				out += sl.stop.Flush()
+			}
+			if out != "" && f != FinishCancelled {
+				t.emit(Event{Token: NoToken, Text: out, Time: time.Now()})
+			}
+		}
+	}
+	sl.res.Finish = f
+	sl.res.Done = time.Now()
+	res := sl.res
+	s.obs.Finished(t.req, res)
+	sl.task, sl.dec, sl.stop = nil, nil, nil
+	canPublish := publish && s.cfg.Store != nil && !t.req.NoCache && s.block > 0 && sl.seq.Len() >= s.block
+	if t.req.PrefillOnly {
+		if !canPublish {
+			s.setState(sl, stIdle)
+			t.finish(res, err)
+			return
+		}
+		s.setState(sl, stPublishing)
+		s.addPending(1)
+		go s.export(sl, t.req, func(pres store.PublishResult, perr error) {
+			if perr == nil {
+				res.Pack = pres.Pack
+			}
+			t.finish(res, perr)
+		})
+		return
+	}
+	if !canPublish {
+		s.setState(sl, stIdle)
+		t.finish(res, err)
+		return
+	}
+	// Counted as pending before the client hears the request is done, so
+	// a Sync after the answer waits for this publish.
+	s.setState(sl, stPublishing)
+	s.addPending(1)
+	t.finish(res, err)
+	go s.export(sl, t.req, nil)
+}
+
+// setState changes a slot's state and its /slots snapshot.
+func (s *Scheduler) setState(sl *slot, st slotState) {
+	sl.state = st
+	s.mu.Lock()
+	s.infoLocked(sl)
+	busy := 0
+	for _, x := range s.slots {
+		if x.state == stRestoring || x.state == stPrefill || x.state == stDecode {
+			busy++
+		}
+	}
+	s.mu.Unlock()
+	s.obs.Busy(busy)
+}
+
+func (s *Scheduler) infoLocked(sl *slot) {
+	in := SlotInfo{ID: sl.id, State: sl.state.String(), Ctx: s.cfg.Ctx}
+	if sl.state != stRestoring && sl.state != stPublishing {
+		in.Tokens = sl.seq.Len()
+	}
+	if t := sl.task; t != nil {
+		in.RequestID, in.Tenant = t.req.ID, t.req.Tenant
+		in.PromptTokens, in.CachedTokens, in.Generated = len(t.req.Prompt), sl.res.CachedTokens, len(sl.res.Generated)
+	}
+	s.infos[sl.id] = in
+}
+
+// publishInfos refreshes the /slots snapshot of active slots after a step.
+func (s *Scheduler) publishInfos() {
+	s.mu.Lock()
+	for _, sl := range s.slots {
+		if sl.state == stPrefill || sl.state == stDecode {
+			s.infoLocked(sl)
+		}
+	}
+	s.mu.Unlock()
+}

@@ -1,0 +1,359 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/gguf"
+	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/sched"
+	"github.com/muserhq/muser/serve/tenant"
+	"github.com/muserhq/muser/store"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultAddr          = "127.0.0.1:4949"
+	DefaultMaxBodyBytes  = 8 << 20
+	DefaultShutdownGrace = 30 * time.Second
+)
+
+// Options configure a Server. Model or ModelPath names the model; Home
+// (or Store) the data directory.
+type Options struct {
+	// ModelPath is the GGUF file to serve. Ignored when Model is set.
+	ModelPath string
+	// Model is an already parsed GGUF file (the embedded default model).
+	Model *gguf.File
+	// ModelName names the model in the APIs (default: the file's base
+	// name, else its general.name).
+	ModelName string
+	// Addr is where Serve's caller listens (host:port); New checks that
+	// it is a loopback address unless APIKeysFile is set.
+	Addr string
+	// Home is the data directory: the store, and the server secret that
+	// tenant salts derive from.
+	Home string
+	// Store, if set, is used instead of opening one under Home (the
+	// caller closes it); the server secret still lives under Home.
+	Store *store.Store
+	// StoreNoSync opens the store without fsync (tests and benchmarks).
+	StoreNoSync bool
+	// APIKeysFile maps API keys to tenants (tenant.LoadKeys). Empty means
+	// one local tenant and a loopback-only server.
+	APIKeysFile string
+	// Ctx is the tokens one slot holds (prompt and output); 0 means the
+	// model's training context, at most sched.DefaultCtx.
+	Ctx int
+	// Parallel is the number of slots decoded together (default 1).
+	Parallel int
+	// MaxQueue is the most requests waiting for a slot before the server
+	// answers 429 (default sched.DefaultMaxQueue; negative: none wait).
+	MaxQueue int
+	// StoreMaxBytes, when positive, is the store's byte budget, kept by gc
+	// after publishes.
+	StoreMaxBytes int64
+	// Threads is the engine's worker goroutines (0: every CPU).
+	Threads int
+	// PrefillChunk and StepTokens bound prompt tokens per slot and per
+	// step (sched.Config).
+	PrefillChunk, StepTokens int
+	// DecodeBatch is the most decode tokens per Forward call in a step of
+	// decode tokens only (sched.Config.DecodeBatch; 0: its default).
+	DecodeBatch int
+	// SlotReuse reuses an idle slot's KV for a request of the same tenant
+	// when it covers more of the prompt than the store.
+	SlotReuse bool
+	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// ShutdownGrace is how long Serve lets in-flight requests finish after
+	// its context ends before cancelling them (default
+	// DefaultShutdownGrace).
+	ShutdownGrace time.Duration
+	// Version is reported by /api/version and /props.
+	Version string
+	// Logger receives structured logs (nil: slog.Default()).
+	Logger *slog.Logger
+	// OnPublish is called after each publish: the hook for replication
+	// (sched.Config.OnPublish).
+	OnPublish func(sched.PublishEvent)
+	// RemotePrefill is called before each restore: the hook for a
+	// consumer of a prefill producer (sched.Config.RemotePrefill).
+	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
+}
+
+// Server is muser's HTTP server: the model, the store, the scheduler and
+// the routes. New builds it; Serve serves on a listener until its context
+// ends; Close releases what New acquired when Serve is not used.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	model    *loadedModel
+	store    *store.Store
+	ownStore bool
+	sched    *sched.Scheduler
+	keys     *tenant.Keys
+	salter   *tenant.Salter
+	metrics  *metrics
+	handler  http.Handler
+	identity pack.Identity
+	started  time.Time
+
+	closeOnce sync.Once
+	closeErr  error
+
+	forceOnce sync.Once
+	force     chan struct{} // closed by ForceStop
+}
+
+// New loads the model, opens the store and starts the scheduler.
+func New(opts Options) (s *Server, err error) {
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = DefaultShutdownGrace
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	switch {
+	case opts.Ctx < 0:
+		return nil, &OptionError{Option: "--ctx", Reason: fmt.Sprintf("is %d; want a positive number of tokens (0: the model's)", opts.Ctx)}
+	case opts.Parallel < 0:
+		return nil, &OptionError{Option: "--parallel", Reason: fmt.Sprintf("is %d; want at least 1", opts.Parallel)}
+	case opts.StoreMaxBytes < 0:
+		return nil, &OptionError{Option: "--store-max-bytes", Reason: fmt.Sprintf("is %d; want 0 (no budget) or more", opts.StoreMaxBytes)}
+	case opts.Home == "":
+		return nil, &OptionError{Option: "--home", Reason: "is empty"}
+	}
+	s = &Server{opts: opts, log: opts.Logger, started: time.Now(), force: make(chan struct{})}
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+		}
+	}()
+	if opts.APIKeysFile != "" {
+		if s.keys, err = tenant.LoadKeys(opts.APIKeysFile); err != nil {
+			return nil, err
+		}
+	} else if err := checkLoopback(opts.Addr); err != nil {
+		return nil, err
+	}
+	if s.salter, err = tenant.LoadSecret(opts.Home); err != nil {
+		return nil, err
+	}
+
+	var m *engine.Model
+	eopts := engine.Options{Threads: opts.Threads}
+	if opts.Model != nil {
+		m, err = engine.Load(opts.Model, eopts)
+	} else if opts.ModelPath != "" {
+		m, err = engine.Open(opts.ModelPath, eopts)
+	} else {
+		return nil, &OptionError{Option: "--model", Reason: "is empty and no model was given"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, m.Close)
+	if s.model, err = newLoadedModel(m, opts.ModelName); err != nil {
+		return nil, err
+	}
+
+	s.store = opts.Store
+	if s.store == nil {
+		if s.store, err = store.Open(opts.Home, store.Options{NoSync: opts.StoreNoSync}); err != nil {
+			return nil, err
+		}
+		s.ownStore = true
+		closers = append(closers, s.store.Close)
+	}
+	s.identity = m.Identity(s.model.tok.Digest(), s.model.tmplDigest, s.store.BlockTokens())
+	s.metrics = newMetrics(func() int {
+		if s.sched == nil {
+			return 0
+		}
+		return s.sched.Pending()
+	})
+	s.sched, err = sched.New(sched.Config{
+		Model:         m,
+		Tokenizer:     s.model.tok,
+		Store:         s.store,
+		Identity:      s.identity,
+		Slots:         max(opts.Parallel, 1),
+		Ctx:           opts.Ctx,
+		MaxQueue:      opts.MaxQueue,
+		PrefillChunk:  opts.PrefillChunk,
+		StepTokens:    opts.StepTokens,
+		SlotReuse:     opts.SlotReuse,
+		DecodeBatch:   opts.DecodeBatch,
+		StoreMaxBytes: opts.StoreMaxBytes,
+		OnPublish:     opts.OnPublish,
+		RemotePrefill: opts.RemotePrefill,
+		Observer:      s.metrics,
+		Logger:        s.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// checkLoopback refuses an address whose host is not a loopback IP or
+// "localhost".
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &OptionError{Option: "--addr", Reason: fmt.Sprintf("%q: %v", addr, err)}
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	if host == "" {
+		host = "every interface"
+	}
+	return fmt.Errorf("%w: --addr %s listens on %s; give --api-keys FILE, or listen on 127.0.0.1 or [::1]", ErrNotLoopback, addr, host)
+}
+
+// Handler returns the server's HTTP handler (every route and middleware).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Store returns the server's store.
+func (s *Server) Store() *store.Store { return s.store }
+
+// Scheduler returns the server's scheduler.
+func (s *Server) Scheduler() *sched.Scheduler { return s.sched }
+
+// Identity returns the pack identity the server restores and publishes
+// under.
+func (s *Server) Identity() pack.Identity { return s.identity }
+
+// ModelID returns the served model's name in the APIs.
+func (s *Server) ModelID() string { return s.model.id }
+
+// Sync waits until every finished request's blocks are published.
+func (s *Server) Sync(ctx context.Context) error { return s.sched.Sync(ctx) }
+
+// Prefill makes the store hold the longest block-aligned prefix of tokens
+// under (id, salt), computing what it lacks, and returns the pack that
+// holds it: the producer side of disaggregated prefill (it satisfies
+// net/repl's Prefiller). The salt is used as given. It fails when id is
+// not the server's identity or tokens are shorter than one block.
+func (s *Server) Prefill(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) (pack.Digest, error) {
+	if diff := s.identity.Diff(id); len(diff) > 0 {
+		return pack.Digest{}, fmt.Errorf("%w: prefill for another identity (%v)", pack.ErrRefused, diff)
+	}
+	if b := s.store.BlockTokens(); len(tokens) < b {
+		return pack.Digest{}, fmt.Errorf("prefill of %d tokens: shorter than one block of %d", len(tokens), b)
+	}
+	task, err := s.sched.Submit(ctx, &sched.Request{ID: "prefill", Salt: salt, Prompt: tokens, PrefillOnly: true})
+	if err != nil {
+		return pack.Digest{}, err
+	}
+	defer task.Cancel()
+	res, err := task.Wait(ctx)
+	if err != nil {
+		return pack.Digest{}, err
+	}
+	return res.Pack, nil
+}
+
+// Serve serves HTTP on ln until ctx ends, then shuts down: it stops
+// accepting, lets in-flight requests finish for Options.ShutdownGrace,
+// cancels the rest, publishes every finished request's blocks, and closes
+// the store and the model (Close). A shutdown caused by ctx returns nil.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.keys == nil {
+		if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+			return fmt.Errorf("%w: listening on %s", ErrNotLoopback, ln.Addr())
+		}
+	}
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute, // the request, body included (not the streamed answer)
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "grace", s.opts.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.force:
+			s.log.Warn("shutdown forced: cancelling in-flight requests")
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	// Stop the scheduler first (it refuses new work and lets in-flight
+	// requests finish within the grace), then the HTTP server, whose
+	// handlers end when their tasks do.
+	done := make(chan error, 1)
+	go func() { done <- s.sched.Close(sctx) }()
+	if err := hs.Shutdown(sctx); err != nil {
+		s.log.Warn("in-flight requests cancelled (grace period over, or shutdown forced)", "err", err)
+		hs.Close()
+	}
+	if err := <-done; err != nil {
+		s.log.Warn("requests cancelled at shutdown", "err", err)
+	}
+	if err := s.Close(); err != nil {
+		return err
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+// ForceStop ends a shutdown's grace period at once: in-flight requests
+// are cancelled (their finished blocks are still published). `muser
+// serve` calls it on a second SIGINT or SIGTERM.
+func (s *Server) ForceStop() { s.forceOnce.Do(func() { close(s.force) }) }
+
+// Close stops the scheduler (cancelling what still runs), flushes the
+// publish queue, and closes the store (if the server opened it) and the
+// model.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		s.sched.Close(ctx)
+		var errs []error
+		if s.ownStore {
+			errs = append(errs, s.store.Close())
+		}
+		errs = append(errs, s.model.eng.Close())
+		s.closeErr = errors.Join(errs...)
+		s.log.Info("stopped")
+	})
+	return s.closeErr
+}
