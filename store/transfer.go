@@ -156,11 +156,14 @@ func (s *Store) MissingChunks(ids []pack.Digest) ([]pack.Digest, error) {
 	return out, nil
 }
 
-// PutChunk verifies data against id and makes it durable (rule W1),
-// without making any pack visible: until a manifest that names it is
-// published, the chunk is an orphan that gc reclaims after the grace
-// period. Bytes that do not hash to id are refused with a receipt naming
-// source.
+// PutChunk verifies data against id and writes it as rule W1 asks (a
+// temporary file, written, fsynced, renamed to the ID), without making any
+// pack visible: until a manifest that names it is published, the chunk is
+// an orphan that gc reclaims after the grace period. The fsync of the
+// chunk's directory, which makes the rename durable, is owed to the next
+// ledger commit (PublishPack pays it before committing), so a crash before
+// then may lose the chunk but never a chunk a pack names. Bytes that do not
+// hash to id are refused with a receipt naming source.
 func (s *Store) PutChunk(ctx context.Context, id pack.Digest, data []byte, source string) error {
 	if err := s.checkWritable(); err != nil {
 		return err
