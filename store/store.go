@@ -115,7 +115,8 @@ type Store struct {
 	// such rename; every ledger commit that names chunks pays the debt
 	// first (syncPending).
 	unsynced map[string]uint64
-	renames  uint64 // sequence of the renames recorded in unsynced
+	renames  uint64    // sequence of the renames recorded in unsynced
+	opened   time.Time // when Open ran; older temporary files are a crash's
 }
 
 // Open opens the store in dir, creating it unless opts.MustExist. Another
@@ -145,7 +146,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, opts: opts, fs: opts.FS, ix: newIndex(),
 		leases: map[pack.Digest]int{}, lastUse: map[pack.Digest]int64{}, writing: map[string]int{},
-		unsynced: map[string]uint64{}}
+		unsynced: map[string]uint64{}, opened: opts.Now()}
 	ledger := filepath.Join(dir, ledgerFile)
 	if _, err := s.fs.Stat(ledger); errors.Is(err, fs.ErrNotExist) && (opts.MustExist || opts.ReadOnly) {
 		return nil, fmt.Errorf("no store at %s (no %s): %w", dir, ledgerFile, ErrNotFound)
