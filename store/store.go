@@ -116,7 +116,7 @@ type Store struct {
 	// first (syncPending).
 	unsynced map[string]uint64
 	renames  uint64    // sequence of the renames recorded in unsynced
-	opened   time.Time // when Open ran; older temporary files are a crash's
+	opened   time.Time // when Open ran (the real clock, as file times are)
 }
 
 // Open opens the store in dir, creating it unless opts.MustExist. Another
@@ -146,7 +146,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, opts: opts, fs: opts.FS, ix: newIndex(),
 		leases: map[pack.Digest]int{}, lastUse: map[pack.Digest]int64{}, writing: map[string]int{},
-		unsynced: map[string]uint64{}, opened: opts.Now()}
+		unsynced: map[string]uint64{}, opened: time.Now()}
 	ledger := filepath.Join(dir, ledgerFile)
 	if _, err := s.fs.Stat(ledger); errors.Is(err, fs.ErrNotExist) && (opts.MustExist || opts.ReadOnly) {
 		return nil, fmt.Errorf("no store at %s (no %s): %w", dir, ledgerFile, ErrNotFound)
