@@ -55,6 +55,8 @@ type restoreResult struct {
 	slot *slot
 	n    int
 	err  error
+	// remote is Config.RemotePrefill's error: the request fails with it.
+	remote error
 }
 
 // loop is the scheduler's engine goroutine.
@@ -177,6 +179,10 @@ func (s *Scheduler) onFreed(id int) {
 
 func (s *Scheduler) onRestored(r restoreResult) {
 	sl := r.slot
+	if r.remote != nil {
+		s.end(sl, FinishError, r.remote, false)
+		return
+	}
 	if r.err != nil {
 		var re *store.RefusalError
 		if errors.As(r.err, &re) {
@@ -340,7 +346,9 @@ func (s *Scheduler) restore(sl *slot, t *Task) {
 	req := t.req
 	if s.cfg.RemotePrefill != nil {
 		if err := s.cfg.RemotePrefill(t.ctx, s.cfg.Identity, req.Salt, req.Prompt); err != nil && t.ctx.Err() == nil {
-			s.log.Warn("remote prefill failed; using the local store", "request_id", req.ID, "err", err)
+			s.log.Warn("remote prefill failed; failing the request", "request_id", req.ID, "err", err)
+			s.restored <- restoreResult{slot: sl, remote: fmt.Errorf("%w: %w", ErrRemotePrefill, err)}
+			return
 		}
 	}
 	n, err := s.restorePrefix(t, sl.seq)
