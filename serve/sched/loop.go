@@ -285,7 +285,9 @@ func (s *Scheduler) anyIdle() *slot {
 
 // start puts t in the best idle slot: one whose KV covers more of the
 // prompt than the store does (SlotReuse), else the least recently used,
-// and restores its prefix from the store.
+// and restores its prefix from the store. With RemotePrefill, a slot is
+// reused only when it covers every whole block of the prompt (what a
+// producer could supply).
 func (s *Scheduler) start(t *Task) {
 	req := t.req
 	limit := len(req.Prompt) - 1 // the last prompt token is always computed
@@ -305,7 +307,9 @@ func (s *Scheduler) start(t *Task) {
 		}
 	}
 	if s.cfg.Store != nil && !req.NoCache && reuse > 0 {
-		if m, err := s.cfg.Store.Match(s.cfg.Identity, req.Salt, req.Prompt); err == nil && min(m.Tokens, limit) > reuse {
+		if s.cfg.RemotePrefill != nil && reuse < min(len(req.Prompt)/s.block*s.block, limit) {
+			best, reuse = nil, 0 // a prefill producer can supply every whole block
+		} else if m, err := s.cfg.Store.Match(s.cfg.Identity, req.Salt, req.Prompt); err == nil && min(m.Tokens, limit) > reuse {
 			best, reuse = nil, 0 // the store holds more
 		}
 	}
