@@ -65,6 +65,7 @@ func main() {
 		remote    = flag.Bool("remote", false, "measure time to first token with a remote prefill producer instead (muser serve processes; see remote.go)")
 		consumers = flag.Int("consumers", 3, "with -remote: fresh consumers, one remote measurement each")
 		muserBin  = flag.String("muser", "", "with -remote: the muser binary (default: go build ./cmd/muser)")
+		warmConn  = flag.Bool("warm-conn", true, "with -remote: open each consumer's connection to the producer before the measured request")
 	)
 	flag.Parse()
 	if *remote {
@@ -83,7 +84,7 @@ func main() {
 				}
 			}
 		}
-		if err := runRemote(*muserBin, model, ints(*depthsArg), max(*consumers, 1), *threads); err != nil {
+		if err := runRemote(*muserBin, model, ints(*depthsArg), max(*consumers, 1), *threads, *warmConn); err != nil {
 			fmt.Fprintln(os.Stderr, "servebench:", err)
 			os.Exit(1)
 		}
