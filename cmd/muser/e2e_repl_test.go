@@ -345,9 +345,20 @@ func TestE2EReplication(t *testing.T) {
 		t.Fatalf("alpha's packs %v lack the pulled %s", ps, pb[0].ID)
 	}
 
+	// A push queued while beta is down is retried, and abandoned with a
+	// log line when alpha shuts down (a short grace: the hang guard is
+	// not a timing assertion).
+	alpha := e.serve("alpha", homeA, "--replicate-to", "beta", "--shutdown-grace", "1s")
+	alpha.generate("/v1/completions", fmt.Sprintf(`{"prompt":%q,"max_tokens":2,"temperature":0}`, storyPrompt(4, 90)))
+	alpha.waitLog("replication failed; retrying")
+	alpha.stop()
+	if log := alpha.stderr.String(); !strings.Contains(log, "replication queue abandoned") || !strings.Contains(log, "packs=1") {
+		t.Fatalf("alpha's log does not say it abandoned the queued push:\n%s", log)
+	}
+
 	// (b) Continuous replication: alpha serves with --replicate-to beta.
 	beta = e.serve("beta", homeB, "--repl-addr", addrB)
-	alpha := e.serve("alpha", homeA, "--replicate-to", "beta")
+	alpha = e.serve("alpha", homeA, "--replicate-to", "beta")
 	req := fmt.Sprintf(`{"prompt":%q,"max_tokens":8,"temperature":0,"logprobs":2}`, storyPrompt(3, 150))
 	wantChoices, cached := alpha.generate("/v1/completions", req)
 	if cached != 0 {
