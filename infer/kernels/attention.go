@@ -1,0 +1,82 @@
+package kernels
+
+// The attention kernels of the forward pass work on a tile: nq queries
+// that share one KV head (the query heads of a GQA group, for one or
+// more tokens of one sequence) against the rows of an f16 K or V cache.
+// Loading each K and V row once for the whole tile instead of once per
+// query is what makes long contexts fast; the arithmetic of every single
+// query is exactly that of DotF16Rows and AXPYF16Rows, so a query's bits
+// never depend on which tile it was computed in (doc.go, "Attention").
+
+// maxTileDim is the largest head dimension the SIMD tile kernels take
+// (their K scratch is 16 rows of it); larger ones use the row kernels.
+const maxTileDim = 256
+
+// ScoresF16 sets s[i*ld+j] = DotF16(k[j*stride:j*stride+dim],
+// q[i*dim:(i+1)*dim]) · scale for i < nq and j < nk: the scaled
+// attention scores of nq queries against nk rows of an f16 K cache. Each
+// score has exactly the bits of DotF16 followed by a float32 multiply,
+// on every variant. ld must be at least nk.
+func ScoresF16(s []float32, ld int, k []uint16, stride int, q []float32, dim, nq, nk int, scale float32) {
+	if nq <= 0 || nk <= 0 || dim <= 0 {
+		return
+	}
+	_ = s[(nq-1)*ld+nk-1]
+	_ = k[(nk-1)*stride+dim-1]
+	_ = q[nq*dim-1]
+	done := 0
+	if isa >= ISAAVX512 && dim%lanes == 0 && dim <= maxTileDim && nk >= 16 {
+		done = scoresF16Arch(s, ld, k, stride, q, dim, nq, nk, scale)
+	}
+	if done == nk {
+		return
+	}
+	for i := range nq {
+		row := s[i*ld+done : i*ld+nk]
+		DotF16Rows(row, k[done*stride:], stride, q[i*dim:(i+1)*dim])
+		for j := range row {
+			row[j] *= scale
+		}
+	}
+}
+
+// WeightedSumF16 adds to each query's output the weighted sum of the rows
+// of an f16 V cache: for i < len(n), in order j = 0, 1, … n[i]-1,
+// y[i*ldy+d] = y[i*ldy+d] + a[i*lda+j]·v[j*stride+d] (the product rounded
+// to float32) for d < dim — for each query exactly the bits of
+// AXPYF16Rows(y_i, a_i[:n[i]], v, stride), on every variant. ldy ≥ dim
+// and lda ≥ every n[i].
+func WeightedSumF16(y []float32, ldy int, a []float32, lda int, v []uint16, stride int, dim int, n []int) {
+	nq := len(n)
+	if nq == 0 || dim <= 0 {
+		return
+	}
+	_ = y[(nq-1)*ldy+dim-1]
+	for i, ni := range n {
+		if ni > 0 {
+			_ = a[i*lda+ni-1]
+			_ = v[(ni-1)*stride+dim-1]
+		}
+	}
+	// Groups of 4 queries share each V row over the keys all of them
+	// attend to; each query then finishes its own remaining keys.
+	i := 0
+	if isa >= ISAAVX512 && dim%64 == 0 {
+		for ; i+4 <= nq; i += 4 {
+			m := min(n[i], n[i+1], n[i+2], n[i+3])
+			if m > 0 {
+				weightedSum4F16Arch(y[i*ldy:], ldy, a[i*lda:], lda, v, stride, dim, m)
+			}
+			for g := i; g < i+4; g++ {
+				if n[g] > m {
+					AXPYF16Rows(y[g*ldy:g*ldy+dim], a[g*lda+m:g*lda+n[g]], v[m*stride:], stride)
+				}
+			}
+		}
+	}
+	for ; i < nq; i++ {
+		if n[i] > 0 {
+			AXPYF16Rows(y[i*ldy:i*ldy+dim], a[i*lda:i*lda+n[i]], v, stride)
+		}
+	}
+}

@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package kernels
+
+func scoresF16Arch(s []float32, ld int, k []uint16, stride int, q []float32, dim, nq, nk int, scale float32) int {
+	return 0
+}
+
+func weightedSum4F16Arch(y []float32, ldy int, a []float32, lda int, v []uint16, stride int, dim, rows int) {
+	panic("kernels: no SIMD attention on this architecture")
+}
