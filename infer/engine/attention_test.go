@@ -126,4 +126,3 @@ func TestPrefillVariants(t *testing.T) {
 		})
 	}
 }
-
