@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/muserhq/muser/infer/engine/enginetest"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/kernels"
 )
@@ -46,8 +48,20 @@ func attentionPerQuery(m *Model, li int, rows []row, q, att []float32) {
 // compares every output with the per-query definition, on every kernel
 // variant and at 1 and 3 threads.
 func TestAttentionMatchesPerQuery(t *testing.T) {
-	for _, arch := range []string{"qwen2", "qwen3", "llama"} {
-		path := tinyModel(t, arch, ggml.TypeQ8_0)
+	for _, arch := range []string{"qwen2", "qwen3", "llama", "gqa7"} {
+		var path string
+		if arch == "gqa7" {
+			// Qwen2.5-0.5B's grouping: 7 query heads per KV head, so
+			// tiles of 4 tokens hold 28 queries.
+			s := enginetest.Tiny("qwen2")
+			s.Name, s.Heads, s.KVHeads = "tiny-gqa7", 14, 2
+			path = filepath.Join(t.TempDir(), "gqa7.gguf")
+			if err := enginetest.WriteFile(path, s, ggml.TypeQ8_0, 3); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			path = tinyModel(t, arch, ggml.TypeQ8_0)
+		}
 		for _, threads := range []int{1, 3} {
 			m := openModel(t, path, Options{Threads: threads})
 			c := m.Config()

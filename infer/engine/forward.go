@@ -330,7 +330,8 @@ func (m *Model) rotate(x, cs []float32) {
 	}
 }
 
-// attnTileQueries is about how many queries an attention tile holds: the
+// attnTileQueries is about how many queries an attention tile holds (at
+// least; see attention): the
 // query heads of one KV head for as many consecutive tokens of one
 // sequence as fit. Each K and V row is read once per tile.
 const attnTileQueries = 16
@@ -364,7 +365,16 @@ func (m *Model) attention(li int, rows []row, q, att []float32) {
 	c := &m.cfg
 	w := &m.ws
 	group := c.Heads / c.KVHeads
-	per := max(1, attnTileQueries/group) // tokens per tile
+	// Tokens per tile: about attnTileQueries queries, a multiple of 4
+	// where that takes at most 4 tokens (the kernels share V rows among
+	// groups of 4 queries).
+	per := max(1, attnTileQueries/group)
+	for p := per; p <= 4; p++ {
+		if p*group%4 == 0 {
+			per = p
+			break
+		}
+	}
 	var tiles []attnTile
 	for lo := 0; lo < len(rows); {
 		hi := lo + 1
@@ -433,7 +443,7 @@ func (m *Model) attendTile(li int, rows []row, tl attnTile, kvh int, q, att []fl
 			sc.n[qi] = rows[i].pos + 1
 		}
 	}
-	roundF16s(sc.q)
+	kernels.RoundF16s(sc.q)
 	K, V := cache.K16(li)[off:], cache.V16(li)[off:]
 	// Scores against every position the tile's last token sees; the
 	// earlier tokens ignore their extra columns (those rows are written:
@@ -442,7 +452,7 @@ func (m *Model) attendTile(li int, rows []row, tl attnTile, kvh int, q, att []fl
 	for qi, n := range sc.n {
 		s := sc.s[qi*ld : qi*ld+n]
 		kernels.Softmax(s)
-		roundF16s(s)
+		kernels.RoundF16s(s)
 	}
 	clear(sc.y)
 	kernels.WeightedSumF16(sc.y, D, sc.s, ld, V, stride, D, sc.n)

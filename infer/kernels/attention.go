@@ -1,5 +1,7 @@
 package kernels
 
+import "github.com/muserhq/muser/infer/ggml"
+
 // The attention kernels of the forward pass work on a tile: nq queries
 // that share one KV head (the query heads of a GQA group, for one or
 // more tokens of one sequence) against the rows of an f16 K or V cache.
@@ -78,5 +80,27 @@ func WeightedSumF16(y []float32, ldy int, a []float32, lda int, v []uint16, stri
 		if n[i] > 0 {
 			AXPYF16Rows(y[i*ldy:i*ldy+dim], a[i*lda:i*lda+n[i]], v, stride)
 		}
+	}
+}
+
+// RoundF16s rounds every element of x to the nearest binary16 value (ties
+// to even), in place, as float32: bit for bit
+// ggml.F16ToF32(ggml.F32ToF16(v)) — a NaN becomes the canonical quiet NaN
+// of its sign, ±Inf and overflow ±Inf, subnormals are kept. The attention
+// rounds queries and weights with it.
+func RoundF16s(x []float32) {
+	done := 0
+	if isa >= ISAAVX2 && len(x) >= 8 {
+		var nan bool
+		done, nan = roundF16Arch(x)
+		if nan {
+			// The conversion instruction keeps NaN payloads; ggml writes
+			// the canonical NaN. Every other element is already rounded,
+			// and rounding is idempotent, so redo the whole slice.
+			done = 0
+		}
+	}
+	for i := done; i < len(x); i++ {
+		x[i] = ggml.F16ToF32(ggml.F32ToF16(x[i]))
 	}
 }

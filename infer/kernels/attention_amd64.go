@@ -22,3 +22,20 @@ func scoresF16Arch(s []float32, ld int, k []uint16, stride int, q []float32, dim
 func weightedSum4F16Arch(y []float32, ldy int, a []float32, lda int, v []uint16, stride int, dim, rows int) {
 	weightedSum4F16AVX512(&y[0], ldy, &a[0], lda, &v[0], stride, dim/64, rows)
 }
+
+//go:noescape
+func roundF16AVX512(x *float32, n16 int) bool
+
+//go:noescape
+func roundF16AVX2(x *float32, n8 int) bool
+
+// roundF16Arch rounds the whole vectors of x and reports how many
+// elements it did and whether any was a NaN.
+func roundF16Arch(x []float32) (int, bool) {
+	if isa >= ISAAVX512 && len(x) >= 16 {
+		n := len(x) / 16
+		return n * 16, roundF16AVX512(&x[0], n)
+	}
+	n := len(x) / 8
+	return n * 8, roundF16AVX2(&x[0], n)
+}

@@ -284,3 +284,47 @@ wrow:
 	JNZ wchunk
 	VZEROUPPER
 	RET
+
+// func roundF16AVX512(x *float32, n16 int) bool
+//
+// Rounds 16·n16 floats to binary16 precision in place (VCVTPS2PH with
+// round-to-nearest-even, then back) and reports whether any was a NaN.
+TEXT ·roundF16AVX512(SB), NOSPLIT, $0-17
+	MOVQ x+0(FP), SI
+	MOVQ n16+8(FP), CX
+	KXORW K2, K2, K2
+rloop16:
+	VMOVUPS (SI), Z0
+	VCMPPS $3, Z0, Z0, K1
+	KORW K1, K2, K2
+	VCVTPS2PH $0, Z0, Y1
+	VCVTPH2PS Y1, Z0
+	VMOVUPS Z0, (SI)
+	ADDQ $64, SI
+	DECQ CX
+	JNZ rloop16
+	KORTESTW K2, K2
+	SETNE ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func roundF16AVX2(x *float32, n8 int) bool
+TEXT ·roundF16AVX2(SB), NOSPLIT, $0-17
+	MOVQ x+0(FP), SI
+	MOVQ n8+8(FP), CX
+	VXORPS Y3, Y3, Y3
+rloop8:
+	VMOVUPS (SI), Y0
+	VCMPPS $3, Y0, Y0, Y2
+	VORPS Y2, Y3, Y3
+	VCVTPS2PH $0, Y0, X1
+	VCVTPH2PS X1, Y0
+	VMOVUPS Y0, (SI)
+	ADDQ $32, SI
+	DECQ CX
+	JNZ rloop8
+	VMOVMSKPS Y3, AX
+	TESTL AX, AX
+	SETNE ret+16(FP)
+	VZEROUPPER
+	RET

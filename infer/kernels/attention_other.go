@@ -9,3 +9,5 @@ func scoresF16Arch(s []float32, ld int, k []uint16, stride int, q []float32, dim
 func weightedSum4F16Arch(y []float32, ldy int, a []float32, lda int, v []uint16, stride int, dim, rows int) {
 	panic("kernels: no SIMD attention on this architecture")
 }
+
+func roundF16Arch(x []float32) (int, bool) { return 0, false }

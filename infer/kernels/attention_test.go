@@ -2,8 +2,12 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/muserhq/muser/infer/ggml"
 )
 
 // attnCase is one tile shape: nq queries of dimension dim against nk
@@ -129,5 +133,48 @@ func BenchmarkAttentionTile(b *testing.B) {
 			}
 			cpu.report(flop, "GFLOP")
 		})
+	}
+}
+
+// TestRoundF16s checks every variant against ggml's conversions on the
+// rounding boundaries of every exponent, specials and random bits, with a
+// NaN in some slices (which the SIMD code hands back to the portable one).
+func TestRoundF16s(t *testing.T) {
+	var in []float32
+	for e := uint32(0); e < 256; e++ {
+		for _, m := range []uint32{0, 1, 0xfff, 0x1000, 0x1001, 0x2000, 0x2fff, 0x3000, 0x3001, 0x7fffff, 0x7ff000, 0x400000} {
+			for _, s := range []uint32{0, 1 << 31} {
+				in = append(in, math.Float32frombits(s|e<<23|m))
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for range 4096 {
+		in = append(in, math.Float32frombits(rng.Uint32()&^(0xff<<23)|uint32(100+rng.IntN(40))<<23))
+	}
+	in = append(in, float32(math.Inf(1)), float32(math.Inf(-1)), 65504, 65519.99, 65520, -65520)
+	for _, nan := range []bool{false, true} {
+		x := slices.Clone(in)
+		if !nan { // drop NaNs
+			x = slices.DeleteFunc(x, func(v float32) bool { return v != v })
+		}
+		want := make([]float32, len(x))
+		for i, v := range x {
+			want[i] = ggml.F16ToF32(ggml.F32ToF16(v))
+		}
+		for _, v := range variants() {
+			for _, n := range []int{len(x), 7, 8, 15, 16, 17, 33} {
+				t.Run(fmt.Sprintf("%s/nan=%v/n%d", v, nan, n), func(t *testing.T) {
+					defer SetISA(SetISA(v))
+					got := slices.Clone(x[:n])
+					RoundF16s(got)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("element %d (%#x): got %#x, want %#x", i, math.Float32bits(x[i]), math.Float32bits(got[i]), math.Float32bits(want[i]))
+						}
+					}
+				})
+			}
+		}
 	}
 }
