@@ -62,7 +62,7 @@ func TestAttentionMatchesPerQuery(t *testing.T) {
 		} else {
 			path = tinyModel(t, arch, ggml.TypeQ8_0)
 		}
-		for _, threads := range []int{1, 3} {
+		for _, threads := range []int{1, 3, 16} {
 			m := openModel(t, path, Options{Threads: threads})
 			c := m.Config()
 			r := rand.New(rand.NewPCG(5, uint64(threads)))

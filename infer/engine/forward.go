@@ -51,6 +51,7 @@ type workspace struct {
 	rope     []float32     // [n][rope_dim]: cos, sin per rotated pair
 	logits   []float32     // [logitRows][vocab]
 	attn     []attnScratch // per attention work chunk
+	tiles    []attnTile
 	rows     []row
 	outRows  []int
 }
@@ -375,7 +376,7 @@ func (m *Model) attention(li int, rows []row, q, att []float32) {
 			break
 		}
 	}
-	var tiles []attnTile
+	tiles := w.tiles[:0]
 	for lo := 0; lo < len(rows); {
 		hi := lo + 1
 		for hi < len(rows) && hi-lo < per && rows[hi].seq == rows[lo].seq && rows[hi].pos == rows[hi-1].pos+1 {
@@ -384,7 +385,16 @@ func (m *Model) attention(li int, rows []row, q, att []float32) {
 		tiles = append(tiles, attnTile{lo, hi})
 		lo = hi
 	}
-	tasks := len(tiles) * c.KVHeads
+	w.tiles = tiles
+	// Few tiles (decode) on many threads: split each GQA group's query
+	// heads over several tasks so every thread has work.
+	split := 1
+	for split < group && len(tiles)*c.KVHeads*split < m.pool.Threads() {
+		split++
+	}
+	hpt := (group + split - 1) / split // query heads per task
+	split = (group + hpt - 1) / hpt
+	tasks := len(tiles) * c.KVHeads * split
 	chunks := min(tasks, 4*m.pool.Threads())
 	for len(w.attn) < chunks {
 		w.attn = append(w.attn, attnScratch{})
@@ -394,14 +404,16 @@ func (m *Model) attention(li int, rows []row, q, att []float32) {
 	m.each(chunks, func(ci int) {
 		sc := &w.attn[ci]
 		for t := ci; t < tasks; t += chunks {
-			m.attendTile(li, rows, tiles[t/c.KVHeads], t%c.KVHeads, q, att, sc)
+			kv, part := t%(c.KVHeads*split)/split, t%split
+			g0 := part * hpt
+			m.attendTile(li, rows, tiles[t/(c.KVHeads*split)], kv, g0, min(g0+hpt, group), q, att, sc)
 		}
 	})
 }
 
-// attendTile computes the outputs of every query head of KV head kvh for
-// the tokens of tile tl.
-func (m *Model) attendTile(li int, rows []row, tl attnTile, kvh int, q, att []float32, sc *attnScratch) {
+// attendTile computes the outputs of query heads g0..g1-1 of KV head
+// kvh's group for the tokens of tile tl.
+func (m *Model) attendTile(li int, rows []row, tl attnTile, kvh, g0, g1 int, q, att []float32, sc *attnScratch) {
 	c := &m.cfg
 	D, Q, stride := c.HeadDim, c.Heads*c.HeadDim, c.KVRow()
 	group := c.Heads / c.KVHeads
@@ -414,7 +426,7 @@ func (m *Model) attendTile(li int, rows []row, tl attnTile, kvh int, q, att []fl
 			n := rows[i].pos + 1
 			sc.one = slices.Grow(sc.one[:0], n)[:n]
 			s := sc.one
-			for h := kvh * group; h < (kvh+1)*group; h++ {
+			for h := kvh*group + g0; h < kvh*group+g1; h++ {
 				qh := q[i*Q+h*D : i*Q+(h+1)*D]
 				out := att[i*Q+h*D : i*Q+(h+1)*D]
 				clear(out)
@@ -429,16 +441,17 @@ func (m *Model) attendTile(li int, rows []row, tl attnTile, kvh int, q, att []fl
 		}
 		return
 	}
-	nq := (tl.hi - tl.lo) * group
+	ng := g1 - g0
+	nq := (tl.hi - tl.lo) * ng
 	ld := rows[tl.hi-1].pos + 1 // the tile's longest row of scores
 	sc.q = slices.Grow(sc.q[:0], nq*D)[:nq*D]
 	sc.y = slices.Grow(sc.y[:0], nq*D)[:nq*D]
 	sc.s = slices.Grow(sc.s[:0], nq*ld)[:nq*ld]
 	sc.n = slices.Grow(sc.n[:0], nq)[:nq]
 	for i := tl.lo; i < tl.hi; i++ {
-		for g := range group {
-			qi := (i-tl.lo)*group + g
-			h := kvh*group + g
+		for g := range ng {
+			qi := (i-tl.lo)*ng + g
+			h := kvh*group + g0 + g
 			copy(sc.q[qi*D:(qi+1)*D], q[i*Q+h*D:i*Q+(h+1)*D])
 			sc.n[qi] = rows[i].pos + 1
 		}
@@ -457,9 +470,9 @@ func (m *Model) attendTile(li int, rows []row, tl attnTile, kvh int, q, att []fl
 	clear(sc.y)
 	kernels.WeightedSumF16(sc.y, D, sc.s, ld, V, stride, D, sc.n)
 	for i := tl.lo; i < tl.hi; i++ {
-		for g := range group {
-			qi := (i-tl.lo)*group + g
-			h := kvh*group + g
+		for g := range ng {
+			qi := (i-tl.lo)*ng + g
+			h := kvh*group + g0 + g
 			copy(att[i*Q+h*D:i*Q+(h+1)*D], sc.y[qi*D:(qi+1)*D])
 		}
 	}
