@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"testing"
 )
 
@@ -41,23 +39,4 @@ func BenchmarkPrefillStories(b *testing.B) {
 
 func BenchmarkDecodeStories(b *testing.B) {
 	benchForward(b, sharedModel(b, "stories260K.gguf"), 2, 128, true)
-}
-
-// BenchmarkPrefillLong prefills MUSER_BENCH_PROMPT tokens (default 2048)
-// of the model at MUSER_BENCH_MODEL (skipped when unset) at 2 threads: the
-// long-context attention benchmark (docs/benchmarks.md).
-func BenchmarkPrefillLong(b *testing.B) {
-	path := os.Getenv("MUSER_BENCH_MODEL")
-	if path == "" {
-		b.Skip("set MUSER_BENCH_MODEL to a GGUF file (e.g. a Qwen2.5-0.5B-shaped Q8_0 from scripts/bench.sh)")
-	}
-	n := 2048
-	if s := os.Getenv("MUSER_BENCH_PROMPT"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			b.Fatalf("MUSER_BENCH_PROMPT=%q: want a positive token count", s)
-		}
-		n = v
-	}
-	benchForward(b, path, 2, n, false)
 }
