@@ -61,22 +61,38 @@ func WeightedSumF16(y []float32, ldy int, a []float32, lda int, v []uint16, stri
 		}
 	}
 	// Groups of 4 queries share each V row over the keys all of them
-	// attend to; each query then finishes its own remaining keys.
-	i := 0
-	if isa >= ISAAVX512 && dim%64 == 0 {
-		for ; i+4 <= nq; i += 4 {
-			m := min(n[i], n[i+1], n[i+2], n[i+3])
-			if m > 0 {
-				weightedSum4F16Arch(y[i*ldy:], ldy, a[i*lda:], lda, v, stride, dim, m)
+	// attend to; each query then finishes its own remaining keys. A last
+	// group of fewer than 4 fills the empty places with a copy of its
+	// first query's weights writing into a discarded buffer.
+	if isa >= ISAAVX512 && dim%64 == 0 && dim <= maxTileDim {
+		var spare [maxTileDim]float32
+		var ys, as [4]*float32
+		for i := 0; i < nq; i += 4 {
+			g1 := min(i+4, nq)
+			m := n[i]
+			for g := i; g < g1; g++ {
+				m = min(m, n[g])
 			}
-			for g := i; g < i+4; g++ {
+			if m > 0 {
+				for k := range 4 {
+					g := i + k
+					if g < g1 {
+						ys[k], as[k] = &y[g*ldy], &a[g*lda]
+					} else {
+						ys[k], as[k] = &spare[0], &a[i*lda]
+					}
+				}
+				weightedSum4F16Arch(&ys, &as, v, stride, dim, m)
+			}
+			for g := i; g < g1; g++ {
 				if n[g] > m {
 					AXPYF16Rows(y[g*ldy:g*ldy+dim], a[g*lda+m:g*lda+n[g]], v[m*stride:], stride)
 				}
 			}
 		}
+		return
 	}
-	for ; i < nq; i++ {
+	for i := range nq {
 		if n[i] > 0 {
 			AXPYF16Rows(y[i*ldy:i*ldy+dim], a[i*lda:i*lda+n[i]], v, stride)
 		}

@@ -4,7 +4,7 @@ package kernels
 func scoresF16AVX512(s *float32, ld int, k *uint16, stride int, q *float32, n16, nq, blocks int, kf *float32, perm *int32, scale float32)
 
 //go:noescape
-func weightedSum4F16AVX512(y *float32, ldy int, a *float32, lda int, v *uint16, stride int, n64, rows int)
+func weightedSum4F16AVX512(y *[4]*float32, a *[4]*float32, v *uint16, stride int, n64, rows int)
 
 // scorePerm puts the 16 sums of scoresF16AVX512's transposing reduction
 // back in key order: key c lies in lane 4·(c mod 4) + c/4.
@@ -19,8 +19,8 @@ func scoresF16Arch(s []float32, ld int, k []uint16, stride int, q []float32, dim
 	return blocks * 16
 }
 
-func weightedSum4F16Arch(y []float32, ldy int, a []float32, lda int, v []uint16, stride int, dim, rows int) {
-	weightedSum4F16AVX512(&y[0], ldy, &a[0], lda, &v[0], stride, dim/64, rows)
+func weightedSum4F16Arch(y, a *[4]*float32, v []uint16, stride int, dim, rows int) {
+	weightedSum4F16AVX512(y, a, &v[0], stride, dim/64, rows)
 }
 
 //go:noescape

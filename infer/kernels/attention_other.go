@@ -6,7 +6,7 @@ func scoresF16Arch(s []float32, ld int, k []uint16, stride int, q []float32, dim
 	return 0
 }
 
-func weightedSum4F16Arch(y []float32, ldy int, a []float32, lda int, v []uint16, stride int, dim, rows int) {
+func weightedSum4F16Arch(y, a *[4]*float32, v []uint16, stride int, dim, rows int) {
 	panic("kernels: no SIMD attention on this architecture")
 }
 
