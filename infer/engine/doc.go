@@ -56,7 +56,13 @@
 //     position order (kernels.AXPYF16Rows); the f16 roundings of query and
 //     weights are llama.cpp's (its CPU attention multiplies f16 operands)
 //     and keep muser close to it (docs/engine.md, "Parity"). An f32 cache
-//     uses kernels.Dot and kernels.AXPY with no rounding.
+//     uses kernels.Dot and kernels.AXPY with no rounding. For speed the
+//     f16 path computes a tile of queries at a time — the query heads of
+//     one KV head for up to 4–16 consecutive tokens of a sequence — with
+//     kernels.ScoresF16 and kernels.WeightedSumF16, which give every query
+//     exactly the bits of the per-query calls above, so neither the tiles
+//     nor the split of (tile, KV head, head group) tasks over threads can
+//     change a result.
 //
 // Float arithmetic written in this package rounds every product
 // explicitly (float32(a*b)), which the Go specification guarantees is not

@@ -44,14 +44,14 @@ type row struct {
 // workspace holds Forward's buffers, grown to the largest batch seen.
 type workspace struct {
 	n        int
-	x, xn    []float32   // [n][hidden]
-	q, att   []float32   // [n][heads·head_dim]
-	k, v     []float32   // [n][kv_heads·head_dim]
-	ffA, ffB []float32   // [n][ffn]
-	rope     []float32   // [n][rope_dim]: cos, sin per rotated pair
-	logits   []float32   // [logitRows][vocab]
-	scores   [][]float32 // attention scores, one buffer per work chunk
-	qh       [][]float32 // a head's query rounded to f16, per chunk
+	x, xn    []float32     // [n][hidden]
+	q, att   []float32     // [n][heads·head_dim]
+	k, v     []float32     // [n][kv_heads·head_dim]
+	ffA, ffB []float32     // [n][ffn]
+	rope     []float32     // [n][rope_dim]: cos, sin per rotated pair
+	logits   []float32     // [logitRows][vocab]
+	attn     []attnScratch // per attention work chunk
+	tiles    []attnTile
 	rows     []row
 	outRows  []int
 }
@@ -331,62 +331,149 @@ func (m *Model) rotate(x, cs []float32) {
 	}
 }
 
+// attnTileQueries is about how many queries an attention tile holds (at
+// least; see attention): the
+// query heads of one KV head for as many consecutive tokens of one
+// sequence as fit. Each K and V row is read once per tile.
+const attnTileQueries = 16
+
+// attnTile is a run of consecutive rows of one sequence whose queries
+// are computed together, one KV head at a time.
+type attnTile struct{ lo, hi int }
+
+// attnScratch is one work chunk's attention buffers.
+type attnScratch struct {
+	q   []float32 // the tile's queries rounded to f16, [nq][head_dim]
+	s   []float32 // their scores, then weights, [nq][ld]
+	y   []float32 // their outputs, [nq][head_dim]
+	n   []int     // positions each query attends to
+	one []float32 // f32 cache: one query's scores
+}
+
 // attention computes att = softmax(q·Kᵀ/√d)·V per token and head over
 // positions 0..pos of the token's sequence, reading K and V back from the
 // cache (so a restored prefix and a recomputed one are used identically).
 // With an f16 cache, q and the attention weights are rounded to f16 before
 // they multiply the f16 K and V rows, as llama.cpp's CPU attention does
 // (its KQ and KQV products take f16 operands); products and sums are f32.
+//
+// Work is split into tasks of one KV head and one tile of consecutive
+// tokens of a sequence; a task computes all the tile's query heads of
+// that KV head together (kernels.ScoresF16, kernels.WeightedSumF16), so
+// each cached row is loaded once per tile. Every query's arithmetic is
+// the same whatever its tile, task or thread (doc.go, "Exactness").
 func (m *Model) attention(li int, rows []row, q, att []float32) {
 	c := &m.cfg
 	w := &m.ws
-	tasks := len(rows) * c.Heads
-	chunks := min(tasks, 4*m.pool.Threads())
-	for len(w.scores) < chunks {
-		w.scores = append(w.scores, nil)
-		w.qh = append(w.qh, make([]float32, c.HeadDim))
-	}
-	D, Q, row := c.HeadDim, c.Heads*c.HeadDim, c.KVRow()
 	group := c.Heads / c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(D)))
+	// Tokens per tile: about attnTileQueries queries, a multiple of 4
+	// where that takes at most 4 tokens (the kernels share V rows among
+	// groups of 4 queries).
+	per := max(1, attnTileQueries/group)
+	for p := per; p <= 4; p++ {
+		if p*group%4 == 0 {
+			per = p
+			break
+		}
+	}
+	tiles := w.tiles[:0]
+	for lo := 0; lo < len(rows); {
+		hi := lo + 1
+		for hi < len(rows) && hi-lo < per && rows[hi].seq == rows[lo].seq && rows[hi].pos == rows[hi-1].pos+1 {
+			hi++
+		}
+		tiles = append(tiles, attnTile{lo, hi})
+		lo = hi
+	}
+	w.tiles = tiles
+	// Few tiles (decode) on many threads: split each GQA group's query
+	// heads over several tasks so every thread has work.
+	split := 1
+	for split < group && len(tiles)*c.KVHeads*split < m.pool.Threads() {
+		split++
+	}
+	hpt := (group + split - 1) / split // query heads per task
+	split = (group + hpt - 1) / hpt
+	tasks := len(tiles) * c.KVHeads * split
+	chunks := min(tasks, 4*m.pool.Threads())
+	for len(w.attn) < chunks {
+		w.attn = append(w.attn, attnScratch{})
+	}
 	// Chunk ci takes tasks ci, ci+chunks, ...: later tokens attend to more
 	// positions, so interleaving balances the chunks.
 	m.each(chunks, func(ci int) {
+		sc := &w.attn[ci]
 		for t := ci; t < tasks; t += chunks {
-			i, h := t/c.Heads, t%c.Heads
-			r := rows[i]
-			n := r.pos + 1
-			if cap(w.scores[ci]) < n {
-				w.scores[ci] = make([]float32, n+n/2)
-			}
-			sc := w.scores[ci][:n]
-			qh := q[i*Q+h*D : i*Q+(h+1)*D]
-			out := att[i*Q+h*D : i*Q+(h+1)*D]
-			off := (h / group) * D
-			clear(out)
-			cache := r.seq.cache
-			if cache.DType() == kvcache.DTypeF16 {
-				K, V := cache.K16(li), cache.V16(li)
-				qr := w.qh[ci]
-				copy(qr, qh)
-				roundF16s(qr)
-				kernels.DotF16Rows(sc, K[off:], row, qr)
-				for j := range sc {
-					sc[j] *= scale
-				}
-				kernels.Softmax(sc)
-				roundF16s(sc)
-				kernels.AXPYF16Rows(out, sc, V[off:], row)
-			} else {
-				K, V := cache.K32(li), cache.V32(li)
+			kv, part := t%(c.KVHeads*split)/split, t%split
+			g0 := part * hpt
+			m.attendTile(li, rows, tiles[t/(c.KVHeads*split)], kv, g0, min(g0+hpt, group), q, att, sc)
+		}
+	})
+}
+
+// attendTile computes the outputs of query heads g0..g1-1 of KV head
+// kvh's group for the tokens of tile tl.
+func (m *Model) attendTile(li int, rows []row, tl attnTile, kvh, g0, g1 int, q, att []float32, sc *attnScratch) {
+	c := &m.cfg
+	D, Q, stride := c.HeadDim, c.Heads*c.HeadDim, c.KVRow()
+	group := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(D)))
+	cache := rows[tl.lo].seq.cache
+	off := kvh * D
+	if cache.DType() != kvcache.DTypeF16 {
+		K, V := cache.K32(li), cache.V32(li)
+		for i := tl.lo; i < tl.hi; i++ {
+			n := rows[i].pos + 1
+			sc.one = slices.Grow(sc.one[:0], n)[:n]
+			s := sc.one
+			for h := kvh*group + g0; h < kvh*group+g1; h++ {
+				qh := q[i*Q+h*D : i*Q+(h+1)*D]
+				out := att[i*Q+h*D : i*Q+(h+1)*D]
+				clear(out)
 				for j := range n {
-					sc[j] = kernels.Dot(K[j*row+off:j*row+off+D], qh) * scale
+					s[j] = kernels.Dot(K[j*stride+off:j*stride+off+D], qh) * scale
 				}
-				kernels.Softmax(sc)
+				kernels.Softmax(s)
 				for j := range n {
-					kernels.AXPY(out, sc[j], V[j*row+off:j*row+off+D])
+					kernels.AXPY(out, s[j], V[j*stride+off:j*stride+off+D])
 				}
 			}
 		}
-	})
+		return
+	}
+	ng := g1 - g0
+	nq := (tl.hi - tl.lo) * ng
+	ld := rows[tl.hi-1].pos + 1 // the tile's longest row of scores
+	sc.q = slices.Grow(sc.q[:0], nq*D)[:nq*D]
+	sc.y = slices.Grow(sc.y[:0], nq*D)[:nq*D]
+	sc.s = slices.Grow(sc.s[:0], nq*ld)[:nq*ld]
+	sc.n = slices.Grow(sc.n[:0], nq)[:nq]
+	for i := tl.lo; i < tl.hi; i++ {
+		for g := range ng {
+			qi := (i-tl.lo)*ng + g
+			h := kvh*group + g0 + g
+			copy(sc.q[qi*D:(qi+1)*D], q[i*Q+h*D:i*Q+(h+1)*D])
+			sc.n[qi] = rows[i].pos + 1
+		}
+	}
+	kernels.RoundF16s(sc.q)
+	K, V := cache.K16(li)[off:], cache.V16(li)[off:]
+	// Scores against every position the tile's last token sees; the
+	// earlier tokens ignore their extra columns (those rows are written:
+	// they are the tile's own tokens).
+	kernels.ScoresF16(sc.s, ld, K, stride, sc.q, D, nq, ld, scale)
+	for qi, n := range sc.n {
+		s := sc.s[qi*ld : qi*ld+n]
+		kernels.Softmax(s)
+		kernels.RoundF16s(s)
+	}
+	clear(sc.y)
+	kernels.WeightedSumF16(sc.y, D, sc.s, ld, V, stride, D, sc.n)
+	for i := tl.lo; i < tl.hi; i++ {
+		for g := range ng {
+			qi := (i-tl.lo)*ng + g
+			h := kvh*group + g0 + g
+			copy(att[i*Q+h*D:i*Q+(h+1)*D], sc.y[qi*D:(qi+1)*D])
+		}
+	}
 }

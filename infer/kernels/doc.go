@@ -115,4 +115,31 @@
 // with exactly the same bits. Exp32 is a float64-only exponential used by SiLUMul and
 // Softmax instead of math.Exp, whose amd64 assembly uses FMA when the CPU
 // has it and so can differ between machines.
+//
+// # Attention
+//
+// ScoresF16 and WeightedSumF16 are DotF16Rows and AXPYF16Rows for a tile
+// of queries that share one KV head (the query heads of a GQA group, for
+// a few consecutive tokens): each K and V row is loaded, and widened from
+// f16, once for the whole tile instead of once per query. Every query's
+// arithmetic is unchanged, so a query's bits do not depend on its tile:
+//
+//   - ScoresF16 (AVX-512, head dim a multiple of 16, up to 256) widens 16
+//     K rows into a scratch block, then for each query accumulates the
+//     16 keys' canonical lane sums (lane i mod 16, product rounded, then
+//     added) in 16 registers and sums all 16 with one transposing
+//     reduction that applies to each key exactly the tree +8, +4, +2, +1;
+//     a permutation restores key order and the scale multiply follows.
+//     Keys past the last whole block of 16 use DotF16Rows.
+//   - WeightedSumF16 (AVX-512, head dim a multiple of 64) keeps 64
+//     outputs of 4 queries in 16 registers while the V rows all four
+//     attend to stream past, each widened once; each query then finishes
+//     its own remaining rows, and queries beyond a multiple of 4 run
+//     alone, with AXPYF16Rows, in the same position order.
+//   - RoundF16s rounds to binary16 precision with the F16C conversion
+//     (round to nearest even) and back, which equals ggml's conversion
+//     for every non-NaN input; a slice holding a NaN is redone by the
+//     portable code, which writes ggml's canonical NaN.
+//
+// The other variants run the row kernels per query, with the same bits.
 package kernels

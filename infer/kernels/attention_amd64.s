@@ -1,0 +1,332 @@
+#include "textflag.h"
+
+// Attention tile kernels, AVX-512 (attention.go). Every query keeps the
+// canonical order of DotF16Rows and AXPYF16Rows: 16 lanes, product rounded
+// before the add (no FMA), lanes summed by the tree +8, +4, +2, +1.
+
+// func scoresF16AVX512(s *float32, ld int, k *uint16, stride int, q *float32, n16, nq, blocks int, kf *float32, perm *int32, scale float32)
+//
+// For each block of 16 keys: the 16 K rows are widened once into kf
+// (laid out [chunk][key][16]); then for each query, Z0..Z15 accumulate
+// the 16 keys' lane sums chunk by chunk, and one transposing reduction
+// sums all 16 at once with the same pairwise tree per key; VPERMPS puts
+// the 16 scores in key order before the scale multiply.
+TEXT ·scoresF16AVX512(SB), NOSPLIT, $0-84
+	MOVQ s+0(FP), DI
+	MOVQ ld+8(FP), BX
+	SHLQ $2, BX
+	MOVQ k+16(FP), SI
+	MOVQ stride+24(FP), DX
+	SHLQ $1, DX
+	MOVQ n16+40(FP), R9
+	MOVQ blocks+56(FP), R10
+	MOVQ kf+64(FP), R8
+	MOVQ perm+72(FP), AX
+	VMOVDQU32 (AX), Z18
+	VBROADCASTSS scale+80(FP), Z19
+sblock:
+	// widen the block's 16 K rows into kf
+	MOVQ SI, R11
+	MOVQ R8, R13
+	MOVQ $16, CX
+skrow:
+	MOVQ R11, R14
+	MOVQ R13, R15
+	MOVQ R9, AX
+skchunk:
+	VCVTPH2PS (R14), Z16
+	VMOVUPS Z16, (R15)
+	ADDQ $32, R14
+	ADDQ $1024, R15
+	DECQ AX
+	JNZ skchunk
+	ADDQ DX, R11
+	ADDQ $64, R13
+	DECQ CX
+	JNZ skrow
+	MOVQ SI, R11
+	// queries
+	MOVQ q+32(FP), R12
+	MOVQ DI, R14
+	MOVQ nq+48(FP), CX
+squery:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ R8, R15
+	MOVQ R9, AX
+schunk:
+	VMOVUPS (R12), Z16
+	VMULPS 0(R15), Z16, Z17
+	VADDPS Z17, Z0, Z0
+	VMULPS 64(R15), Z16, Z17
+	VADDPS Z17, Z1, Z1
+	VMULPS 128(R15), Z16, Z17
+	VADDPS Z17, Z2, Z2
+	VMULPS 192(R15), Z16, Z17
+	VADDPS Z17, Z3, Z3
+	VMULPS 256(R15), Z16, Z17
+	VADDPS Z17, Z4, Z4
+	VMULPS 320(R15), Z16, Z17
+	VADDPS Z17, Z5, Z5
+	VMULPS 384(R15), Z16, Z17
+	VADDPS Z17, Z6, Z6
+	VMULPS 448(R15), Z16, Z17
+	VADDPS Z17, Z7, Z7
+	VMULPS 512(R15), Z16, Z17
+	VADDPS Z17, Z8, Z8
+	VMULPS 576(R15), Z16, Z17
+	VADDPS Z17, Z9, Z9
+	VMULPS 640(R15), Z16, Z17
+	VADDPS Z17, Z10, Z10
+	VMULPS 704(R15), Z16, Z17
+	VADDPS Z17, Z11, Z11
+	VMULPS 768(R15), Z16, Z17
+	VADDPS Z17, Z12, Z12
+	VMULPS 832(R15), Z16, Z17
+	VADDPS Z17, Z13, Z13
+	VMULPS 896(R15), Z16, Z17
+	VADDPS Z17, Z14, Z14
+	VMULPS 960(R15), Z16, Z17
+	VADDPS Z17, Z15, Z15
+	ADDQ $64, R12
+	ADDQ $1024, R15
+	DECQ AX
+	JNZ schunk
+	// lane l += lane l+8, two keys per vector
+	VSHUFF32X4 $0x44, Z1, Z0, Z16
+	VSHUFF32X4 $0xEE, Z1, Z0, Z17
+	VADDPS Z17, Z16, Z0
+	VSHUFF32X4 $0x44, Z3, Z2, Z16
+	VSHUFF32X4 $0xEE, Z3, Z2, Z17
+	VADDPS Z17, Z16, Z1
+	VSHUFF32X4 $0x44, Z5, Z4, Z16
+	VSHUFF32X4 $0xEE, Z5, Z4, Z17
+	VADDPS Z17, Z16, Z2
+	VSHUFF32X4 $0x44, Z7, Z6, Z16
+	VSHUFF32X4 $0xEE, Z7, Z6, Z17
+	VADDPS Z17, Z16, Z3
+	VSHUFF32X4 $0x44, Z9, Z8, Z16
+	VSHUFF32X4 $0xEE, Z9, Z8, Z17
+	VADDPS Z17, Z16, Z4
+	VSHUFF32X4 $0x44, Z11, Z10, Z16
+	VSHUFF32X4 $0xEE, Z11, Z10, Z17
+	VADDPS Z17, Z16, Z5
+	VSHUFF32X4 $0x44, Z13, Z12, Z16
+	VSHUFF32X4 $0xEE, Z13, Z12, Z17
+	VADDPS Z17, Z16, Z6
+	VSHUFF32X4 $0x44, Z15, Z14, Z16
+	VSHUFF32X4 $0xEE, Z15, Z14, Z17
+	VADDPS Z17, Z16, Z7
+	// lane l += lane l+4, four keys per vector
+	VSHUFF32X4 $0x88, Z1, Z0, Z16
+	VSHUFF32X4 $0xDD, Z1, Z0, Z17
+	VADDPS Z17, Z16, Z0
+	VSHUFF32X4 $0x88, Z3, Z2, Z16
+	VSHUFF32X4 $0xDD, Z3, Z2, Z17
+	VADDPS Z17, Z16, Z1
+	VSHUFF32X4 $0x88, Z5, Z4, Z16
+	VSHUFF32X4 $0xDD, Z5, Z4, Z17
+	VADDPS Z17, Z16, Z2
+	VSHUFF32X4 $0x88, Z7, Z6, Z16
+	VSHUFF32X4 $0xDD, Z7, Z6, Z17
+	VADDPS Z17, Z16, Z3
+	// lane l += lane l+2, eight keys per vector
+	VSHUFPS $0x44, Z1, Z0, Z16
+	VSHUFPS $0xEE, Z1, Z0, Z17
+	VADDPS Z17, Z16, Z0
+	VSHUFPS $0x44, Z3, Z2, Z16
+	VSHUFPS $0xEE, Z3, Z2, Z17
+	VADDPS Z17, Z16, Z1
+	// lane 0 += lane 1: all sixteen keys
+	VSHUFPS $0x88, Z1, Z0, Z16
+	VSHUFPS $0xDD, Z1, Z0, Z17
+	VADDPS Z17, Z16, Z0
+	VPERMPS Z0, Z18, Z0
+	VMULPS Z19, Z0, Z0
+	VMOVUPS Z0, (R14)
+	ADDQ BX, R14
+	DECQ CX
+	JNZ squery
+	// next block
+	MOVQ DX, AX
+	SHLQ $4, AX
+	ADDQ AX, SI
+	ADDQ $64, DI
+	DECQ R10
+	JNZ sblock
+	VZEROUPPER
+	RET
+
+// func weightedSum4F16AVX512(y *[4]*float32, a *[4]*float32, v *uint16, stride int, n64, rows int)
+//
+// For 4 queries (outputs y[g], weights a[g]) and j < rows in order:
+// y_g[d] = y_g[d] + a_g[j]·v[j*stride+d] (product rounded), d < 64*n64.
+// Each stretch of 64 outputs of the 4 queries stays in Z0..Z15 while all
+// rows stream past; each V row is widened once for all 4.
+TEXT ·weightedSum4F16AVX512(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ v+16(FP), SI
+	MOVQ stride+24(FP), DX
+	SHLQ $1, DX
+	MOVQ n64+32(FP), R10
+	XORQ BX, BX // byte offset of the current stretch of 64 outputs
+wchunk:
+	MOVQ 0(DI), R11
+	VMOVUPS 0(R11)(BX*1), Z0
+	VMOVUPS 64(R11)(BX*1), Z1
+	VMOVUPS 128(R11)(BX*1), Z2
+	VMOVUPS 192(R11)(BX*1), Z3
+	MOVQ 8(DI), R12
+	VMOVUPS 0(R12)(BX*1), Z4
+	VMOVUPS 64(R12)(BX*1), Z5
+	VMOVUPS 128(R12)(BX*1), Z6
+	VMOVUPS 192(R12)(BX*1), Z7
+	MOVQ 16(DI), R13
+	VMOVUPS 0(R13)(BX*1), Z8
+	VMOVUPS 64(R13)(BX*1), Z9
+	VMOVUPS 128(R13)(BX*1), Z10
+	VMOVUPS 192(R13)(BX*1), Z11
+	MOVQ 24(DI), R14
+	VMOVUPS 0(R14)(BX*1), Z12
+	VMOVUPS 64(R14)(BX*1), Z13
+	VMOVUPS 128(R14)(BX*1), Z14
+	VMOVUPS 192(R14)(BX*1), Z15
+	MOVQ a+8(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R15
+	MOVQ 24(AX), AX
+	MOVQ SI, R11
+	MOVQ rows+40(FP), CX
+wrow:
+	VCVTPH2PS 0(R11), Z16
+	VCVTPH2PS 32(R11), Z17
+	VCVTPH2PS 64(R11), Z18
+	VCVTPH2PS 96(R11), Z19
+	VBROADCASTSS (R8), Z20
+	VMULPS Z20, Z16, Z21
+	VADDPS Z21, Z0, Z0
+	VMULPS Z20, Z17, Z22
+	VADDPS Z22, Z1, Z1
+	VMULPS Z20, Z18, Z23
+	VADDPS Z23, Z2, Z2
+	VMULPS Z20, Z19, Z24
+	VADDPS Z24, Z3, Z3
+	VBROADCASTSS (R9), Z20
+	VMULPS Z20, Z16, Z21
+	VADDPS Z21, Z4, Z4
+	VMULPS Z20, Z17, Z22
+	VADDPS Z22, Z5, Z5
+	VMULPS Z20, Z18, Z23
+	VADDPS Z23, Z6, Z6
+	VMULPS Z20, Z19, Z24
+	VADDPS Z24, Z7, Z7
+	VBROADCASTSS (R15), Z20
+	VMULPS Z20, Z16, Z21
+	VADDPS Z21, Z8, Z8
+	VMULPS Z20, Z17, Z22
+	VADDPS Z22, Z9, Z9
+	VMULPS Z20, Z18, Z23
+	VADDPS Z23, Z10, Z10
+	VMULPS Z20, Z19, Z24
+	VADDPS Z24, Z11, Z11
+	VBROADCASTSS (AX), Z20
+	VMULPS Z20, Z16, Z21
+	VADDPS Z21, Z12, Z12
+	VMULPS Z20, Z17, Z22
+	VADDPS Z22, Z13, Z13
+	VMULPS Z20, Z18, Z23
+	VADDPS Z23, Z14, Z14
+	VMULPS Z20, Z19, Z24
+	VADDPS Z24, Z15, Z15
+	ADDQ $4, R8
+	ADDQ $4, R9
+	ADDQ $4, R15
+	ADDQ $4, AX
+	ADDQ DX, R11
+	DECQ CX
+	JNZ wrow
+	MOVQ 0(DI), R11
+	VMOVUPS Z0, 0(R11)(BX*1)
+	VMOVUPS Z1, 64(R11)(BX*1)
+	VMOVUPS Z2, 128(R11)(BX*1)
+	VMOVUPS Z3, 192(R11)(BX*1)
+	MOVQ 8(DI), R12
+	VMOVUPS Z4, 0(R12)(BX*1)
+	VMOVUPS Z5, 64(R12)(BX*1)
+	VMOVUPS Z6, 128(R12)(BX*1)
+	VMOVUPS Z7, 192(R12)(BX*1)
+	MOVQ 16(DI), R13
+	VMOVUPS Z8, 0(R13)(BX*1)
+	VMOVUPS Z9, 64(R13)(BX*1)
+	VMOVUPS Z10, 128(R13)(BX*1)
+	VMOVUPS Z11, 192(R13)(BX*1)
+	MOVQ 24(DI), R14
+	VMOVUPS Z12, 0(R14)(BX*1)
+	VMOVUPS Z13, 64(R14)(BX*1)
+	VMOVUPS Z14, 128(R14)(BX*1)
+	VMOVUPS Z15, 192(R14)(BX*1)
+	ADDQ $256, BX
+	ADDQ $128, SI
+	DECQ R10
+	JNZ wchunk
+	VZEROUPPER
+	RET
+
+// func roundF16AVX512(x *float32, n16 int) bool
+//
+// Rounds 16·n16 floats to binary16 precision in place (VCVTPS2PH with
+// round-to-nearest-even, then back) and reports whether any was a NaN.
+TEXT ·roundF16AVX512(SB), NOSPLIT, $0-17
+	MOVQ x+0(FP), SI
+	MOVQ n16+8(FP), CX
+	KXORW K2, K2, K2
+rloop16:
+	VMOVUPS (SI), Z0
+	VCMPPS $3, Z0, Z0, K1
+	KORW K1, K2, K2
+	VCVTPS2PH $0, Z0, Y1
+	VCVTPH2PS Y1, Z0
+	VMOVUPS Z0, (SI)
+	ADDQ $64, SI
+	DECQ CX
+	JNZ rloop16
+	KORTESTW K2, K2
+	SETNE ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func roundF16AVX2(x *float32, n8 int) bool
+TEXT ·roundF16AVX2(SB), NOSPLIT, $0-17
+	MOVQ x+0(FP), SI
+	MOVQ n8+8(FP), CX
+	VXORPS Y3, Y3, Y3
+rloop8:
+	VMOVUPS (SI), Y0
+	VCMPPS $3, Y0, Y0, Y2
+	VORPS Y2, Y3, Y3
+	VCVTPS2PH $0, Y0, X1
+	VCVTPH2PS X1, Y0
+	VMOVUPS Y0, (SI)
+	ADDQ $32, SI
+	DECQ CX
+	JNZ rloop8
+	VMOVMSKPS Y3, AX
+	TESTL AX, AX
+	SETNE ret+16(FP)
+	VZEROUPPER
+	RET
