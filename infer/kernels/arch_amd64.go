@@ -267,7 +267,8 @@ func archPrepare(a *acts, t ggml.Type) {
 	}
 	k := kernelFor(t)
 	raw := k.block == 32 || t == ggml.TypeQ4_K || t == ggml.TypeQ5_K || t == ggml.TypeQ6_K
-	if (k.block == 32 || k.block == 256) && (a.n > directMaxTokens || !raw) {
+	rawT := useRawT(t, a.n)
+	if (k.block == 32 || k.block == 256) && (a.n > rawMaxTokens(t) || !raw || rawT) {
 		prepPanels(a, t)
 	}
 }
@@ -310,8 +311,12 @@ func archImpl(t ggml.Type) matmulImpl {
 		return matmulFloatAVX512
 	case 32:
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
-			if a.n > directMaxTokens {
+			if a.n > rawMaxTokens(t) {
 				matmulLegacyAVX512(y, m, a, r0, r1)
+				return
+			}
+			if useRawT(t, a.n) {
+				matmulRawT(y, m, a, r0, r1, rawTKernels[t])
 				return
 			}
 			matmulRaw(y, m, a, r0, r1, legacyRaw[t])

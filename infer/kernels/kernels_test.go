@@ -188,7 +188,8 @@ func bitsEqual(t *testing.T, what string, got, want []float32) {
 // TestMatMulInvariance checks the exactness promises bit for bit, for every
 // type: every ISA variant equals the portable kernels; 1, 2 and 7 threads
 // agree; a token alone (n=1) equals the same token at any position of a
-// batch; odd row counts and rows that are not a multiple of any tile.
+// batch, and equals itself in every batch of 2 to 40 tokens; odd row
+// counts and rows that are not a multiple of any tile.
 func TestMatMulInvariance(t *testing.T) {
 	pools := map[int]*Pool{1: NewPool(1), 2: NewPool(2), 7: NewPool(7)}
 	defer func() {
@@ -225,7 +226,13 @@ func TestMatMulInvariance(t *testing.T) {
 						bitsEqual(t, fmt.Sprintf("%s, %d threads, batch %d", v, th, batch), got, want)
 					}
 					// Tokens alone and in small batches at odd offsets.
-					for _, span := range [][2]int{{0, 1}, {batch - 1, batch}, {5, 6}, {3, 10}, {17, 17 + 13}} {
+					spans := [][2]int{{0, 1}, {batch - 1, batch}, {5, 6}, {3, 10}, {17, 17 + 13}}
+					// Every small batch size (decode of several streams: the
+					// multi-token raw-block kernels and the switch to panels).
+					for k := 2; k <= 40; k++ {
+						spans = append(spans, [2]int{9, 9 + k})
+					}
+					for _, span := range spans {
 						k := span[1] - span[0]
 						got := make([]float32, k*rows)
 						pools[2].MatMul(got, m, x[span[0]*cols:span[1]*cols], k)

@@ -15,6 +15,23 @@ const (
 	decodeTileRows = 64
 )
 
+// multiToken enables the multi-token raw-block kernels (SetMultiToken).
+var multiToken = true
+
+// SetMultiToken turns the multi-token raw-block kernels on or off and
+// returns the previous setting. On (the default), batches of 2 to 32 tokens
+// of a type that has them (Q8_0, with AVX-512) read each weight block once
+// for up to 8 tokens; off, they take the one-token raw-block kernel per
+// token up to 4 tokens and unpacked panels above, as before those kernels
+// existed. Both give identical bits (doc.go), so this is a knob for
+// benchmarks that compare the two in one run; it is not safe to call while
+// kernels run.
+func SetMultiToken(on bool) bool {
+	old := multiToken
+	multiToken = on
+	return old
+}
+
 // actsPool recycles activation buffers between MatMul calls.
 var actsPool = sync.Pool{New: func() any { return new(acts) }}
 
@@ -62,7 +79,7 @@ func (p *Pool) MatMul(y []float32, m *Matrix, x []float32, n int) {
 	archPrepare(a, m.Type)
 	impl := pickImpl(m.Type)
 	tr := tileRows
-	if n <= 4 {
+	if n <= rawMaxTokens(m.Type) {
 		tr = decodeTileRows
 	}
 	tiles := (m.Rows + tr - 1) / tr
