@@ -267,8 +267,11 @@ func archPrepare(a *acts, t ggml.Type) {
 	}
 	k := kernelFor(t)
 	raw := k.block == 32 || t == ggml.TypeQ4_K || t == ggml.TypeQ5_K || t == ggml.TypeQ6_K
-	rawT := useRawT(t, a.n)
-	if (k.block == 32 || k.block == 256) && (a.n > rawMaxTokens(t) || !raw || rawT) {
+	if useRawT(t, a.n) {
+		prepRawT(a)
+		return
+	}
+	if (k.block == 32 || k.block == 256) && (a.n > rawMaxTokens(t) || !raw) {
 		prepPanels(a, t)
 	}
 }
@@ -316,7 +319,7 @@ func archImpl(t ggml.Type) matmulImpl {
 				return
 			}
 			if useRawT(t, a.n) {
-				matmulRawT(y, m, a, r0, r1, rawTKernels[t])
+				matmulRawT(y, m, a, r0, r1, rawTKernels[t], legacyRaw[t])
 				return
 			}
 			matmulRaw(y, m, a, r0, r1, legacyRaw[t])

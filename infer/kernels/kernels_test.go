@@ -189,7 +189,8 @@ func bitsEqual(t *testing.T, what string, got, want []float32) {
 // type: every ISA variant equals the portable kernels; 1, 2 and 7 threads
 // agree; a token alone (n=1) equals the same token at any position of a
 // batch, and equals itself in every batch of 2 to 40 tokens; odd row
-// counts and rows that are not a multiple of any tile.
+// counts and rows that are not a multiple of any tile or row group (57 =
+// 3·16 + 8 + 1 runs every kind of kernel group).
 func TestMatMulInvariance(t *testing.T) {
 	pools := map[int]*Pool{1: NewPool(1), 2: NewPool(2), 7: NewPool(7)}
 	defer func() {
@@ -203,7 +204,7 @@ func TestMatMulInvariance(t *testing.T) {
 	}
 	defer SetISA(SetISA(ISAGeneric))
 	for _, typ := range matmulTypes {
-		for _, rows := range []int{1, 7, 33} {
+		for _, rows := range []int{1, 7, 33, 57} {
 			cols := blockCols(typ, 512)
 			if typ.BlockSize() == 1 && rows == 33 {
 				cols = 512 // a whole number of 16-lane steps

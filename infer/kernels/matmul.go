@@ -19,11 +19,11 @@ const (
 var multiToken = true
 
 // SetMultiToken turns the multi-token raw-block kernels on or off and
-// returns the previous setting. On (the default), batches of 2 to 32 tokens
-// of a type that has them (Q8_0, with AVX-512) read each weight block once
-// for up to 8 tokens; off, they take the one-token raw-block kernel per
-// token up to 4 tokens and unpacked panels above, as before those kernels
-// existed. Both give identical bits (doc.go), so this is a knob for
+// returns the previous setting. On (the default), batches of 2 tokens or
+// more of a type that has them (Q8_0, with AVX-512) read each weight block
+// once for up to 8 tokens; off, they take the one-token raw-block kernel
+// per token up to 4 tokens and unpacked panels above, as before those
+// kernels existed. Both give identical bits (doc.go), so this is a knob for
 // benchmarks that compare the two in one run; it is not safe to call while
 // kernels run.
 func SetMultiToken(on bool) bool {
