@@ -232,7 +232,7 @@ func BenchmarkMatMulISA(b *testing.B) {
 // (kernels=single: the one-token raw kernel per token up to 4 tokens,
 // unpacked panels above). ns/token is wall time per token of the batch.
 func BenchmarkMatMulSmallBatch(b *testing.B) {
-	for _, sh := range benchShapes[:3] {
+	for _, sh := range benchShapes {
 		for _, n := range []int{1, 2, 4, 8, 16, 32, 64} {
 			for _, multi := range []bool{true, false} {
 				name := map[bool]string{true: "multi", false: "single"}[multi]

@@ -50,7 +50,7 @@ func genQ8_0RawT(nt int) {
 	emit("\tLEAQ (R14)(DX*4), AX")
 	emit("\tLEAQ (AX)(DX*4), R12")
 	emit("\tMOVQ DX, R10") // prefetch pointer: two 16-row groups ahead
-	emit("\tSHLQ $5, R10")
+	emit("\tSHLQ $4, R10")
 	emit("\tADDQ SI, R10")
 	emit("\tMOVL $0x80808080, R8")
 	emit("\tVPBROADCASTD R8, Z13")
