@@ -266,7 +266,7 @@ func archPrepare(a *acts, t ggml.Type) {
 		return
 	}
 	k := kernelFor(t)
-	raw := k.block == 32 || t == ggml.TypeQ4_K || t == ggml.TypeQ5_K || t == ggml.TypeQ6_K
+	raw := archRaw(t)
 	if useRawT(t, a.n) {
 		prepRawT(a)
 		return
@@ -299,6 +299,13 @@ func q6_KDot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int1
 
 //go:noescape
 func q8_0Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
+
+// archRaw reports whether t has AVX-512 raw-block kernels (otherwise it
+// takes panels at every batch size).
+func archRaw(t ggml.Type) bool {
+	k := kernelFor(t)
+	return k.block == 32 || t == ggml.TypeQ4_K || t == ggml.TypeQ5_K || t == ggml.TypeQ6_K
+}
 
 // archImpl returns the SIMD implementation for t under the current
 // variant, or nil to use the portable one.

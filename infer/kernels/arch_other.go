@@ -11,3 +11,5 @@ func archImpl(ggml.Type) matmulImpl { return nil }
 func archPrepare(*acts, ggml.Type) {}
 
 func rawMaxTokens(ggml.Type) int { return 4 }
+
+func archRaw(ggml.Type) bool { return false }

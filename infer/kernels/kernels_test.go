@@ -306,3 +306,43 @@ func TestMatMulChecksMatrix(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxRawBatch checks which batch sizes read weights in place, per
+// variant: with AVX-512, Q8_0 at every size (multi-token raw kernels), the
+// other raw-block types up to 4 tokens, and no limit where no batch size
+// adds a panel unpack (floats, Q2_K/Q3_K, every type without AVX-512).
+func TestMaxRawBatch(t *testing.T) {
+	defer SetISA(SetISA(BestISA()))
+	for _, v := range variants() {
+		SetISA(v)
+		for _, tc := range []struct {
+			typ  ggml.Type
+			want int // with AVX-512
+		}{
+			{ggml.TypeQ8_0, math.MaxInt},
+			{ggml.TypeQ4_0, 4},
+			{ggml.TypeQ5_0, 4},
+			{ggml.TypeQ4_K, 4},
+			{ggml.TypeQ6_K, 4},
+			{ggml.TypeQ3_K, math.MaxInt},
+			{ggml.TypeF16, math.MaxInt},
+		} {
+			want := tc.want
+			if v < ISAAVX512 {
+				want = math.MaxInt
+			}
+			if got := MaxRawBatch(tc.typ); got != want {
+				t.Errorf("%s, %s: MaxRawBatch = %d, want %d", v, tc.typ, got, want)
+			}
+			func() {
+				defer SetMultiToken(SetMultiToken(false))
+				if tc.typ == ggml.TypeQ8_0 && v == ISAAVX512 {
+					want = 4
+				}
+				if got := MaxRawBatch(tc.typ); got != want {
+					t.Errorf("%s, %s, multi-token kernels off: MaxRawBatch = %d, want %d", v, tc.typ, got, want)
+				}
+			}()
+		}
+	}
+}

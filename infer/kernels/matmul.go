@@ -2,7 +2,10 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"sync"
+
+	"github.com/muserhq/muser/infer/ggml"
 )
 
 // tileRows is the number of output rows one work item computes (a
@@ -30,6 +33,26 @@ func SetMultiToken(on bool) bool {
 	old := multiToken
 	multiToken = on
 	return old
+}
+
+// MaxRawBatch returns the largest number of tokens for which MatMul, on
+// this CPU and kernel variant, multiplies weights of type t where they lie;
+// a larger batch first unpacks each 8-row group of weights into a panel, a
+// cost per call that a few tokens do not repay (so a caller decoding many
+// streams may prefer calls of at most this many tokens). It returns
+// math.MaxInt where the batch size never adds that cost: types whose
+// kernels read the weights in place at every batch size (Q8_0 with
+// AVX-512, the float types, every type without AVX-512) and types that
+// always take panels (Q2_K, Q3_K with AVX-512).
+func MaxRawBatch(t ggml.Type) int {
+	k := kernelFor(t)
+	if k == nil || isa < ISAAVX512 || k.block == 1 {
+		return math.MaxInt
+	}
+	if n := rawMaxTokens(t); n < math.MaxInt && archRaw(t) {
+		return n
+	}
+	return math.MaxInt
 }
 
 // actsPool recycles activation buffers between MatMul calls.
