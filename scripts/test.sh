@@ -27,6 +27,9 @@ go test -count=1 -race ./pack/... ./store/...
 echo "== go test -race (serve: scheduler, HTTP, clients)"
 go test -count=1 -race ./serve/...
 
+echo "== go test -race (net: mTLS, cluster, transport, replication, prefill)"
+go test -count=1 -race ./net/...
+
 echo "== fuzz smoke (every Fuzz target, ${FUZZTIME:=10s} each)"
 bash scripts/fuzz-smoke.sh "$FUZZTIME"
 

@@ -87,6 +87,8 @@ func (s *Server) schedError(err error, promptArg string) *apiError {
 	case errors.Is(err, sched.ErrClosed):
 		return &apiError{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down",
 			Message: "the server is shutting down"}
+	case errors.Is(err, sched.ErrRemotePrefill):
+		return &apiError{Status: http.StatusBadGateway, Type: typeUnavailable, Code: "remote_prefill_failed", Message: err.Error()}
 	case errors.Is(err, sched.ErrCancelled):
 		return &apiError{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "cancelled", Message: err.Error()}
 	}

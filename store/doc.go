@@ -37,11 +37,15 @@
 // Export and Import move one pack as a sealed export file. Replication
 // uses the pieces: Admit checks a sealed offer (seal, replay ledger,
 // identity, block size, root) and returns the missing chunk IDs;
-// MissingChunks answers "which of these do you lack"; PutChunk verifies
-// and stores a chunk without making any pack visible (gc reclaims it after
-// the grace period if no pack comes to use it); PublishPack publishes the
-// manifest atomically once every chunk is present, advancing the replay
-// ledger in the same transaction.
+// MissingChunks answers "which of these do you lack"; PutChunk (and
+// PutPackChunk, whose receipts name the pack) verifies and stores a chunk
+// without making any pack visible (gc reclaims it after the grace period
+// if no pack comes to use it), leaving the fsync of its directory to the
+// next ledger commit; PublishPack publishes the manifest atomically once
+// every chunk is present, paying those directory fsyncs and advancing the
+// replay ledger in the same commit. On the sending side OpenPack returns a
+// PackReader that checks the manifest once and reads single blocks,
+// verified, in any order and from several goroutines.
 //
 // # Concurrency and durability
 //

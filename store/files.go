@@ -112,16 +112,73 @@ func (s *Store) syncDirs(dirs map[string]bool) error {
 	return nil
 }
 
+// owe records that dir holds a rename whose directory fsync is still
+// owed: the next ledger commit pays it (syncPending).
+func (s *Store) owe(dir string) {
+	if s.opts.NoSync {
+		return
+	}
+	s.mu.Lock()
+	s.renames++
+	s.unsynced[dir] = s.renames
+	s.mu.Unlock()
+}
+
+// syncPending fsyncs every directory that holds a chunk rename not yet
+// made durable (rule W1: before any ledger commit that references the
+// chunk). A commit calls it after its own writes: whatever chunk it names
+// — written by itself, by a concurrent transfer, or found by dedup — has
+// its rename durable once it returns. An entry is dropped only if no
+// rename into its directory happened since the fsync began; a concurrent
+// caller that finds it still listed fsyncs it again, which is harmless.
+func (s *Store) syncPending() error {
+	s.mu.Lock()
+	if len(s.unsynced) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	snap := make(map[string]uint64, len(s.unsynced))
+	for d, seq := range s.unsynced {
+		snap[d] = seq
+	}
+	s.mu.Unlock()
+	for d := range snap {
+		if err := s.syncDir(d); err != nil {
+			return fmt.Errorf("fsync directory %s: %w", d, err)
+		}
+	}
+	s.mu.Lock()
+	for d, seq := range snap {
+		if s.unsynced[d] == seq {
+			delete(s.unsynced, d)
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
 // putChunk makes chunk data (whose ID is id, already computed by the
 // caller) durable unless a file of the right size is already there (dedup,
 // rule W4). It reports whether it wrote. The caller holds a lease on id.
+// With dirs non-nil the chunk's directory is added to it for the caller
+// to fsync; with dirs nil the directory fsync is owed to the next ledger
+// commit (syncPending), so that a transfer of many chunks pays each
+// directory once rather than once per chunk.
 func (s *Store) putChunk(id pack.Digest, data []byte, dirs map[string]bool) (bool, error) {
 	path := s.chunkPath(id)
 	if fi, err := s.fs.Stat(path); err == nil && fi.Size() == int64(len(data)) {
 		return false, nil
 	}
-	if err := s.writeDurable(filepath.Dir(path), path, data, dirs); err != nil {
+	dir := filepath.Dir(path)
+	owed := dirs == nil
+	if owed {
+		dirs = map[string]bool{}
+	}
+	if err := s.writeDurable(dir, path, data, dirs); err != nil {
 		return false, fmt.Errorf("chunk %s: %w", id, err)
+	}
+	if owed {
+		s.owe(dir)
 	}
 	return true, nil
 }

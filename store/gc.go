@@ -30,8 +30,9 @@ type GCReport struct {
 	// Removed lists evicted and quarantined packs and the files freed.
 	Removed RemoveResult
 	// Orphans and OrphanBytes count unreferenced files past the grace
-	// period: chunks and manifests no pack references, temporary files
-	// of interrupted writes.
+	// period: chunks and manifests no pack references, files moved to
+	// quarantine/, and temporary files of interrupted writes (those
+	// older than the store's Open go whatever their age).
 	Orphans     int
 	OrphanBytes int64
 	// Before and After are Stats.Bytes around the run.
@@ -195,8 +196,11 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 
 // sweepOrphans deletes (or with dry only counts) files under chunks/ and
 // packs/ that the ledger does not reference, that no in-flight operation
-// leases, and that are older than grace; and temporary files older than
-// grace (rule D2). The caller holds wmu, so the ledger cannot gain a
+// leases, and that are older than grace; files in quarantine/ older than
+// grace; and temporary files older than grace or than the store's Open
+// (rule D2). A temporary file from before Open is a crash's leftover: the
+// ledger's lock makes this process the store's only writer. No temporary
+// file goes while a write is in progress in its directory. The caller holds wmu, so the ledger cannot gain a
 // reference meanwhile except through a leased, in-flight commit.
 func (s *Store) sweepOrphans(grace time.Duration, dry bool) (int, int64, error) {
 	chunks := map[pack.Digest]bool{}
@@ -233,11 +237,11 @@ func (s *Store) sweepOrphans(grace time.Duration, dry bool) (int, int64, error) 
 			if perr == nil && x.refd[id] {
 				return
 			}
-			if grace > 0 && fi.ModTime().After(cutoff) {
-				return
-			}
 			if perr != nil && !tempName(name) {
 				return // not ours: leave it
+			}
+			if grace > 0 && fi.ModTime().After(cutoff) && (perr == nil || !fi.ModTime().Before(s.opened)) {
+				return
 			}
 			if dry {
 				n++
@@ -255,6 +259,53 @@ func (s *Store) sweepOrphans(grace time.Duration, dry bool) (int, int64, error) 
 			size += fi.Size()
 		})
 		if err != nil {
+			return n, size, err
+		}
+	}
+	qn, qsize, err := s.sweepQuarantine(cutoff, grace, dry)
+	return n + qn, size + qsize, err
+}
+
+// sweepQuarantine deletes (or with dry only counts) the files in
+// quarantine/ older than grace: evidence kept for an operator to inspect
+// for that long, never read again by the store.
+func (s *Store) sweepQuarantine(cutoff time.Time, grace time.Duration, dry bool) (int, int64, error) {
+	dir := filepath.Join(s.dir, quarantineDir)
+	ents, err := s.fs.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	var n int
+	var size int64
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		if grace > 0 && fi.ModTime().After(cutoff) {
+			continue
+		}
+		if !dry {
+			path := filepath.Join(dir, e.Name())
+			if tempName(e.Name()) {
+				if !s.deleteTemp(path) {
+					continue
+				}
+			} else if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return n, size, err
+			}
+		}
+		n++
+		size += fi.Size()
+	}
+	if n > 0 && !dry {
+		if err := s.syncDir(dir); err != nil {
 			return n, size, err
 		}
 	}

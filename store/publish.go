@@ -165,6 +165,9 @@ func (s *Store) commitManifest(ctx context.Context, m *pack.Manifest, keys []pac
 	if err := s.syncDirs(dirs); err != nil {
 		return pid, false, err
 	}
+	if err := s.syncPending(); err != nil {
+		return pid, false, err
+	}
 	if err := ctx.Err(); err != nil {
 		return pid, false, err
 	}

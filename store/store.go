@@ -110,6 +110,13 @@ type Store struct {
 	gen     uint64                // last publish generation handed out
 	dirs    sync.Map              // directories known to exist
 	closed  bool
+	// unsynced maps each chunk directory holding a rename whose directory
+	// fsync is still owed (rule W1) to the sequence number of its latest
+	// such rename; every ledger commit that names chunks pays the debt
+	// first (syncPending).
+	unsynced map[string]uint64
+	renames  uint64    // sequence of the renames recorded in unsynced
+	opened   time.Time // when Open ran (the real clock, as file times are)
 }
 
 // Open opens the store in dir, creating it unless opts.MustExist. Another
@@ -138,7 +145,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: block size %d is outside 1..%d", dir, opts.BlockTokens, pack.MaxBlockTokens)
 	}
 	s := &Store{dir: dir, opts: opts, fs: opts.FS, ix: newIndex(),
-		leases: map[pack.Digest]int{}, lastUse: map[pack.Digest]int64{}, writing: map[string]int{}}
+		leases: map[pack.Digest]int{}, lastUse: map[pack.Digest]int64{}, writing: map[string]int{},
+		unsynced: map[string]uint64{}, opened: time.Now()}
 	ledger := filepath.Join(dir, ledgerFile)
 	if _, err := s.fs.Stat(ledger); errors.Is(err, fs.ErrNotExist) && (opts.MustExist || opts.ReadOnly) {
 		return nil, fmt.Errorf("no store at %s (no %s): %w", dir, ledgerFile, ErrNotFound)

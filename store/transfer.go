@@ -156,20 +156,31 @@ func (s *Store) MissingChunks(ids []pack.Digest) ([]pack.Digest, error) {
 	return out, nil
 }
 
-// PutChunk verifies data against id and makes it durable (rule W1),
-// without making any pack visible: until a manifest that names it is
-// published, the chunk is an orphan that gc reclaims after the grace
-// period. Bytes that do not hash to id are refused with a receipt naming
-// source.
+// PutChunk verifies data against id and writes it as rule W1 asks (a
+// temporary file, written, fsynced, renamed to the ID), without making any
+// pack visible: until a manifest that names it is published, the chunk is
+// an orphan that gc reclaims after the grace period. The fsync of the
+// chunk's directory, which makes the rename durable, is owed to the next
+// ledger commit (PublishPack pays it before committing), so a crash before
+// then may lose the chunk but never a chunk a pack names. Bytes that do not
+// hash to id are refused with a receipt naming source. PutChunk is
+// PutPackChunk without a pack to name in receipts.
 func (s *Store) PutChunk(ctx context.Context, id pack.Digest, data []byte, source string) error {
+	return s.PutPackChunk(ctx, pack.Digest{}, id, data, source)
+}
+
+// PutPackChunk is PutChunk for a chunk received for pack pid (an offer
+// Admit accepted): a refusal's receipt names the pack as well as the
+// source.
+func (s *Store) PutPackChunk(ctx context.Context, pid, id pack.Digest, data []byte, source string) error {
 	if err := s.checkWritable(); err != nil {
 		return err
 	}
 	if len(data) == 0 || len(data) > pack.MaxChunkBytes {
-		return s.refuse(pack.Digest{}, source, &pack.LimitError{Object: "chunk " + id.Short(), Field: "size", Got: uint64(len(data)), Max: pack.MaxChunkBytes})
+		return s.refuse(pid, source, &pack.LimitError{Object: "chunk " + id.Short(), Field: "size", Got: uint64(len(data)), Max: pack.MaxChunkBytes})
 	}
 	if got := pack.ChunkID(data); got != id {
-		return s.refuse(pack.Digest{}, source, &pack.DigestError{Kind: pack.DigestChunk, Object: "received chunk", Expected: id, Actual: got})
+		return s.refuse(pid, source, &pack.DigestError{Kind: pack.DigestChunk, Object: "received chunk", Expected: id, Actual: got})
 	}
 	defer s.lease(id)()
 	_, err := s.putChunk(id, data, nil)

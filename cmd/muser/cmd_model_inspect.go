@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,7 +13,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/muserhq/muser/infer/defaultmodel"
+	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/gguf"
+	"github.com/muserhq/muser/infer/kvcache"
+	"github.com/muserhq/muser/infer/tokenizer"
+	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/store"
 	"github.com/spf13/pflag"
 )
 
@@ -22,6 +28,8 @@ type modelInspectOptions struct {
 	noDigest   bool
 	arrayItems int
 	dflt       bool
+	kv         string
+	block      int
 }
 
 func (o *modelInspectOptions) AddFlags(fs *pflag.FlagSet) {
@@ -29,6 +37,8 @@ func (o *modelInspectOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noDigest, "no-digest", false, "skip the weights digest (it reads every byte of tensor data)")
 	fs.IntVar(&o.arrayItems, "items", 4, "show at most this many `N` elements of each metadata array")
 	fs.BoolVar(&o.dflt, "default", false, "inspect the default model embedded in this binary instead of a FILE")
+	fs.StringVar(&o.kv, "kv", "f16", "KV cache element type the identity's kv field is computed for: f16 or f32 (as run's --kv; serve uses f16)")
+	fs.IntVar(&o.block, "block-tokens", 0, "block size the identity's kv field is computed for (default: the store's under --home, else 64)")
 }
 
 func newModelInspectCommand() *command {
@@ -40,18 +50,28 @@ func newModelInspectCommand() *command {
 		help: `Parses FILE as GGUF (v2 or v3) without loading its weights into memory and
 prints its metadata (long arrays summarised: type, length, first items), the
 tensor table (name, type, shape in ggml order, bytes, absolute offset), the
-parameter count, the file type, and the pack identity fields that depend on
-the file alone:
+parameter count, the file type, and the pack identity that muser serve and
+muser run compute for KV made with this file: all eight fields, and the
+identity key that pack inspect prints for packs made with it.
 
+  format    the pack format version of this build
   model     BLAKE3 digest of every tensor's name, type, shape and data
             (infer/gguf WeightsDigest); independent of metadata and layout
-  quant     the weight quantization (infer/gguf QuantName): the single type
-            of the weight matrices, or mixed:TYPES@DIGEST
+  arch      the engine's canonical description of what shapes K and V
+            (architecture, layers, heads, head dims, RoPE, norm epsilon)
+  tokenizer digest of the vocabulary and its rules (infer/tokenizer)
   template  digest of tokenizer.chat_template (of the empty template when
             absent; infer/gguf ChatTemplateDigest)
+  quant     the weight quantization (infer/gguf QuantName): the single type
+            of the weight matrices, or mixed:TYPES@DIGEST
+  kv        KV element type (--kv), block size and layout; the block size
+            is the store's under --home when one exists there (the
+            default, 64, otherwise), or --block-tokens
+  engine    this build's engine and numerics version
 
-The arch, tokenizer, kv and engine fields depend on the engine that loads
-the model and are not printed here.
+Fields that cannot be computed for the file (an architecture the engine
+does not support, a vocabulary the tokenizer cannot load, --no-digest) are
+listed with the reason; that is not an error.
 
 With --default and no FILE it describes the small model embedded in muser
 (infer/defaultmodel; docs/defaultmodel.md), which serve and run use when no
@@ -61,21 +81,33 @@ digest), then the same report.
 A malformed file fails with an error naming the field at fault and its byte
 offset (exit status 1); a missing file gives exit status 3.`,
 		flags: opts.AddFlags,
+		home:  true,
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
 		if opts.arrayItems < 0 {
 			return usagef(cmd, "--items must not be negative")
 		}
+		kv, err := kvcache.ParseDType(opts.kv)
+		if err != nil {
+			return usagef(cmd, "--kv: %v", err)
+		}
+		if opts.block < 0 {
+			return usagef(cmd, "--block-tokens must not be negative")
+		}
+		idOpts := identityOptions{kv: kv, block: opts.block, blockFrom: "--block-tokens", noDigest: opts.noDigest}
+		if opts.block == 0 {
+			idOpts.block, idOpts.blockFrom = storeBlockTokens(env.home)
+		}
 		if opts.dflt {
 			if len(args) != 0 {
 				return usagef(cmd, "--default takes no FILE argument, got %q", args[0])
 			}
-			return runModelInspectDefault(env.stdout, opts)
+			return runModelInspectDefault(env.stdout, opts, idOpts)
 		}
 		if len(args) != 1 {
 			return usagef(cmd, "takes exactly one FILE argument (or --default), got %d", len(args))
 		}
-		return runModelInspect(env.stdout, args[0], opts)
+		return runModelInspect(env.stdout, args[0], opts, idOpts)
 	}
 	return cmd
 }
@@ -107,11 +139,102 @@ type inspectFT struct {
 	Name string `json:"name"`
 }
 
+// inspectIdentity is the identity part of the report. Digests are hex;
+// a field that could not be computed is empty and listed in Missing.
 type inspectIdentity struct {
-	Model    string `json:"model,omitempty"`
-	Quant    string `json:"quant"`
-	Template string `json:"template"`
-	Note     string `json:"note"`
+	// Key is the identity key (pack.Identity.Key), only when all eight
+	// fields are known.
+	Key       string `json:"key,omitempty"`
+	Format    uint32 `json:"format"`
+	Model     string `json:"model,omitempty"`
+	Arch      string `json:"arch,omitempty"`
+	Tokenizer string `json:"tokenizer,omitempty"`
+	Template  string `json:"template"`
+	Quant     string `json:"quant"`
+	KV        string `json:"kv,omitempty"`
+	Engine    string `json:"engine,omitempty"`
+	// BlockTokens and BlockFrom say which block size kv is computed for
+	// and where it came from.
+	BlockTokens int              `json:"block_tokens"`
+	BlockFrom   string           `json:"block_from"`
+	Missing     []missingIDField `json:"missing,omitempty"`
+}
+
+// missingIDField is an identity field that could not be computed.
+type missingIDField struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
+}
+
+// identityOptions are the inputs of the identity beyond the file.
+type identityOptions struct {
+	kv        kvcache.DType
+	block     int
+	blockFrom string
+	noDigest  bool
+}
+
+// storeBlockTokens returns the block size of the store under home and
+// where it came from: the store's own when one exists there and can be
+// opened read-only, else store.DefaultBlockTokens (what serve and run
+// create a new store with) and why.
+func storeBlockTokens(home string) (int, string) {
+	s, err := store.Open(home, store.Options{ReadOnly: true, MustExist: true})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return store.DefaultBlockTokens, "default (no store under " + home + ")"
+		}
+		return store.DefaultBlockTokens, fmt.Sprintf("default (the store under %s could not be read: %v)", home, err)
+	}
+	defer s.Close()
+	return s.BlockTokens(), "the store under " + home
+}
+
+// modelIdentity computes the identity serve and run compute for KV made
+// with f (engine.Model.Identity with the tokenizer's and the chat
+// template's digests), field by field, so that a field that cannot be
+// computed leaves the others.
+func modelIdentity(f *gguf.File, o identityOptions) (inspectIdentity, error) {
+	id := inspectIdentity{Format: pack.FormatVersion, Quant: gguf.QuantName(f), BlockTokens: o.block, BlockFrom: o.blockFrom}
+	td, err := gguf.ChatTemplateDigest(f)
+	if err != nil {
+		return id, err
+	}
+	id.Template = hex.EncodeToString(td[:])
+	full := pack.Identity{Format: id.Format, Template: td, Quant: id.Quant}
+	missing := func(field string, err error) {
+		id.Missing = append(id.Missing, missingIDField{Field: field, Reason: err.Error()})
+	}
+	if o.noDigest {
+		missing("model", errors.New("skipped: --no-digest"))
+	} else {
+		full.Model = gguf.WeightsDigest(f)
+		id.Model = full.Model.String()
+	}
+	if tok, err := tokenizer.FromGGUF(f.Meta); err != nil {
+		missing("tokenizer", fmt.Errorf("the tokenizer cannot load this vocabulary: %w", err))
+	} else {
+		full.Tokenizer = tok.Digest()
+		id.Tokenizer = full.Tokenizer.String()
+	}
+	if m, err := engine.Load(f, engine.Options{Threads: 1, KV: o.kv}); err != nil {
+		err = fmt.Errorf("the engine cannot load this model: %w", err)
+		missing("arch", err)
+		missing("kv", err)
+		missing("engine", err)
+	} else {
+		e := m.Identity(full.Tokenizer, td, o.block)
+		m.Close()
+		full.Arch, full.KV, full.Engine = e.Arch, e.KV, e.Engine
+		id.Arch, id.KV, id.Engine = e.Arch, e.KV, e.Engine
+		if e.Quant != id.Quant || (!o.noDigest && e.Model != full.Model) {
+			return id, fmt.Errorf("model inspect: the engine's identity of %s differs from the file's (quant %q vs %q)", f.Path(), e.Quant, id.Quant)
+		}
+	}
+	if len(id.Missing) == 0 {
+		id.Key = full.Key().String()
+	}
+	return id, nil
 }
 
 type inspectKV struct {
@@ -130,20 +253,18 @@ type inspectTensor struct {
 	Offset int64   `json:"offset"`
 }
 
-const identityNote = "arch, tokenizer, kv and engine are computed by the engine that loads the model"
-
-func runModelInspect(w io.Writer, path string, opts modelInspectOptions) error {
+func runModelInspect(w io.Writer, path string, opts modelInspectOptions, idOpts identityOptions) error {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return inspect(w, f, inspectReport{Path: path}, opts)
+	return inspect(w, f, inspectReport{Path: path}, opts, idOpts)
 }
 
 // runModelInspectDefault inspects the embedded default model, after
 // checking its SHA-256 (defaultmodel.File does).
-func runModelInspectDefault(w io.Writer, opts modelInspectOptions) error {
+func runModelInspectDefault(w io.Writer, opts modelInspectOptions, idOpts identityOptions) error {
 	f, err := defaultmodel.File()
 	if err != nil {
 		return err
@@ -152,11 +273,11 @@ func runModelInspectDefault(w io.Writer, opts modelInspectOptions) error {
 	return inspect(w, f, inspectReport{
 		Path:     "(embedded) infer/defaultmodel/" + defaultmodel.FileName,
 		Embedded: &inspectEmbed{Name: defaultmodel.Name, SHA256: defaultmodel.SHA256, Doc: "docs/defaultmodel.md"},
-	}, opts)
+	}, opts, idOpts)
 }
 
 // inspect fills rep (whose Path and Embedded are set) from f and prints it.
-func inspect(w io.Writer, f *gguf.File, rep inspectReport, opts modelInspectOptions) error {
+func inspect(w io.Writer, f *gguf.File, rep inspectReport, opts modelInspectOptions, idOpts identityOptions) error {
 	rep.Version, rep.Alignment, rep.Size, rep.DataOffset = f.Version, f.Alignment, f.Size(), f.DataOffset
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
@@ -170,17 +291,11 @@ func inspect(w io.Writer, f *gguf.File, rep inspectReport, opts modelInspectOpti
 		}
 		rep.FileType = &inspectFT{ID: ft, Name: gguf.FileTypeName(ft)}
 	}
-	if !opts.noDigest {
-		d := gguf.WeightsDigest(f)
-		rep.Identity.Model = hex.EncodeToString(d[:])
-	}
-	rep.Identity.Quant = gguf.QuantName(f)
-	td, err := gguf.ChatTemplateDigest(f)
+	id, err := modelIdentity(f, idOpts)
 	if err != nil {
 		return err
 	}
-	rep.Identity.Template = hex.EncodeToString(td[:])
-	rep.Identity.Note = identityNote
+	rep.Identity = id
 	for _, kv := range f.Meta.All() {
 		e := inspectKV{Key: kv.Key, Type: kv.Value.TypeName()}
 		if kv.Value.IsArray() {
@@ -253,19 +368,7 @@ func printInspect(w io.Writer, f *gguf.File, rep *inspectReport, opts modelInspe
 	} else {
 		fmt.Fprintf(w, "file type:   (no %s)\n", gguf.KeyFileType)
 	}
-	fmt.Fprintln(w, "\nidentity:")
-	if rep.Identity.Model != "" {
-		fmt.Fprintf(w, "  model      %s\n", rep.Identity.Model)
-	} else {
-		fmt.Fprintf(w, "  model      (skipped: --no-digest)\n")
-	}
-	fmt.Fprintf(w, "  quant      %s\n", rep.Identity.Quant)
-	tmpl := ""
-	if !f.Meta.Has(gguf.KeyChatTemplate) {
-		tmpl = "  (no chat template)"
-	}
-	fmt.Fprintf(w, "  template   %s%s\n", rep.Identity.Template, tmpl)
-	fmt.Fprintf(w, "  (%s)\n", identityNote)
+	printIdentity(w, f, &rep.Identity)
 
 	fmt.Fprintf(w, "\nmetadata (%d):\n", f.Meta.Len())
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -293,5 +396,39 @@ func printInspect(w io.Writer, f *gguf.File, rep *inspectReport, opts modelInspe
 	for _, r := range rows {
 		// Name, type and shape left-aligned; numbers right-aligned.
 		fmt.Fprintf(w, "  %-*s  %-*s  %-*s  %*s  %*s\n", width[0], r[0], width[1], r[1], width[2], r[2], width[3], r[3], width[4], r[4])
+	}
+}
+
+// printIdentity prints the identity as pack inspect does, with the block
+// size's source and the fields that could not be computed.
+func printIdentity(w io.Writer, f *gguf.File, id *inspectIdentity) {
+	if id.Key != "" {
+		fmt.Fprintf(w, "\nidentity     %s\n", id.Key)
+	} else {
+		fmt.Fprintf(w, "\nidentity     (incomplete: %d of 8 fields could not be computed)\n", len(id.Missing))
+	}
+	show := func(name, v string, quote bool) {
+		if v == "" {
+			v = "(not computed, see below)"
+		} else if quote {
+			v = strconv.Quote(v)
+		}
+		fmt.Fprintf(w, "  %-10s %s\n", name, v)
+	}
+	show("format", strconv.FormatUint(uint64(id.Format), 10), false)
+	show("model", id.Model, false)
+	show("arch", id.Arch, true)
+	show("tokenizer", id.Tokenizer, false)
+	tmpl := id.Template
+	if !f.Meta.Has(gguf.KeyChatTemplate) {
+		tmpl += "  (no chat template)"
+	}
+	show("template", tmpl, false)
+	show("quant", id.Quant, true)
+	show("kv", id.KV, true)
+	show("engine", id.Engine, true)
+	fmt.Fprintf(w, "  (kv for block size %d: %s)\n", id.BlockTokens, id.BlockFrom)
+	for _, m := range id.Missing {
+		fmt.Fprintf(w, "  %s not computed: %s\n", m.Field, m.Reason)
 	}
 }

@@ -39,11 +39,11 @@ func TestModelInspectText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"parameters:  292800 in 48 tensors",
-		"quant      F32",
+		`quant      "F32"`,
 		"model      cdb8216aa7bc7f23693d99d5fb66dd71de5439af5d1a862d88f7a821d62a1ab6",
 		`tokenizer.ggml.tokens`, `[512] ["<unk>", "<s>", "</s>", "<0x00>", ...]`,
 		"llama.block_count", "blk.4.ffn_down.weight", "[172 64]",
-		"arch, tokenizer, kv and engine are computed by the engine",
+		"identity     ", `arch       "llama;layers=5;`, `kv         "f16;block=64;layout=lkv1"`, `engine     "muser-cpu/1"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -111,8 +111,13 @@ func TestModelInspectJSON(t *testing.T) {
 	}
 
 	code, out, _ = runCLI(t, "model", "inspect", "--json", "--no-digest", path)
-	if code != exitOK || strings.Contains(out, `"model"`) {
-		t.Errorf("--no-digest still printed a model digest (exit %d)", code)
+	rep = inspectReport{}
+	if err := json.Unmarshal([]byte(out), &rep); code != exitOK || err != nil {
+		t.Fatalf("--no-digest: exit %d, %v", code, err)
+	}
+	if rep.Identity.Model != "" || rep.Identity.Key != "" || len(rep.Identity.Missing) == 0 || rep.Identity.Missing[0].Field != "model" {
+		t.Errorf("--no-digest: got model %q, key %q, missing %+v; want no model, no key, model listed first as missing",
+			rep.Identity.Model, rep.Identity.Key, rep.Identity.Missing)
 	}
 }
 
@@ -169,7 +174,7 @@ func TestModelInspectDefault(t *testing.T) {
 		"default:     " + defaultmodel.Name + ", embedded in this binary",
 		"sha256:      " + defaultmodel.SHA256 + " (verified)",
 		"file type:   MOSTLY_Q8_0 (7)",
-		"quant      Q8_0",
+		`quant      "Q8_0"`,
 		`general.architecture`, `"llama"`,
 		"tokenizer.chat_template", "<|im_start|>",
 		"blk.7.ffn_down.weight",

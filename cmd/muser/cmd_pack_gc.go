@@ -21,8 +21,10 @@ func newPackGCCommand() *command {
 		help: `Deletes quarantined packs, then, with --max-bytes, evicts unpinned packs
 least recently used first until the store's chunks and manifests take at
 most that many bytes. Chunks another pack still uses are kept. Then
-deletes orphan files (chunks and manifests no pack references, temporary
-files of interrupted writes) older than --grace. Prints each pack it
+deletes orphan files (chunks and manifests no pack references, files in
+quarantine/, temporary files of interrupted writes) older than --grace;
+temporary files older than the store's opening go whatever their age, as
+only a crash can have left them. Prints each pack it
 removes and what it frees. --dry-run prints the same without deleting.
 
 --max-bytes takes a count with an optional unit: B, KB, MB, GB, TB

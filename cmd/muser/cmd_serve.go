@@ -36,6 +36,7 @@ type serveOptions struct {
 	maxBody       string
 	logFormat     string
 	logLevel      string
+	repl          serveReplOptions
 }
 
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
@@ -52,6 +53,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.maxBody, "max-body", "8MB", "largest request body")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	o.repl.AddFlags(fs)
 }
 
 func newServeCommand() *command {
@@ -77,7 +79,25 @@ salted apart from the others' (serve/tenant documents the file format).
 The server prints its URL once it listens. SIGINT or SIGTERM shuts it down:
 it stops accepting, lets in-flight requests finish for --shutdown-grace (a
 second signal cancels them at once), publishes what finished, closes the
-store, and exits 0.`,
+store, and exits 0.
+
+Replication (needs this node's cluster directory: 'muser cluster init' or
+'muser node join'; peers are named as 'muser node ls' lists them):
+  --repl-addr ADDR      answer peers' pushes, pulls and prefill requests on
+                        a QUIC+mTLS listener (UDP) beside HTTP
+  --replicate-to NODE   push each newly published pack to NODE in the
+                        background (bounded queue, retries with backoff, a
+                        log line per failure; at shutdown the queue is
+                        flushed for --shutdown-grace, the rest abandoned
+                        with a log line: 'muser pack push --all' catches up)
+  --role producer       compute prompts' KV for peers that ask (reusing this
+                        store's cache) and ship it as a pack delta
+  --prefill-node NODE   before each request, have NODE compute the prompt's
+                        uncached whole blocks and install them here; the
+                        output is identical to a local prefill. If NODE is
+                        unreachable or refuses, --prefill-fallback local
+                        (default) prefills here and logs why; fail answers
+                        HTTP 502 (remote_prefill_failed).`,
 		flags: o.AddFlags,
 		home:  true,
 	}
@@ -114,6 +134,10 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		return usagef(cmd, "--max-queue %d: want 0 or more", o.maxQueue)
 	case o.threads < 1:
 		return usagef(cmd, "--threads %d: want at least 1", o.threads)
+	}
+	fallback, err := o.repl.check()
+	if err != nil {
+		return usagef(cmd, "%v", err)
 	}
 	opts := serve.Options{
 		ModelPath:     o.model,
@@ -153,8 +177,17 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		fmt.Fprintf(env.stderr, "muser serve: no --model given; serving the embedded default model %s (%s)\n",
 			defaultmodel.Name, humanBytes(defaultmodel.Size))
 	}
+	var rs *serveRepl
+	if o.repl.enabled() {
+		if rs, err = openServeRepl(env.home, &o.repl, fallback, logger, &opts); err != nil {
+			return err
+		}
+	}
 	s, err := serve.New(opts)
 	if err != nil {
+		if rs != nil {
+			rs.close(0)
+		}
 		if errors.Is(err, serve.ErrNotLoopback) || errors.Is(err, serve.ErrOptions) {
 			return usagef(cmd, "%v", err)
 		}
@@ -163,9 +196,23 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		s.Close()
+		if rs != nil {
+			rs.close(0)
+		}
 		return err
 	}
+	if rs != nil {
+		if err := rs.start(s); err != nil {
+			ln.Close()
+			s.Close()
+			rs.close(0)
+			return err
+		}
+	}
 	fmt.Fprintf(env.stdout, "muser serve: %s ready on http://%s (store %s)\n", s.ModelID(), urlHost(ln.Addr()), env.home)
+	if rs != nil {
+		fmt.Fprintf(env.stdout, "muser serve: %s\n", rs.describe())
+	}
 	// A second SIGINT or SIGTERM during the shutdown cancels the requests
 	// still running instead of waiting out --shutdown-grace.
 	sigs := make(chan os.Signal, 1)
@@ -190,7 +237,11 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		case <-done:
 		}
 	}()
-	return s.Serve(ctx, ln)
+	err = s.Serve(ctx, ln)
+	if rs != nil {
+		err = errors.Join(err, rs.close(o.grace))
+	}
+	return err
 }
 
 // urlHost renders a listener's address for a URL.

@@ -79,6 +79,11 @@ func TestServeUsage(t *testing.T) {
 		{"loose key file", []string{"--api-keys", loose}, exitFailure, "mode 0644 lets group or others access the keys"},
 		{"missing model", []string{"--model", "/nonexistent.gguf"}, exitNotFound, "nonexistent.gguf"},
 		{"arguments", []string{"extra"}, exitUsage, "takes no arguments"},
+		{"bad fallback", []string{"--prefill-node", "p", "--prefill-fallback", "remote"}, exitUsage, `--prefill-fallback "remote": want local or fail`},
+		{"producer without listener", []string{"--role", "producer"}, exitUsage, "--role producer needs --repl-addr"},
+		{"bad role", []string{"--role", "consumer", "--repl-addr", "127.0.0.1:0"}, exitUsage, `--role "consumer": want producer`},
+		{"twice the same peer", []string{"--replicate-to", "b", "--replicate-to", "b"}, exitUsage, "--replicate-to b given twice"},
+		{"no cluster", []string{"--repl-addr", "127.0.0.1:0"}, exitFailure, "cluster.json is missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"serve", "--model", storiesModel, "--home", t.TempDir()}, tc.args...)

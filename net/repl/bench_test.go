@@ -20,6 +20,7 @@ import (
 	"github.com/muserhq/muser/pack/packtest"
 	"github.com/muserhq/muser/store"
 	"github.com/muserhq/muser/store/storetest"
+	"github.com/quic-go/quic-go"
 )
 
 // Benchmark geometry: a Qwen2.5-0.5B-shaped KV (24 layers × 2 KV heads ×
@@ -68,6 +69,9 @@ func (n *node) close() {
 // discarding. Run with -benchtime=3x; compare MB/s.
 func BenchmarkPush(b *testing.B) {
 	streams := envInt("MUSER_BENCH_STREAMS", DefaultStreams)
+	// MUSER_BENCH_CONNS spreads quic-raw's streams over that many QUIC
+	// connections (docs/benchmarks.md: measured and rejected for pushes).
+	conns := envInt("MUSER_BENCH_CONNS", 1)
 	nodes := clustertest.New(b, "sender", "receiver")
 	root := b.TempDir()
 
@@ -85,7 +89,7 @@ func BenchmarkPush(b *testing.B) {
 		b.SetBytes(int64(len(payload)))
 		cpu := startCPU(b)
 		for range b.N {
-			benchQUICRaw(b, nodes[0], nodes[1], payload, streams)
+			benchQUICRaw(b, nodes[0], nodes[1], payload, conns, max(1, streams/conns))
 		}
 		cpu.report(int64(len(payload)))
 	})
@@ -261,10 +265,11 @@ func benchTLS(b *testing.B, from, to *clustertest.Node, payload []byte) {
 	}
 }
 
-// benchQUICRaw sends payload over one QUIC connection of this transport,
-// in chunk frames on parallel unidirectional streams, the reader
-// discarding: the transport's ceiling without stores.
-func benchQUICRaw(b *testing.B, from, to *clustertest.Node, payload []byte, streams int) {
+// benchQUICRaw sends payload over conns QUIC connections of this
+// transport, in chunk frames on streams parallel unidirectional streams per
+// connection, the reader discarding: the transport's ceiling without
+// stores.
+func benchQUICRaw(b *testing.B, from, to *clustertest.Node, payload []byte, conns, streams int) {
 	srv, err := transport.Listen("127.0.0.1:0", transport.Config{TLS: to.TLS(b), RevalidateEvery: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -278,51 +283,62 @@ func benchQUICRaw(b *testing.B, from, to *clustertest.Node, payload []byte, stre
 	ctx := context.Background()
 	got := make(chan int64, 1)
 	go func() {
-		c, err := srv.Accept(ctx)
-		if err != nil {
-			got <- -1
-			return
-		}
 		var (
 			wg    sync.WaitGroup
 			mu    sync.Mutex
 			total int64
 		)
-		for range streams {
-			rs, err := c.AcceptUniStream(ctx)
+		for range conns {
+			c, err := srv.Accept(ctx)
 			if err != nil {
 				break
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n, _ := io.CopyBuffer(io.Discard, rs, make([]byte, 1<<20))
-				mu.Lock()
-				total += n
-				mu.Unlock()
+				for range streams {
+					rs, err := c.AcceptUniStream(ctx)
+					if err != nil {
+						break
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						n, _ := io.CopyBuffer(io.Discard, rs, make([]byte, 1<<20))
+						mu.Lock()
+						total += n
+						mu.Unlock()
+					}()
+				}
 			}()
 		}
 		wg.Wait()
 		got <- total
 	}()
-	c, err := cli.Dial(ctx, to.Name, srv.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close(wire.CodeOK, "")
-	var wg sync.WaitGroup
-	per := len(payload) / benchChunk / streams
-	for s := range streams {
-		st, err := c.OpenUniStream(ctx)
+	var sts []*quic.SendStream
+	for range conns {
+		c, err := cli.Dial(ctx, to.Name, srv.Addr().String())
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer c.Close(wire.CodeOK, "")
+		for range streams {
+			st, err := c.OpenUniStream(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sts = append(sts, st)
+		}
+	}
+	var wg sync.WaitGroup
+	per := len(payload) / benchChunk / len(sts)
+	for s, st := range sts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			lo := s * per * benchChunk
 			hi := lo + per*benchChunk
-			if s == streams-1 {
+			if s == len(sts)-1 {
 				hi = len(payload)
 			}
 			for off := lo; off < hi; off += benchChunk {

@@ -32,5 +32,6 @@
 //
 // Config.Prefiller makes the node a prefill producer; Config.Expect is the
 // identity policy for pushed packs; Replicator pushes packs as they are
-// published (muser serve --replicate-to).
+// published (muser serve --replicate-to), and its Flush drains the queue
+// at shutdown.
 package repl

@@ -195,6 +195,9 @@ func TestCorruptChunkRefused(t *testing.T) {
 	if len(rs) != 1 || rs[0].Source != "peer:alpha" || rs[0].Expected != m.Chunks[7].ID || rs[0].Actual == rs[0].Expected {
 		t.Fatalf("receipts %+v, want one chunk-digest from peer:alpha expecting chunk 7's ID", rs)
 	}
+	if rs[0].Pack != id {
+		t.Fatalf("chunk-digest receipt names pack %s, want %s", rs[0].Pack.Short(), id.Short())
+	}
 	if packCount(t, beta.store) != 0 {
 		t.Fatal("a pack became visible after a refused chunk")
 	}

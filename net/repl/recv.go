@@ -98,10 +98,10 @@ func (in *inbound) serveStream(rs *quic.ReceiveStream) {
 			in.streamFailed(rs, err, fmt.Sprintf("reading chunk %s", id.Short()))
 			return
 		}
-		// PutChunk hashes the bytes and refuses (with a receipt naming the
-		// peer) any that are not the chunk, before writing them. It keeps
-		// no reference to buf.
-		err = in.n.cfg.Store.PutChunk(in.ctx, id, buf, source(in.peer))
+		// PutPackChunk hashes the bytes and refuses (with a receipt naming
+		// the pack and the peer) any that are not the chunk, before
+		// writing them. It keeps no reference to buf.
+		err = in.n.cfg.Store.PutPackChunk(in.ctx, in.pack, id, buf, source(in.peer))
 		putBuf(buf)
 		if err != nil {
 			in.fail(asWire(in.peer, err))

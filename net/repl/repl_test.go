@@ -3,6 +3,8 @@ package repl
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -122,4 +124,46 @@ func storePublish(t *testing.T, s *store.Store, tokens []int32) pack.Digest {
 		t.Fatal(err)
 	}
 	return res.Pack
+}
+
+// TestPushSenderCannotProve: a chunk file of the sender's own pack is
+// damaged on disk. The sender reads only verified chunks, so the push
+// fails closed with CodeInternal naming the pack, the sender quarantines
+// it, and the receiver publishes nothing.
+func TestPushSenderCannotProve(t *testing.T) {
+	nodes := newCluster(t, []string{"alpha", "beta"}, nil)
+	alpha, beta := nodes[0], nodes[1]
+	ctx := ctxT(t)
+	id, _ := publish(t, alpha.store, 3, 12)
+	m, err := alpha.store.Manifest(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Chunks[7].ID.String()
+	path := filepath.Join(alpha.Home, "chunks", h[:2], h)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[100] ^= 1
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = alpha.repl.Push(ctx, "beta", id)
+	we := wantWire(t, err, wire.CodeInternal, false)
+	if !strings.Contains(we.Detail, "cannot prove pack "+id.Short()) {
+		t.Fatalf("detail %q, want it to say the sender cannot prove pack %s", we.Detail, id.Short())
+	}
+	info, err := alpha.store.Pack(id)
+	if err != nil || !info.Quarantined {
+		t.Fatalf("alpha's pack after the push: %+v, %v; want it quarantined", info, err)
+	}
+	if n := packCount(t, beta.store); n != 0 {
+		t.Fatalf("beta holds %d packs, want 0", n)
+	}
+	// Leave alpha's store clean for the harness's final check.
+	if _, err := alpha.store.Remove(id); err != nil {
+		t.Fatal(err)
+	}
 }

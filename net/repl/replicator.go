@@ -96,6 +96,37 @@ func (r *Replicator) Stats() ReplicatorStats {
 	return r.stats
 }
 
+// Pending returns the number of packs enqueued and not yet pushed or
+// given up on (the one being pushed included).
+func (r *Replicator) Pending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending)
+}
+
+// flushPoll is how often Flush looks at the queue.
+const flushPoll = 20 * time.Millisecond
+
+// Flush waits until every enqueued pack has been pushed or given up on
+// (Pending is 0), while Run runs, or until ctx ends; it returns the number
+// of packs still pending then (0 when flushed). muser serve calls it at
+// shutdown, bounded by its grace period, before cancelling Run.
+func (r *Replicator) Flush(ctx context.Context) int {
+	t := time.NewTicker(flushPoll)
+	defer t.Stop()
+	for {
+		n := r.Pending()
+		if n == 0 {
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			return n
+		case <-t.C:
+		}
+	}
+}
+
 // Run pushes queued packs until ctx ends; it returns ctx's error.
 func (r *Replicator) Run(ctx context.Context) error {
 	for {

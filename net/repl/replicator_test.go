@@ -50,8 +50,20 @@ func TestReplicator(t *testing.T) {
 	if packCount(t, beta.store) != 0 {
 		t.Fatal("a pack crossed a closed gate")
 	}
+	// Flush gives up when its context ends and says how many are left.
+	short, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	left := r.Flush(short)
+	stop()
+	if left != len(ids) || r.Pending() != len(ids) {
+		t.Fatalf("Flush behind a closed gate left %d, Pending %d; want %d", left, r.Pending(), len(ids))
+	}
 	open.Store(true)
-	waitFor(t, func() bool { return r.Stats().Pushed == len(ids) })
+	if left := r.Flush(context.Background()); left != 0 || r.Pending() != 0 {
+		t.Fatalf("Flush with the gate open left %d, Pending %d; want 0", left, r.Pending())
+	}
+	if got := r.Stats().Pushed; got != len(ids) {
+		t.Fatalf("after Flush: pushed %d, want %d", got, len(ids))
+	}
 	cancel()
 	if err := <-done; err != context.Canceled {
 		t.Fatalf("Run returned %v, want context.Canceled", err)

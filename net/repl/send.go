@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/muserhq/muser/net/wire"
@@ -23,10 +24,14 @@ func (n *Node) send(ctx context.Context, s *session, ctrl *quic.Stream, id pack.
 		ctrl.Close()
 		return res, werr
 	}
-	m, err := n.cfg.Store.Manifest(id)
+	// The reader checks the manifest once (rule R1) and leases the pack's
+	// chunks until the transfer ends, so gc deletes none of them meanwhile.
+	pr, err := n.cfg.Store.OpenPack(id, "")
 	if err != nil {
 		return fail(asWire(s.peer, err))
 	}
+	defer pr.Close()
+	m := pr.Manifest()
 	mb, err := m.Marshal()
 	if err != nil {
 		return fail(asWire(s.peer, err))
@@ -95,7 +100,7 @@ func (n *Node) send(ctx context.Context, s *session, ctrl *quic.Stream, id pack.
 		res.MovedBytes += int64(sz)
 	}
 	if len(need.Chunks) > 0 {
-		if err := n.streamChunks(ctx, s, need.Transfer, id, m, seen); err != nil {
+		if err := n.streamChunks(ctx, s, need.Transfer, pr, seen); err != nil {
 			werr := asWire(s.peer, err)
 			if werr.Remote || isStreamReset(err) {
 				// The receiver stopped us; its reason is on the control
@@ -149,25 +154,31 @@ func isStreamReset(err error) bool {
 	return errors.As(err, &se) && se.Remote
 }
 
-// errStopSending ends a restore whose chunks are no longer wanted.
-var errStopSending = errors.New("stop sending")
-
-// chunkJob is one chunk on its way to a chunk stream.
-type chunkJob struct {
-	id   pack.Digest
-	data []byte
-}
-
-// streamChunks sends the needed chunks of pack id on parallel chunk
-// streams. Chunks are read through the store's verified restore, so no
-// byte leaves that does not match its ID and the pack's root.
-func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, id pack.Digest, m *pack.Manifest, need map[pack.Digest]bool) error {
+// streamChunks sends the needed chunks of the pack pr reads on parallel
+// chunk streams. Each stream has its own goroutine, which reads the next
+// needed block through pr (verified against its chunk ID, rule R2, so no
+// byte leaves that does not match its ID and the pack's root) straight
+// into the buffer it then writes: while one stream's chunk is on the
+// wire, another's is read and hashed. Only needed chunks are read, each
+// once; memory is one chunk per stream.
+func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, pr *store.PackReader, need map[pack.Digest]bool) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	streams := min(n.cfg.Streams, len(need))
-	jobs := make(chan chunkJob, streams)
-	free := make(chan []byte, 2*streams)
-	var wg sync.WaitGroup
+	m := pr.Manifest()
+	var blocks []int // the first block naming each needed chunk, in order
+	queued := make(map[pack.Digest]bool, len(need))
+	for i, c := range m.Chunks {
+		if need[c.ID] && !queued[c.ID] {
+			queued[c.ID] = true
+			blocks = append(blocks, i)
+		}
+	}
+	streams := min(n.cfg.Streams, len(blocks))
+	var (
+		next atomic.Int64 // index into blocks of the next block to send
+		sent atomic.Int64
+		wg   sync.WaitGroup
+	)
 	sendStreams := make([]*quic.SendStream, 0, streams)
 	for range streams {
 		st, err := s.conn.OpenUniStream(ctx)
@@ -184,62 +195,45 @@ func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, id
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range jobs {
-				if ctx.Err() != nil {
-					continue // drain
+			var buf []byte
+			hdr := make([]byte, 0, wire.ChunkHeaderSize)
+			for ctx.Err() == nil {
+				k := next.Add(1) - 1
+				if k >= int64(len(blocks)) {
+					return
 				}
-				hdr, err := wire.AppendChunkHeader(nil, j.id, len(j.data))
+				b := blocks[k]
+				cid := m.Chunks[b].ID
+				data, err := pr.ReadBlock(ctx, b, buf)
+				if err != nil {
+					if ctx.Err() == nil {
+						// The local store could not prove its own pack
+						// (it quarantined it): fail closed, and tell the
+						// receiver.
+						cancel(&wire.Error{Code: wire.CodeInternal, Peer: s.peer,
+							Detail: fmt.Sprintf("the sender cannot prove pack %s: %v", pr.ID().Short(), err)})
+					}
+					return
+				}
+				buf = data[:cap(data)]
+				if n.cfg.corrupt != nil {
+					n.cfg.corrupt(cid, data)
+				}
+				hdr, err = wire.AppendChunkHeader(hdr[:0], cid, len(data))
 				if err == nil {
 					_, err = st.Write(hdr)
 				}
 				if err == nil {
-					_, err = st.Write(j.data)
+					_, err = st.Write(data)
 				}
 				if err != nil {
 					cancel(s.conn.Err(err))
+					return
 				}
-				select {
-				case free <- j.data[:cap(j.data)]:
-				default:
-				}
+				sent.Add(1)
 			}
 		}()
 	}
-	queued := make(map[pack.Digest]bool, len(need))
-	_, rerr := n.cfg.Store.RestorePack(ctx, store.RestoreRequest{Pack: id, Identity: m.Identity},
-		func(block int, kv []byte) error {
-			cid := m.Chunks[block].ID
-			if !need[cid] || queued[cid] {
-				return nil
-			}
-			queued[cid] = true
-			var buf []byte
-			select {
-			case buf = <-free:
-			default:
-			}
-			if cap(buf) < len(kv) {
-				buf = make([]byte, len(kv))
-			}
-			buf = buf[:len(kv)]
-			copy(buf, kv)
-			if n.cfg.corrupt != nil {
-				n.cfg.corrupt(cid, buf)
-			}
-			select {
-			case jobs <- chunkJob{id: cid, data: buf}:
-				return nil
-			case <-ctx.Done():
-				return errStopSending
-			}
-		})
-	if rerr != nil && !errors.Is(rerr, errStopSending) && ctx.Err() == nil {
-		// The local store could not prove its own pack (it quarantined
-		// it): fail closed, and tell the receiver.
-		cancel(&wire.Error{Code: wire.CodeInternal, Peer: s.peer,
-			Detail: fmt.Sprintf("the sender cannot prove pack %s: %v", id.Short(), rerr)})
-	}
-	close(jobs)
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
 		code := wire.CodeOf(asWire(s.peer, err))
@@ -248,12 +242,12 @@ func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, id
 		}
 		return err
 	}
-	if len(queued) != len(need) {
+	if got := int(sent.Load()); got != len(need) {
 		for _, st := range sendStreams {
 			st.CancelWrite(quic.StreamErrorCode(wire.CodeInternal))
 		}
 		return &wire.Error{Code: wire.CodeInternal, Peer: s.peer,
-			Detail: fmt.Sprintf("restore of pack %s delivered %d of the %d needed chunks", id.Short(), len(queued), len(need))}
+			Detail: fmt.Sprintf("sent %d of the %d needed chunks of pack %s", got, len(need), pr.ID().Short())}
 	}
 	for _, st := range sendStreams {
 		if err := st.Close(); err != nil {

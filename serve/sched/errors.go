@@ -18,6 +18,11 @@ var ErrClosed = errors.New("scheduler closed")
 // *ContextError wrapping it says which.
 var ErrBadRequest = errors.New("bad request")
 
+// ErrRemotePrefill is returned (as a task's error) when Config.RemotePrefill
+// failed the request: the prefill producer could not supply the prompt's
+// prefix and the consumer's policy is to fail (--prefill-fallback fail).
+var ErrRemotePrefill = errors.New("remote prefill failed")
+
 // ErrCancelled is a task's error when its context was cancelled (the
 // client went away, or the server shut down) before it finished.
 var ErrCancelled = errors.New("request cancelled")

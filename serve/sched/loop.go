@@ -55,6 +55,8 @@ type restoreResult struct {
 	slot *slot
 	n    int
 	err  error
+	// remote is Config.RemotePrefill's error: the request fails with it.
+	remote error
 }
 
 // loop is the scheduler's engine goroutine.
@@ -177,6 +179,10 @@ func (s *Scheduler) onFreed(id int) {
 
 func (s *Scheduler) onRestored(r restoreResult) {
 	sl := r.slot
+	if r.remote != nil {
+		s.end(sl, FinishError, r.remote, false)
+		return
+	}
 	if r.err != nil {
 		var re *store.RefusalError
 		if errors.As(r.err, &re) {
@@ -279,7 +285,9 @@ func (s *Scheduler) anyIdle() *slot {
 
 // start puts t in the best idle slot: one whose KV covers more of the
 // prompt than the store does (SlotReuse), else the least recently used,
-// and restores its prefix from the store.
+// and restores its prefix from the store. With RemotePrefill, a slot is
+// reused only when it covers every whole block of the prompt (what a
+// producer could supply).
 func (s *Scheduler) start(t *Task) {
 	req := t.req
 	limit := len(req.Prompt) - 1 // the last prompt token is always computed
@@ -299,7 +307,9 @@ func (s *Scheduler) start(t *Task) {
 		}
 	}
 	if s.cfg.Store != nil && !req.NoCache && reuse > 0 {
-		if m, err := s.cfg.Store.Match(s.cfg.Identity, req.Salt, req.Prompt); err == nil && min(m.Tokens, limit) > reuse {
+		if s.cfg.RemotePrefill != nil && reuse < min(len(req.Prompt)/s.block*s.block, limit) {
+			best, reuse = nil, 0 // a prefill producer can supply every whole block
+		} else if m, err := s.cfg.Store.Match(s.cfg.Identity, req.Salt, req.Prompt); err == nil && min(m.Tokens, limit) > reuse {
 			best, reuse = nil, 0 // the store holds more
 		}
 	}
@@ -340,7 +350,9 @@ func (s *Scheduler) restore(sl *slot, t *Task) {
 	req := t.req
 	if s.cfg.RemotePrefill != nil {
 		if err := s.cfg.RemotePrefill(t.ctx, s.cfg.Identity, req.Salt, req.Prompt); err != nil && t.ctx.Err() == nil {
-			s.log.Warn("remote prefill failed; using the local store", "request_id", req.ID, "err", err)
+			s.log.Warn("remote prefill failed; failing the request", "request_id", req.ID, "err", err)
+			s.restored <- restoreResult{slot: sl, remote: fmt.Errorf("%w: %w", ErrRemotePrefill, err)}
+			return
 		}
 	}
 	n, err := s.restorePrefix(t, sl.seq)

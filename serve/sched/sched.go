@@ -111,8 +111,10 @@ type Config struct {
 	// RemotePrefill, when set, is called before a request's local
 	// restore with its identity, salt and prompt: the hook by which a
 	// consumer asks a prefill producer to compute and ship the prefix.
-	// An error is logged and the request proceeds with what the local
-	// store holds.
+	// A nil error proceeds with what the local store then holds (the hook
+	// decides whether a producer's failure falls back to a local
+	// prefill); an error fails the request with an error wrapping
+	// ErrRemotePrefill.
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
 	// Observer receives measurements; nil discards them.
 	Observer Observer

@@ -472,7 +472,7 @@ func TestWholePromptCached(t *testing.T) {
 	if again.res.CachedTokens != len(p)-1 {
 		t.Errorf("got %d cached tokens of %d, want %d", again.res.CachedTokens, len(p), len(p)-1)
 	}
-	if !slices.Equal(again.res.Generated, first.res.Generated) {
+	if !slices.Equal(again.tokens, first.tokens) {
 		t.Errorf("cached %v, computed %v", again.res.Generated, first.res.Generated)
 	}
 }
@@ -514,7 +514,7 @@ func TestCancelledWhileQueued(t *testing.T) {
 }
 
 // TestHooks: OnPublish sees every publish, RemotePrefill is asked before
-// each restore (and its failure is only logged).
+// each restore, and its error fails the request (ErrRemotePrefill).
 func TestHooks(t *testing.T) {
 	e := loadEnv(t)
 	st := openStore(t, t.TempDir())
@@ -524,7 +524,9 @@ func TestHooks(t *testing.T) {
 		published []PublishEvent
 		asked     [][]int32
 	)
+	refuse := errors.New("the producer refused (test)")
 	s := e.newSched(t, st, func(c *Config) {
+		c.SlotReuse = true
 		c.OnPublish = func(ev PublishEvent) {
 			mu.Lock()
 			published = append(published, ev)
@@ -534,22 +536,50 @@ func TestHooks(t *testing.T) {
 			mu.Lock()
 			asked = append(asked, slices.Clone(tokens))
 			mu.Unlock()
-			return errors.New("no producer in this test")
+			if string(salt) == "fail" {
+				return refuse
+			}
+			return nil
 		}
 	})
 	p := e.encode(t, story(150))
+	failed := run(t, s, &Request{ID: "refused", Prompt: p, Salt: []byte("fail"), MaxTokens: 3})
+	if !errors.Is(failed.err, ErrRemotePrefill) || !errors.Is(failed.err, refuse) {
+		t.Errorf("request whose RemotePrefill failed: got %v, want an error wrapping ErrRemotePrefill and the hook's error", failed.err)
+	}
+	// The slot it held serves the next request.
 	first := run(t, s, &Request{ID: "hooked", Prompt: p, Salt: []byte("s"), MaxTokens: 3})
 	if first.err != nil {
 		t.Fatal(first.err)
 	}
+	// That slot's KV covers
+	// every whole block of the prompt, so it is reused and no producer is
+	// asked.
+	again := run(t, s, &Request{ID: "again", Prompt: p, Salt: []byte("s"), MaxTokens: 3})
+	if again.err != nil || !slices.Equal(again.tokens, first.tokens) {
+		t.Errorf("the same request again: got %v, %v; want %v, nil", again.tokens, again.err, first.tokens)
+	}
+	if again.res.CacheSource != "slot" {
+		t.Errorf("same prompt again: cache source %q, want slot", again.res.CacheSource)
+	}
+	// A slot covering less than the prompt's whole blocks is not reused:
+	// the producer is asked instead.
+	q := slices.Clone(p)
+	q[70] = p[3]
+	if q[70] == p[70] {
+		q[70] = p[4]
+	}
+	if r := run(t, s, &Request{ID: "diverging", Prompt: q, Salt: []byte("s"), MaxTokens: 3}); r.err != nil || r.res.CacheSource == "slot" {
+		t.Errorf("prompt diverging at token 70: cache source %q, %v; want the store path", r.res.CacheSource, r.err)
+	}
 	s.Sync(context.Background())
 	mu.Lock()
 	defer mu.Unlock()
-	if len(asked) != 1 || !slices.Equal(asked[0], p) {
-		t.Errorf("RemotePrefill asked %d times, want once with the prompt", len(asked))
+	if len(asked) != 3 || !slices.Equal(asked[1], p) || !slices.Equal(asked[2], q) {
+		t.Errorf("RemotePrefill asked %d times, want three times: the failing request, the first one, the diverging one", len(asked))
 	}
-	if len(published) != 1 || published[0].RequestID != "hooked" || string(published[0].Salt) != "s" || published[0].Result.Pack.IsZero() {
-		t.Fatalf("OnPublish got %+v, want one event for the request", published)
+	if len(published) < 2 || published[0].RequestID != "hooked" || string(published[0].Salt) != "s" || published[0].Result.Pack.IsZero() {
+		t.Fatalf("OnPublish got %+v, want the first request's publish first, and the diverging one's", published)
 	}
 	info, err := st.Pack(published[0].Result.Pack)
 	if err != nil || info.Tokens != published[0].Tokens {

@@ -13,6 +13,12 @@
 //
 //	go run ./serve/servebench [-model FILE] [-depths 512,2048,8192] [-streams 1,4,8]
 //
+// With -remote it measures time to first token with a remote prefill
+// producer against a local cold prefill and a local warm hit, driving
+// `muser serve` processes (remote.go):
+//
+//	go run ./serve/servebench -remote -keep DIR [-depths 2048] [-consumers 3]
+//
 // Without -model the model is built (about 530 MB) in a temporary
 // directory and removed afterwards; -keep DIR builds it there once and
 // reuses it.
@@ -56,8 +62,34 @@ func main() {
 		threads   = flag.Int("threads", runtime.NumCPU(), "engine threads")
 		batches   = flag.String("decode-batches", "4,-1", "scheduler DecodeBatch values to compare in the throughput runs (-1: no split)")
 		profile   = flag.String("cpuprofile", "", "write a CPU profile of the throughput runs to this file")
+		remote    = flag.Bool("remote", false, "measure time to first token with a remote prefill producer instead (muser serve processes; see remote.go)")
+		consumers = flag.Int("consumers", 3, "with -remote: fresh consumers, one remote measurement each")
+		muserBin  = flag.String("muser", "", "with -remote: the muser binary (default: go build ./cmd/muser)")
+		warmConn  = flag.Bool("warm-conn", true, "with -remote: open each consumer's connection to the producer before the measured request")
 	)
 	flag.Parse()
+	if *remote {
+		model := *modelPath
+		if model == "" {
+			if *keep == "" {
+				fmt.Fprintln(os.Stderr, "servebench: -remote needs -model FILE or -keep DIR (the model is built there once)")
+				os.Exit(2)
+			}
+			model = filepath.Join(*keep, "qwen2.5-0.5b-q8_0-seed1.gguf")
+			if _, err := os.Stat(model); err != nil {
+				logf("building %s", model)
+				if err := enginetest.WriteFile(model, enginetest.Qwen25_05B, ggml.TypeQ8_0, 1); err != nil {
+					fmt.Fprintln(os.Stderr, "servebench:", err)
+					os.Exit(1)
+				}
+			}
+		}
+		if err := runRemote(*muserBin, model, ints(*depthsArg), max(*consumers, 1), *threads, *warmConn); err != nil {
+			fmt.Fprintln(os.Stderr, "servebench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var dbs []int
 	for _, f := range strings.Split(*batches, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))

@@ -23,6 +23,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -31,12 +32,13 @@ import (
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/engine/enginetest"
 	"github.com/muserhq/muser/infer/ggml"
+	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/sample"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: paritytool gen|tokens|compare|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: paritytool gen|tokens|compare|report|fixture|benchreport|zero [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -53,6 +55,8 @@ func main() {
 		err = fixture(os.Args[2:])
 	case "benchreport":
 		err = benchReport(os.Args[2:])
+	case "zero":
+		err = zero(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -66,6 +70,24 @@ var shapes = map[string]enginetest.Shape{
 	enginetest.Llama32_1B.Name: enginetest.Llama32_1B,
 	enginetest.Qwen25_05B.Name: enginetest.Qwen25_05B,
 	enginetest.Qwen3_06B.Name:  enginetest.Qwen3_06B,
+	// Small models for quick investigations (not in the report).
+	"tiny-llama":  enginetest.Tiny("llama"),
+	"tiny-qwen2":  enginetest.Tiny("qwen2"),
+	"tiny-qwen3":  enginetest.Tiny("qwen3"),
+	"tiny0-llama": withLayers(enginetest.Tiny("llama"), 0),
+	"tiny1-llama": withLayers(enginetest.Tiny("llama"), 1),
+	"tiny1f-llama": func() enginetest.Shape {
+		s := withLayers(enginetest.Tiny("llama"), 1)
+		s.FFN, s.Name = 256, s.Name+"-ffn256"
+		return s
+	}(),
+}
+
+// withLayers returns s with n layers, for per-layer investigations.
+func withLayers(s enginetest.Shape, n int) enginetest.Shape {
+	s.Layers = n
+	s.Name = fmt.Sprintf("%s-%dl", s.Name, n)
+	return s
 }
 
 func gen(args []string) error {
@@ -160,6 +182,7 @@ type Result struct {
 	Model       string    `json:"model"`
 	Positions   int       `json:"positions"`
 	Vocab       int       `json:"vocab"`
+	perPos      []float64 // each position's relative logit error (-dump)
 	Agree       int       `json:"agree"`
 	AgreePct    float64   `json:"agree_pct"`
 	RelErrMean  float64   `json:"rel_logit_err_mean"`
@@ -200,6 +223,7 @@ func compare(args []string) error {
 	tokPath := fs.String("tokens", "", "tokens JSON")
 	refPath := fs.String("ref", "", "llama.cpp log-probabilities (logits.mjs output)")
 	threads := fs.Int("threads", 2, "threads")
+	dump := fs.String("dump", "", "write each position's relative logit error to this file, one a line")
 	exact := fs.Int("exact", 0, "also compare the first N positions of both with the float64 reference (small models only: it holds all weights as float64)")
 	fs.Parse(args)
 	toks, err := readTokens(*tokPath)
@@ -229,6 +253,15 @@ func compare(args []string) error {
 		return err
 	}
 	res := Compare(st[0].Logits, ref, len(toks), V)
+	if *dump != "" {
+		var sb strings.Builder
+		for _, e := range res.perPos {
+			fmt.Fprintf(&sb, "%.3e\n", e)
+		}
+		if err := os.WriteFile(*dump, []byte(sb.String()), 0o644); err != nil {
+			return err
+		}
+	}
 	// Context dependence: the top-1 of each token seen alone (a batch of
 	// one-token sequences) against its top-1 in context.
 	alone := make([]engine.Step, len(toks))
@@ -330,6 +363,7 @@ func Compare(logits []float32, ref []byte, n, V int) Result {
 			}
 		}
 		rel := math.Sqrt(num / den)
+		res.perPos = append(res.perPos, rel)
 		res.RelErrMean += rel / float64(n)
 		res.RelErrMax = max(res.RelErrMax, rel)
 		res.LogitStd += math.Sqrt(den/float64(cnt)) / float64(n)
@@ -582,4 +616,42 @@ func benchReport(args []string) error {
 		return fmt.Errorf("%s: marker lines %q and %q not found", *doc, begin, end)
 	}
 	return os.WriteFile(*doc, []byte(s[:i]+t.String()+s[j+len(end):]), 0o644)
+}
+
+// zero copies a model with the data of the tensors whose names match a
+// regular expression set to zero bytes (every ggml type decodes zero
+// bytes as zeros), for per-operation comparisons: zeroing a layer's
+// attn_output and ffn_down makes the layer an identity on the residual
+// stream, so the remaining difference is the output path's alone.
+func zero(args []string) error {
+	fs := flag.NewFlagSet("zero", flag.ExitOnError)
+	in := fs.String("model", "", "GGUF model")
+	out := fs.String("out", "", "output GGUF")
+	pat := fs.String("tensors", "", "regular expression of tensor names to zero")
+	fs.Parse(args)
+	re, err := regexp.Compile(*pat)
+	if err != nil || *pat == "" {
+		return fmt.Errorf("zero: -tensors: a regular expression is required (%v)", err)
+	}
+	f, err := gguf.Open(*in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	data, err := os.ReadFile(*in)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, t := range f.Tensors {
+		if re.MatchString(t.Name) {
+			clear(data[t.Offset : t.Offset+t.Size])
+			n++
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("zero: no tensor of %s matches %q", *in, *pat)
+	}
+	fmt.Printf("zeroed %d tensors\n", n)
+	return os.WriteFile(*out, data, 0o644)
 }

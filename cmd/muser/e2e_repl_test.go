@@ -1,0 +1,459 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The end-to-end tests run the muser binary as separate processes, one
+// --home each, talking over loopback: replication between two nodes, and
+// disaggregated prefill between a producer and a consumer compared with a
+// single node that prefills locally.
+
+// hangGuard bounds every wait on a child process. It is not a performance
+// assertion: it turns a hang into a failure with the process's logs.
+const hangGuard = 2 * time.Minute
+
+// e2e holds the built binary.
+type e2e struct {
+	t   *testing.T
+	bin string
+}
+
+func newE2E(t *testing.T) *e2e {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping: builds and runs the muser binary (-short)")
+	}
+	if _, err := os.Stat(storiesModel); err != nil {
+		t.Skipf("skipping: %s is absent: %v", storiesModel, err)
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		// go test runs with the toolchain's bin directory in GOROOT.
+		gobin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+		if _, serr := os.Stat(gobin); serr != nil {
+			t.Skipf("skipping: no go command to build muser: %v", err)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "muser")
+	out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return &e2e{t: t, bin: bin}
+}
+
+// muser runs one command to its end.
+func (e *e2e) muser(args ...string) (code int, stdout, stderr string) {
+	e.t.Helper()
+	var o, x bytes.Buffer
+	cmd := exec.Command(e.bin, args...)
+	cmd.Stdout, cmd.Stderr = &o, &x
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), o.String(), x.String()
+	}
+	if err != nil {
+		e.t.Fatalf("muser %s: %v", strings.Join(args, " "), err)
+	}
+	return 0, o.String(), x.String()
+}
+
+// must runs a command that must succeed and returns its stdout.
+func (e *e2e) must(args ...string) string {
+	e.t.Helper()
+	code, out, errOut := e.muser(args...)
+	if code != 0 {
+		e.t.Fatalf("muser %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+// syncBuffer collects a child's output while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// server is a running `muser serve`.
+type server struct {
+	t      *testing.T
+	name   string
+	cmd    *exec.Cmd
+	url    string
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// serve starts `muser serve` on home and waits for its ready line.
+func (e *e2e) serve(name, home string, args ...string) *server {
+	e.t.Helper()
+	args = append([]string{"serve", "--model", storiesModel, "--home", home, "--addr", "127.0.0.1:0",
+		"--ctx", "512", "--threads", "1", "--shutdown-grace", "20s"}, args...)
+	cmd := exec.Command(e.bin, args...)
+	s := &server{t: e.t, name: name, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), " ready on "); ok {
+				u, _, _ := strings.Cut(rest, " ")
+				urls <- u
+			}
+		}
+		s.err = cmd.Wait()
+		close(s.done)
+	}()
+	select {
+	case s.url = <-urls:
+	case <-s.done:
+		e.t.Fatalf("%s exited before it was ready: %v\nstderr: %s", name, s.err, s.stderr.String())
+	case <-time.After(hangGuard):
+		cmd.Process.Kill()
+		e.t.Fatalf("%s not ready after %v (hang guard)\nstderr: %s", name, hangGuard, s.stderr.String())
+	}
+	e.t.Cleanup(func() {
+		select {
+		case <-s.done:
+		default:
+			cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	return s
+}
+
+// stop sends SIGTERM and checks the server exits 0.
+func (s *server) stop() {
+	s.t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(hangGuard):
+		s.cmd.Process.Kill()
+		<-s.done
+		s.t.Fatalf("%s did not stop after SIGTERM within %v (hang guard)\nstderr: %s", s.name, hangGuard, s.stderr.String())
+	}
+	if s.err != nil {
+		s.t.Fatalf("%s exited with %v after SIGTERM, want 0\nstderr: %s", s.name, s.err, s.stderr.String())
+	}
+}
+
+// waitLog waits until the server's stderr holds want.
+func (s *server) waitLog(want string) {
+	s.t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for !strings.Contains(s.stderr.String(), want) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s never logged %q within %v (hang guard)\nstderr: %s", s.name, want, hangGuard, s.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// post sends a JSON request and decodes the JSON answer.
+func (s *server) post(path, body string) (int, map[string]any) {
+	s.t.Helper()
+	resp, err := http.Post(s.url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		s.t.Fatalf("%s %s: %v\nstderr: %s", s.name, path, err, s.stderr.String())
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		s.t.Fatalf("%s %s: answer %q is not JSON: %v", s.name, path, data, err)
+	}
+	return resp.StatusCode, m
+}
+
+// generate posts a generation request that must succeed and returns the
+// answer's choices (text, token log-probabilities, finish reason; no IDs
+// or timestamps) as JSON, and the prompt tokens served from the cache.
+func (s *server) generate(path, body string) (choices string, cached int) {
+	s.t.Helper()
+	code, m := s.post(path, body)
+	if code != 200 {
+		s.t.Fatalf("%s %s: status %d, want 200: %v\nstderr: %s", s.name, path, code, m, s.stderr.String())
+	}
+	c, err := json.Marshal(m["choices"])
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	usage, _ := m["usage"].(map[string]any)
+	details, _ := usage["prompt_tokens_details"].(map[string]any)
+	n, _ := details["cached_tokens"].(float64)
+	return string(c), int(n)
+}
+
+// freeUDP returns a free UDP port on loopback.
+func freeUDP(t *testing.T) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	return pc.LocalAddr().String()
+}
+
+// writeServeKey gives home a server secret (so two homes can share one).
+func writeServeKey(t *testing.T, home string, key []byte) {
+	t.Helper()
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "serve.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cluster2 makes a two-node cluster a, b under two homes, each knowing
+// the other's replication address.
+func (e *e2e) cluster2(a, b string) (homeA, homeB, addrA, addrB string) {
+	t := e.t
+	dir := t.TempDir()
+	homeA, homeB = filepath.Join(dir, a), filepath.Join(dir, b)
+	addrA, addrB = freeUDP(t), freeUDP(t)
+	e.must("cluster", "init", "--home", homeA, "--name", a)
+	bundle := filepath.Join(dir, b+".bundle")
+	e.must("node", "enroll", "--home", homeA, "-o", bundle, b)
+	e.must("node", "join", "--home", homeB, bundle)
+	e.must("node", "add", "--home", homeA, b, addrB)
+	e.must("node", "add", "--home", homeB, a, addrA)
+	return
+}
+
+// story is a prompt of about n words of story text (more than a 64-token
+// block for n ≥ 60 with stories260K's tokenizer).
+func storyPrompt(seed, n int) string {
+	words := strings.Fields("once upon a time there was a little girl named lily she liked to play with her ball in the park " +
+		"one day she saw a big dog the dog was happy and wanted to play too they ran and laughed all day long")
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(words[(i*7+seed+i/len(words))%len(words)])
+	}
+	return b.String()
+}
+
+type packRecord struct {
+	ID     string `json:"id"`
+	Tokens int    `json:"tokens"`
+}
+
+func (e *e2e) packs(home string) []packRecord {
+	e.t.Helper()
+	var ps []packRecord
+	out := e.must("pack", "ls", "--json", "--home", home)
+	if err := json.Unmarshal([]byte(out), &ps); err != nil {
+		e.t.Fatalf("pack ls --json: %v\n%s", err, out)
+	}
+	return ps
+}
+
+func hasPack(ps []packRecord, id string) bool {
+	for _, p := range ps {
+		if p.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// TestE2EReplication: two processes with separate homes on loopback.
+// (a) pack push and pack pull against a serving peer; (b) continuous
+// replication with --replicate-to: the packs arrive, verify, and serve
+// prefix hits on the receiver with the same output.
+func TestE2EReplication(t *testing.T) {
+	e := newE2E(t)
+	homeA, homeB, _, addrB := e.cluster2("alpha", "beta")
+	// Both servers salt the local tenant with one secret, so beta can
+	// serve alpha's packs (docs/replication.md, "Serving replicated packs").
+	key := make([]byte, 32)
+	rand.Read(key)
+	writeServeKey(t, homeA, key)
+	writeServeKey(t, homeB, key)
+
+	// (a) One pack made on each side by muser run; push alpha's to beta
+	// and pull beta's from alpha while beta serves.
+	e.must("run", "--model", storiesModel, "--home", homeA, "-p", storyPrompt(1, 90), "-n", "4", "--temperature", "0")
+	e.must("run", "--model", storiesModel, "--home", homeB, "-p", storyPrompt(2, 90), "-n", "4", "--temperature", "0")
+	pa, pb := e.packs(homeA), e.packs(homeB)
+	if len(pa) != 1 || len(pb) != 1 {
+		t.Fatalf("after muser run: %d packs on alpha, %d on beta; want 1 each", len(pa), len(pb))
+	}
+	beta := e.serve("beta", homeB, "--repl-addr", addrB)
+	out := e.must("pack", "push", "--home", homeA, "--json", "beta", pa[0].ID)
+	var res struct {
+		Pack  string `json:"pack"`
+		Moved int    `json:"moved"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Pack != pa[0].ID || res.Moved == 0 {
+		t.Fatalf("pack push: %q (%v); want pack %s with chunks moved", out, err, pa[0].ID)
+	}
+	out = e.must("pack", "pull", "--home", homeA, "--json", "beta", pb[0].ID)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Pack != pb[0].ID || res.Moved == 0 {
+		t.Fatalf("pack pull: %q (%v); want pack %s with chunks moved", out, err, pb[0].ID)
+	}
+	beta.stop()
+	if ps := e.packs(homeB); !hasPack(ps, pa[0].ID) {
+		t.Fatalf("beta's packs %v lack the pushed %s", ps, pa[0].ID)
+	}
+	if ps := e.packs(homeA); !hasPack(ps, pb[0].ID) {
+		t.Fatalf("alpha's packs %v lack the pulled %s", ps, pb[0].ID)
+	}
+
+	// A push queued while beta is down is retried, and abandoned with a
+	// log line when alpha shuts down (a short grace: the hang guard is
+	// not a timing assertion).
+	alpha := e.serve("alpha", homeA, "--replicate-to", "beta", "--shutdown-grace", "1s")
+	alpha.generate("/v1/completions", fmt.Sprintf(`{"prompt":%q,"max_tokens":2,"temperature":0}`, storyPrompt(4, 90)))
+	alpha.waitLog("replication failed; retrying")
+	alpha.stop()
+	if log := alpha.stderr.String(); !strings.Contains(log, "replication queue abandoned") || !strings.Contains(log, "packs=1") {
+		t.Fatalf("alpha's log does not say it abandoned the queued push:\n%s", log)
+	}
+
+	// (b) Continuous replication: alpha serves with --replicate-to beta.
+	beta = e.serve("beta", homeB, "--repl-addr", addrB)
+	alpha = e.serve("alpha", homeA, "--replicate-to", "beta")
+	req := fmt.Sprintf(`{"prompt":%q,"max_tokens":8,"temperature":0,"logprobs":2}`, storyPrompt(3, 150))
+	wantChoices, cached := alpha.generate("/v1/completions", req)
+	if cached != 0 {
+		t.Fatalf("alpha's first request: %d cached tokens, want 0", cached)
+	}
+	alpha.waitLog("replicated pack")
+	alpha.stop()
+	beta.stop()
+	if !strings.Contains(alpha.stderr.String(), "pushed=1") {
+		t.Errorf("alpha's shutdown log does not count the push: %s", alpha.stderr.String())
+	}
+	before := len(e.packs(homeB))
+	if before != 3 {
+		t.Fatalf("beta holds %d packs, want 3 (its own, the pushed, the replicated)", before)
+	}
+	e.must("pack", "verify", "--home", homeB) // exit 0: every pack, chunk and Merkle root verifies
+	beta = e.serve("beta", homeB)
+	got, cached := beta.generate("/v1/completions", req)
+	if cached == 0 {
+		t.Errorf("beta served the replicated prompt with 0 cached tokens, want a prefix hit")
+	}
+	if got != wantChoices {
+		t.Errorf("beta's answer differs from alpha's:\n got %s\nwant %s", got, wantChoices)
+	}
+	beta.stop()
+}
+
+// TestE2ERemotePrefill: a producer P, a consumer C (--prefill-node P) and
+// a single local node L answer the same requests byte for byte; C's
+// prompts come from the store; with P stopped C falls back locally (same
+// output, a log line saying why), and with --prefill-fallback fail the
+// request fails with 502.
+func TestE2ERemotePrefill(t *testing.T) {
+	e := newE2E(t)
+	homeP, homeC, addrP, _ := e.cluster2("producer", "consumer")
+	homeL := filepath.Join(t.TempDir(), "local")
+
+	p := e.serve("producer", homeP, "--role", "producer", "--repl-addr", addrP)
+	c := e.serve("consumer", homeC, "--prefill-node", "producer")
+	// L computes every prompt (no slot reuse): the local-prefill reference.
+	l := e.serve("local", homeL, "--slot-reuse=false")
+
+	chat := func(seed, words int, extra string) string {
+		return fmt.Sprintf(`{"messages":[{"role":"user","content":%q}],"max_tokens":12,"logprobs":true,"top_logprobs":2%s}`,
+			storyPrompt(seed, words), extra)
+	}
+	completion := func(seed, words int, extra string) string {
+		return fmt.Sprintf(`{"prompt":%q,"max_tokens":12,"logprobs":2%s}`, storyPrompt(seed, words), extra)
+	}
+	cases := []struct {
+		name, path, body string
+	}{
+		{"chat greedy", "/v1/chat/completions", chat(10, 150, `,"temperature":0`)},
+		{"completion greedy", "/v1/completions", completion(11, 150, `,"temperature":0`)},
+		{"completion seeded", "/v1/completions", completion(12, 200, `,"temperature":0.9,"seed":42`)},
+		{"chat seeded", "/v1/chat/completions", chat(13, 120, `,"temperature":0.8,"seed":7`)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want, lc := l.generate(tc.path, tc.body)
+			got, cc := c.generate(tc.path, tc.body)
+			if got != want {
+				t.Errorf("consumer's answer differs from a local prefill's:\n got %s\nwant %s", got, want)
+			}
+			if lc != 0 || cc < 64 {
+				t.Errorf("cached tokens: local %d, consumer %d; want 0 and at least one 64-token block from the producer", lc, cc)
+			}
+		})
+	}
+	if strings.Contains(c.stderr.String(), "prefilling locally") {
+		t.Fatalf("the consumer fell back while the producer ran:\n%s", c.stderr.String())
+	}
+
+	// The producer stops: the consumer falls back, with the same output.
+	p.stop()
+	body := completion(14, 150, `,"temperature":0`)
+	want, _ := l.generate("/v1/completions", body)
+	got, cc := c.generate("/v1/completions", body)
+	if got != want {
+		t.Errorf("after falling back, the consumer's answer differs from a local prefill's:\n got %s\nwant %s", got, want)
+	}
+	if cc != 0 {
+		t.Errorf("after falling back: %d cached tokens, want 0 (computed locally)", cc)
+	}
+	c.waitLog("remote prefill failed; prefilling locally")
+	c.stop()
+	l.stop()
+
+	// --prefill-fallback fail: the request fails, and says why.
+	c = e.serve("consumer", homeC, "--prefill-node", "producer", "--prefill-fallback", "fail")
+	code, m := c.post("/v1/completions", completion(15, 150, `,"temperature":0`))
+	msg, _ := json.Marshal(m)
+	if code != http.StatusBadGateway || !strings.Contains(string(msg), "remote_prefill_failed") || !strings.Contains(string(msg), "producer") {
+		t.Errorf("with the producer down and --prefill-fallback fail: status %d %s; want 502 remote_prefill_failed naming the producer", code, msg)
+	}
+	c.waitLog("failing the request")
+	c.stop()
+}
