@@ -266,8 +266,12 @@ func archPrepare(a *acts, t ggml.Type) {
 		return
 	}
 	k := kernelFor(t)
-	raw := k.block == 32 || t == ggml.TypeQ4_K || t == ggml.TypeQ5_K || t == ggml.TypeQ6_K
-	if (k.block == 32 || k.block == 256) && (a.n > directMaxTokens || !raw) {
+	raw := archRaw(t)
+	if useRawT(t, a.n) {
+		prepRawT(a)
+		return
+	}
+	if (k.block == 32 || k.block == 256) && (a.n > rawMaxTokens(t) || !raw) {
 		prepPanels(a, t)
 	}
 }
@@ -296,6 +300,13 @@ func q6_KDot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int1
 //go:noescape
 func q8_0Dot8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, bs *int32, acc *float32)
 
+// archRaw reports whether t has AVX-512 raw-block kernels (otherwise it
+// takes panels at every batch size).
+func archRaw(t ggml.Type) bool {
+	k := kernelFor(t)
+	return k.block == 32 || t == ggml.TypeQ4_K || t == ggml.TypeQ5_K || t == ggml.TypeQ6_K
+}
+
 // archImpl returns the SIMD implementation for t under the current
 // variant, or nil to use the portable one.
 func archImpl(t ggml.Type) matmulImpl {
@@ -310,8 +321,12 @@ func archImpl(t ggml.Type) matmulImpl {
 		return matmulFloatAVX512
 	case 32:
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
-			if a.n > directMaxTokens {
+			if a.n > rawMaxTokens(t) {
 				matmulLegacyAVX512(y, m, a, r0, r1)
+				return
+			}
+			if useRawT(t, a.n) {
+				matmulRawT(y, m, a, r0, r1, rawTKernels[t], legacyRaw[t])
 				return
 			}
 			matmulRaw(y, m, a, r0, r1, legacyRaw[t])

@@ -9,3 +9,7 @@ const bestISA = ISAGeneric
 func archImpl(ggml.Type) matmulImpl { return nil }
 
 func archPrepare(*acts, ggml.Type) {}
+
+func rawMaxTokens(ggml.Type) int { return 4 }
+
+func archRaw(ggml.Type) bool { return false }

@@ -225,3 +225,33 @@ func BenchmarkMatMulISA(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMatMulSmallBatch measures decode of several streams: Q8_0
+// matrices of the Qwen2.5-0.5B shapes times n tokens, with the multi-token
+// raw-block kernels (kernels=multi) against the same-run peer without them
+// (kernels=single: the one-token raw kernel per token up to 4 tokens,
+// unpacked panels above). ns/token is wall time per token of the batch.
+func BenchmarkMatMulSmallBatch(b *testing.B) {
+	for _, sh := range benchShapes {
+		for _, n := range []int{1, 2, 4, 8, 16, 32, 64} {
+			for _, multi := range []bool{true, false} {
+				name := map[bool]string{true: "multi", false: "single"}[multi]
+				b.Run(fmt.Sprintf("Q8_0/%s/n=%d/kernels=%s", sh.name, n, name), func(b *testing.B) {
+					defer SetMultiToken(SetMultiToken(multi))
+					m := benchMatrix(b, ggml.TypeQ8_0, sh.rows, sh.cols)
+					x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
+					y := make([]float32, n*sh.rows)
+					p := NewPool(1)
+					defer p.Close()
+					p.MatMul(y, m, x, n)
+					cpu := startCPU(b)
+					for b.Loop() {
+						p.MatMul(y, m, x, n)
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/token")
+					cpu.report(2*float64(sh.rows)*float64(sh.cols)*float64(n)/1e9, "GFLOP")
+				})
+			}
+		}
+	}
+}

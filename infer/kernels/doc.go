@@ -87,16 +87,23 @@
 // SetISA forces a variant, for tests and benchmarks. All variants give
 // identical bits, so the variant is not part of the engine identity.
 //
-// The AVX-512 matrix kernels come in two kinds, chosen by batch size; both
+// The AVX-512 matrix kernels come in these kinds, chosen by batch size; all
 // compute the canonical order, so the choice never changes a bit:
 //
 //   - Raw-block kernels (n ≤ 4 tokens: decode) read the weight blocks in
 //     place for 8 rows at a time (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
 //     Q5_K, Q6_K), rebuild the values in registers, take VNNI dot products and
 //     reduce them so that vector lane r is output row r.
-//   - Panel kernels (larger batches: prefill, and every batch of Q2_K and
-//     Q3_K) unpack 8 rows × up to 1024 columns once into a
-//     transposed panel whose vector k holds bytes 4k..4k+3 of each row, so
+//   - Multi-token raw-block kernels (Q8_0, every batch of 2 tokens or
+//     more: decode of several streams and prefill) read each block of a
+//     16-row group once for up to 8 tokens: they transpose the 16 rows'
+//     quant bytes in registers into the panel layout below (512-bit
+//     vectors, lane r = row r), so that every token takes VNNI dots
+//     against broadcast activation bytes with no horizontal reduction.
+//     One token keeps the kernel above.
+//   - Panel kernels (batches over 4 tokens of the other types: prefill;
+//     and every batch of Q2_K and Q3_K) unpack 8 rows × up to 1024
+//     columns once into a transposed panel whose vector k holds bytes 4k..4k+3 of each row, so
 //     that VNNI dots against broadcast activation bytes accumulate each
 //     row's sum in its own lane with no horizontal reduction; the panel is
 //     reused by every token, eight tokens per pass.

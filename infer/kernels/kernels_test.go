@@ -188,7 +188,9 @@ func bitsEqual(t *testing.T, what string, got, want []float32) {
 // TestMatMulInvariance checks the exactness promises bit for bit, for every
 // type: every ISA variant equals the portable kernels; 1, 2 and 7 threads
 // agree; a token alone (n=1) equals the same token at any position of a
-// batch; odd row counts and rows that are not a multiple of any tile.
+// batch, and equals itself in every batch of 2 to 40 tokens; odd row
+// counts and rows that are not a multiple of any tile or row group (57 =
+// 3·16 + 8 + 1 runs every kind of kernel group).
 func TestMatMulInvariance(t *testing.T) {
 	pools := map[int]*Pool{1: NewPool(1), 2: NewPool(2), 7: NewPool(7)}
 	defer func() {
@@ -202,7 +204,7 @@ func TestMatMulInvariance(t *testing.T) {
 	}
 	defer SetISA(SetISA(ISAGeneric))
 	for _, typ := range matmulTypes {
-		for _, rows := range []int{1, 7, 33} {
+		for _, rows := range []int{1, 7, 33, 57} {
 			cols := blockCols(typ, 512)
 			if typ.BlockSize() == 1 && rows == 33 {
 				cols = 512 // a whole number of 16-lane steps
@@ -225,7 +227,13 @@ func TestMatMulInvariance(t *testing.T) {
 						bitsEqual(t, fmt.Sprintf("%s, %d threads, batch %d", v, th, batch), got, want)
 					}
 					// Tokens alone and in small batches at odd offsets.
-					for _, span := range [][2]int{{0, 1}, {batch - 1, batch}, {5, 6}, {3, 10}, {17, 17 + 13}} {
+					spans := [][2]int{{0, 1}, {batch - 1, batch}, {5, 6}, {3, 10}, {17, 17 + 13}}
+					// Every small batch size (decode of several streams: the
+					// multi-token raw-block kernels and the switch to panels).
+					for k := 2; k <= 40; k++ {
+						spans = append(spans, [2]int{9, 9 + k})
+					}
+					for _, span := range spans {
 						k := span[1] - span[0]
 						got := make([]float32, k*rows)
 						pools[2].MatMul(got, m, x[span[0]*cols:span[1]*cols], k)
@@ -296,5 +304,45 @@ func TestMatMulChecksMatrix(t *testing.T) {
 				t.Errorf("MatMul wrote RowBytes %d", m.RowBytes)
 			}
 		})
+	}
+}
+
+// TestMaxRawBatch checks which batch sizes read weights in place, per
+// variant: with AVX-512, Q8_0 at every size (multi-token raw kernels), the
+// other raw-block types up to 4 tokens, and no limit where no batch size
+// adds a panel unpack (floats, Q2_K/Q3_K, every type without AVX-512).
+func TestMaxRawBatch(t *testing.T) {
+	defer SetISA(SetISA(BestISA()))
+	for _, v := range variants() {
+		SetISA(v)
+		for _, tc := range []struct {
+			typ  ggml.Type
+			want int // with AVX-512
+		}{
+			{ggml.TypeQ8_0, math.MaxInt},
+			{ggml.TypeQ4_0, 4},
+			{ggml.TypeQ5_0, 4},
+			{ggml.TypeQ4_K, 4},
+			{ggml.TypeQ6_K, 4},
+			{ggml.TypeQ3_K, math.MaxInt},
+			{ggml.TypeF16, math.MaxInt},
+		} {
+			want := tc.want
+			if v < ISAAVX512 {
+				want = math.MaxInt
+			}
+			if got := MaxRawBatch(tc.typ); got != want {
+				t.Errorf("%s, %s: MaxRawBatch = %d, want %d", v, tc.typ, got, want)
+			}
+			func() {
+				defer SetMultiToken(SetMultiToken(false))
+				if tc.typ == ggml.TypeQ8_0 && v == ISAAVX512 {
+					want = 4
+				}
+				if got := MaxRawBatch(tc.typ); got != want {
+					t.Errorf("%s, %s, multi-token kernels off: MaxRawBatch = %d, want %d", v, tc.typ, got, want)
+				}
+			}()
+		}
 	}
 }

@@ -2,7 +2,10 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"sync"
+
+	"github.com/muserhq/muser/infer/ggml"
 )
 
 // tileRows is the number of output rows one work item computes (a
@@ -14,6 +17,43 @@ const (
 	tileRows       = 16
 	decodeTileRows = 64
 )
+
+// multiToken enables the multi-token raw-block kernels (SetMultiToken).
+var multiToken = true
+
+// SetMultiToken turns the multi-token raw-block kernels on or off and
+// returns the previous setting. On (the default), batches of 2 tokens or
+// more of a type that has them (Q8_0, with AVX-512) read each weight block
+// once for up to 8 tokens; off, they take the one-token raw-block kernel
+// per token up to 4 tokens and unpacked panels above, as before those
+// kernels existed. Both give identical bits (doc.go), so this is a knob for
+// benchmarks that compare the two in one run; it is not safe to call while
+// kernels run.
+func SetMultiToken(on bool) bool {
+	old := multiToken
+	multiToken = on
+	return old
+}
+
+// MaxRawBatch returns the largest number of tokens for which MatMul, on
+// this CPU and kernel variant, multiplies weights of type t where they lie;
+// a larger batch first unpacks each 8-row group of weights into a panel, a
+// cost per call that a few tokens do not repay (so a caller decoding many
+// streams may prefer calls of at most this many tokens). It returns
+// math.MaxInt where the batch size never adds that cost: types whose
+// kernels read the weights in place at every batch size (Q8_0 with
+// AVX-512, the float types, every type without AVX-512) and types that
+// always take panels (Q2_K, Q3_K with AVX-512).
+func MaxRawBatch(t ggml.Type) int {
+	k := kernelFor(t)
+	if k == nil || isa < ISAAVX512 || k.block == 1 {
+		return math.MaxInt
+	}
+	if n := rawMaxTokens(t); n < math.MaxInt && archRaw(t) {
+		return n
+	}
+	return math.MaxInt
+}
 
 // actsPool recycles activation buffers between MatMul calls.
 var actsPool = sync.Pool{New: func() any { return new(acts) }}
@@ -62,7 +102,7 @@ func (p *Pool) MatMul(y []float32, m *Matrix, x []float32, n int) {
 	archPrepare(a, m.Type)
 	impl := pickImpl(m.Type)
 	tr := tileRows
-	if n <= 4 {
+	if n <= rawMaxTokens(m.Type) {
 		tr = decodeTileRows
 	}
 	tiles := (m.Rows + tr - 1) / tr

@@ -44,6 +44,13 @@ type acts struct {
 	corrT []int32
 	saT   []float32
 	bsT   []int32
+
+	// Per group of 8 tokens, interleaved by block for the multi-token
+	// raw-block kernels (arch code): qI the 32 bytes of each token, dI the
+	// scales, ncI the values −128·Σq.
+	qI  []int8
+	dI  []float32
+	ncI []int32
 }
 
 // bsPer returns how many quantized values one entry of bs sums.

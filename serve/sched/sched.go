@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/muserhq/muser/infer"
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/kernels"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/infer/tokenizer"
 	"github.com/muserhq/muser/pack"
@@ -38,11 +40,31 @@ const (
 	DefaultPrefillChunk = 512
 	DefaultStepTokens   = 512
 	DefaultPublishQueue = 16
-	DefaultDecodeBatch  = 4
 	// DefaultCtx is the context per slot when neither Config.Ctx nor the
 	// model's training context is smaller.
 	DefaultCtx = 4096
 )
+
+// AutoDecodeBatch returns the DecodeBatch that suits m's weights on this
+// CPU: the smallest kernels.MaxRawBatch of its weight matrices, or -1 (no
+// split) when every one is read in place at any batch size. Up to that many
+// tokens the kernels multiply against the quantized weights where they lie;
+// beyond it they first unpack the weights into panels, a cost per call that
+// a few decode tokens do not repay, so a step of more decode tokens is
+// better split (docs/benchmarks.md, "serve"). For a Q8_0 model with AVX-512
+// that is -1; for a Q4_K one (Q4_K, Q5_0, Q6_K rows), 4.
+func AutoDecodeBatch(m *engine.Model) int {
+	n := math.MaxInt
+	for _, ti := range m.File().Tensors {
+		if len(ti.Shape) >= 2 {
+			n = min(n, kernels.MaxRawBatch(ti.Type))
+		}
+	}
+	if n == math.MaxInt {
+		return -1
+	}
+	return n
+}
 
 // Config configures a Scheduler.
 type Config struct {
@@ -71,11 +93,7 @@ type Config struct {
 	PrefillChunk, StepTokens int
 	// DecodeBatch is the most decode tokens one Forward call takes when a
 	// step holds decode tokens only; a larger step is split into several
-	// calls. 0 means DefaultDecodeBatch; negative means no split. The
-	// default matches the CPU kernels: up to 4 tokens they multiply
-	// against the quantized weights in place, beyond that they first
-	// unpack every weight into panels, a fixed cost per call that a few
-	// decode tokens do not repay (docs/benchmarks.md, "serve").
+	// calls. 0 means AutoDecodeBatch(Model); negative means no split.
 	DecodeBatch int
 	// SlotReuse lets a request reuse the KV still held by an idle slot
 	// that last served the same salt, when that covers more of its prompt
@@ -179,7 +197,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg.PublishQueue = DefaultPublishQueue
 	}
 	if cfg.DecodeBatch == 0 {
-		cfg.DecodeBatch = DefaultDecodeBatch
+		cfg.DecodeBatch = AutoDecodeBatch(cfg.Model)
 	}
 	s := &Scheduler{
 		cfg:      cfg,

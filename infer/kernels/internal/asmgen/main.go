@@ -57,6 +57,9 @@ func generate() string {
 		genLegacyAVX2(l)
 	}
 	for nt := 1; nt <= 8; nt++ {
+		genQ8_0RawT(nt)
+	}
+	for nt := 1; nt <= 8; nt++ {
 		genLegacyPanel(nt, false)
 		genLegacyPanel(nt, true)
 		for _, g := range []int{16, 32} {
