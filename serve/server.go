@@ -85,6 +85,11 @@ type Options struct {
 	// OnPublish is called after each publish: the hook for replication
 	// (sched.Config.OnPublish).
 	OnPublish func(sched.PublishEvent)
+	// TenantSecret, when not nil, is the secret tenants' cache salts
+	// derive from (tenant.SecretLen bytes) instead of Home/serve.key:
+	// muser serve passes tenant.ClusterSecret when the node belongs to a
+	// cluster, so replicas salt every tenant alike.
+	TenantSecret []byte
 	// RemotePrefill is called before each restore: the hook for a
 	// consumer of a prefill producer (sched.Config.RemotePrefill).
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
@@ -154,7 +159,12 @@ func New(opts Options) (s *Server, err error) {
 	} else if err := checkLoopback(opts.Addr); err != nil {
 		return nil, err
 	}
-	if s.salter, err = tenant.LoadSecret(opts.Home); err != nil {
+	if opts.TenantSecret != nil {
+		s.salter, err = tenant.NewSalter(opts.TenantSecret)
+	} else {
+		s.salter, err = tenant.LoadSecret(opts.Home)
+	}
+	if err != nil {
 		return nil, err
 	}
 

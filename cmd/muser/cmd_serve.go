@@ -17,8 +17,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/muserhq/muser/infer/defaultmodel"
+	"github.com/muserhq/muser/net/cluster"
 	"github.com/muserhq/muser/serve"
 	"github.com/muserhq/muser/serve/sched"
+	"github.com/muserhq/muser/serve/tenant"
 )
 
 // serveOptions are the flags of `muser serve`.
@@ -176,6 +178,19 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		opts.Model, opts.ModelName = f, defaultmodel.Name
 		fmt.Fprintf(env.stderr, "muser serve: no --model given; serving the embedded default model %s (%s)\n",
 			defaultmodel.Name, humanBytes(defaultmodel.Size))
+	}
+	// A node of a cluster salts tenants with a secret derived from the
+	// cluster's link secret, the same on every node, so that replicated
+	// packs answer the same tenant's prompts anywhere in the cluster.
+	if h, err := cluster.Open(env.home); err == nil {
+		ls, err := h.LinkSecret()
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", cluster.Dir(env.home), err)
+		}
+		opts.TenantSecret = tenant.ClusterSecret(ls[:])
+		logger.Info("tenant cache salts derive from the cluster's link secret", "cluster", h.Info().ClusterID, "node", h.Name())
+	} else if !errors.Is(err, cluster.ErrNotInitialized) {
+		return fmt.Errorf("cluster %s: %w", cluster.Dir(env.home), err)
 	}
 	var rs *serveRepl
 	if o.repl.enabled() {

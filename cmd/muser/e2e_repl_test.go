@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -236,17 +235,6 @@ func freeUDP(t *testing.T) string {
 	return pc.LocalAddr().String()
 }
 
-// writeServeKey gives home a server secret (so two homes can share one).
-func writeServeKey(t *testing.T, home string, key []byte) {
-	t.Helper()
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, "serve.key"), key, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // cluster2 makes a two-node cluster a, b under two homes, each knowing
 // the other's replication address.
 func (e *e2e) cluster2(a, b string) (homeA, homeB, addrA, addrB string) {
@@ -309,12 +297,9 @@ func hasPack(ps []packRecord, id string) bool {
 func TestE2EReplication(t *testing.T) {
 	e := newE2E(t)
 	homeA, homeB, _, addrB := e.cluster2("alpha", "beta")
-	// Both servers salt the local tenant with one secret, so beta can
-	// serve alpha's packs (docs/replication.md, "Serving replicated packs").
-	key := make([]byte, 32)
-	rand.Read(key)
-	writeServeKey(t, homeA, key)
-	writeServeKey(t, homeB, key)
+	// Nothing is shared between the homes but the cluster: both servers
+	// derive their tenant salts from its link secret, so beta serves
+	// alpha's packs (docs/replication.md, "Serving replicated packs").
 
 	// (a) One pack made on each side by muser run; push alpha's to beta
 	// and pull beta's from alpha while beta serves.

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	crand "crypto/rand"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -25,8 +24,9 @@ import (
 //   - producer P: muser serve --role producer --repl-addr, its own home;
 //   - consumers C1..Cn: muser serve --prefill-node P, a fresh home each
 //     (so every remote measurement starts with an empty consumer store);
-//   - every home holds the same serve.key, so the local tenant's salt is
-//     the same everywhere (P's cache serves the consumers' prompts).
+//   - every home belongs to one cluster, whose link secret every server
+//     derives its tenant salts from, so the local tenant's salt is the
+//     same everywhere (P's cache serves the consumers' prompts).
 //
 // For each depth: a cold request on P (a local prefill: the "local cold"
 // peer, which also leaves the prefix in P's store); then on each consumer
@@ -161,14 +161,9 @@ func runRemote(bin, modelPath string, depths []int, consumers, threads int, warm
 			return fmt.Errorf("go build ./cmd/muser (run from the repository root, or give -muser): %v: %s", err, out)
 		}
 	}
-	key := make([]byte, 32)
-	crand.Read(key)
 	home := func(name string) (string, error) {
 		h := filepath.Join(tmp, name)
-		if err := os.MkdirAll(h, 0o700); err != nil {
-			return "", err
-		}
-		return h, os.WriteFile(filepath.Join(h, "serve.key"), key, 0o600)
+		return h, os.MkdirAll(h, 0o700)
 	}
 	homeP, err := home("producer")
 	if err != nil {

@@ -113,6 +113,24 @@ func createSecret(dir, path string) (*Salter, error) {
 	return NewSalter(secret[:])
 }
 
+// clusterSecretContext is the BLAKE3 key-derivation context of
+// ClusterSecret: it separates the tenant secret from the link secret's own
+// use (sealing replication offers).
+const clusterSecretContext = "muser 2026-12 serve tenant secret from cluster link secret v1"
+
+// ClusterSecret derives the server secret of a node that belongs to a
+// cluster from the cluster's link secret (BLAKE3 in key-derivation mode,
+// with its own context string). Every node of a cluster derives the same
+// secret, so the same tenant gets the same cache salt on every node and
+// packs replicated between them serve each other's prefix hits, while
+// tenants stay salted apart and a host outside the cluster cannot compute
+// the salts.
+func ClusterSecret(linkSecret []byte) []byte {
+	out := make([]byte, SecretLen)
+	blake3.DeriveKey(clusterSecretContext, linkSecret, out)
+	return out
+}
+
 // Salt returns the cache salt of tenant with the request's optional
 // cacheSalt (empty when the request has none). Distinct (tenant,
 // cacheSalt) pairs give distinct salts.

@@ -175,3 +175,29 @@ func TestLoadSecretErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterSecret: every node of a cluster derives the same secret from
+// the link secret, another cluster a different one, and the derived
+// secret is neither the link secret nor a salt computed with it.
+func TestClusterSecret(t *testing.T) {
+	link := bytes.Repeat([]byte{7}, 32)
+	other := bytes.Repeat([]byte{8}, 32)
+	a, b := ClusterSecret(link), ClusterSecret(append([]byte(nil), link...))
+	if len(a) != SecretLen {
+		t.Fatalf("len %d, want %d", len(a), SecretLen)
+	}
+	if !bytes.Equal(a, b) {
+		t.Errorf("two derivations from one link secret differ: %x vs %x", a, b)
+	}
+	if bytes.Equal(a, ClusterSecret(other)) {
+		t.Errorf("two link secrets derive the same secret %x", a)
+	}
+	if bytes.Equal(a, link) {
+		t.Errorf("derived secret equals the link secret")
+	}
+	sa, _ := NewSalter(a)
+	sl, _ := NewSalter(link)
+	if bytes.Equal(sa.Salt("local", ""), sl.Salt("local", "")) {
+		t.Errorf("salt under the derived secret equals the salt under the link secret")
+	}
+}
