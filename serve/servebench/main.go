@@ -152,9 +152,13 @@ func run(modelPath, keep string, depths, streams, decodeBatches []int, gen, roun
 	if len(depths) > 0 {
 		maxDepth = slices.Max(depths)
 	}
+	parallel := 1
+	if len(streams) > 0 {
+		parallel = slices.Max(streams)
+	}
 	opts := serve.Options{
 		ModelPath: modelPath, Home: filepath.Join(tmp, "home"), Ctx: maxDepth + gen + 64,
-		Parallel: max(slices.Max(streams), 1), Threads: threads, Logger: slog.New(slog.DiscardHandler),
+		Parallel: parallel, Threads: threads, Logger: slog.New(slog.DiscardHandler),
 		MaxQueue: 64,
 	}
 	b := &bench{opts: opts}
@@ -265,6 +269,10 @@ func run(modelPath, keep string, depths, streams, decodeBatches []int, gen, roun
 				logf("throughput: %.2f tok/s, %.2f tok/cpu-s", rate, perCPU)
 			}
 		}
+	}
+	if len(streams) == 0 {
+		fmt.Printf("Load average at the end: %s\n", loadavg())
+		return nil
 	}
 	fmt.Println("### Aggregate decode throughput (streamed /completion, ignore_eos)")
 	fmt.Println()
