@@ -139,27 +139,42 @@ func (q *llamaRequest) unsupported() *apiError {
 	return checkStops(q.Stop)
 }
 
+// samplingOverrides are the llama.cpp-style sampling fields that
+// /completion and Ollama's options share; a nil field keeps the value
+// already in the parameters.
+type samplingOverrides struct {
+	temperature, topP, minP, repeatPenalty, presencePenalty, frequencyPenalty *float64
+	topK, repeatLastN                                                         *int
+}
+
+// apply writes the fields that are set into p.
+func (o samplingOverrides) apply(p *sample.Params) {
+	for _, f := range []struct {
+		dst *float64
+		v   *float64
+	}{
+		{&p.Temperature, o.temperature}, {&p.TopP, o.topP}, {&p.MinP, o.minP},
+		{&p.RepeatPenalty, o.repeatPenalty}, {&p.PresencePenalty, o.presencePenalty},
+		{&p.FrequencyPenalty, o.frequencyPenalty},
+	} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if o.topK != nil {
+		p.TopK = *o.topK
+	}
+	if o.repeatLastN != nil {
+		p.PenaltyLastN = *o.repeatLastN
+	}
+}
+
 // params applies llama.cpp's defaults: temperature 0.8, top_k 40, top_p
 // 0.95, min_p 0.05, repeat_penalty 1 over the last 64 tokens.
 func (q *llamaRequest) params(vocab int, eog []int32) (sample.Params, *apiError) {
 	p := sample.Defaults(0)
-	set := func(dst *float64, v *float64) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	set(&p.Temperature, q.Temperature)
-	set(&p.TopP, q.TopP)
-	set(&p.MinP, q.MinP)
-	set(&p.RepeatPenalty, q.RepeatPenalty)
-	set(&p.PresencePenalty, q.PresencePenalty)
-	set(&p.FrequencyPenalty, q.FrequencyPenalty)
-	if q.TopK != nil {
-		p.TopK = *q.TopK
-	}
-	if q.RepeatLastN != nil {
-		p.PenaltyLastN = *q.RepeatLastN
-	}
+	samplingOverrides{q.Temperature, q.TopP, q.MinP, q.RepeatPenalty, q.PresencePenalty,
+		q.FrequencyPenalty, q.TopK, q.RepeatLastN}.apply(&p)
 	if p.Temperature < 0 {
 		p.Temperature = 0 // llama.cpp: a negative temperature is greedy
 	}

@@ -106,23 +106,8 @@ func (s *Server) ollamaGen(c *ollamaCommon, promptArg string) (*genReq, *apiErro
 		case o.NumCtx != nil && *o.NumCtx > s.sched.Ctx():
 			return nil, badRequest("invalid_value", "options.num_ctx", "options.num_ctx is %d but the server's slots hold %d tokens (--ctx)", *o.NumCtx, s.sched.Ctx())
 		}
-		set := func(dst *float64, v *float64) {
-			if v != nil {
-				*dst = *v
-			}
-		}
-		set(&p.Temperature, o.Temperature)
-		set(&p.TopP, o.TopP)
-		set(&p.MinP, o.MinP)
-		set(&p.RepeatPenalty, o.RepeatPenalty)
-		set(&p.PresencePenalty, o.PresencePenalty)
-		set(&p.FrequencyPenalty, o.FrequencyPenalty)
-		if o.TopK != nil {
-			p.TopK = *o.TopK
-		}
-		if o.RepeatLastN != nil {
-			p.PenaltyLastN = *o.RepeatLastN
-		}
+		samplingOverrides{o.Temperature, o.TopP, o.MinP, o.RepeatPenalty, o.PresencePenalty,
+			o.FrequencyPenalty, o.TopK, o.RepeatLastN}.apply(&p)
 		g.seed = o.Seed
 		g.stop = o.Stop
 		if n := o.NumPredict; n != nil {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -174,27 +172,10 @@ func TestModelInspectIdentityMatchesServedPacks(t *testing.T) {
 	home := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pr, pw := io.Pipe()
-	var stderr bytes.Buffer
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, []string{"serve", "--model", path, "--home", home, "--addr", "127.0.0.1:0", "--ctx", "256",
-			"--threads", "2", "--log-level", "warn"}, strings.NewReader(""), pw, &stderr)
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no ready line: %v (stderr %s)", err, stderr.String())
-	}
-	go io.Copy(io.Discard, pr)
-	_, url, ok := strings.Cut(strings.TrimSpace(line), " ready on ")
-	if !ok {
-		t.Fatalf("got %q, want a line with the URL", line)
-	}
-	url, _, _ = strings.Cut(url, " ")
+	srv := serveCLI(t, ctx, path, home)
 	prompt := strings.Repeat("Once upon a time, there was a little girl named Lily. She liked to play outside. ", 6)
 	body, _ := json.Marshal(map[string]any{"prompt": prompt, "max_tokens": 2})
-	resp, err := http.Post(url+"/v1/completions", "application/json", bytes.NewReader(body))
+	resp, err := http.Post(srv.url+"/v1/completions", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +184,8 @@ func TestModelInspectIdentityMatchesServedPacks(t *testing.T) {
 		t.Fatalf("completion: got %d, want 200", resp.StatusCode)
 	}
 	cancel()
-	if c := <-code; c != exitOK {
-		t.Fatalf("serve exit %d (stderr %s)", c, stderr.String())
+	if c := <-srv.code; c != exitOK {
+		t.Fatalf("serve exit %d (stderr %s)", c, srv.stderr.String())
 	}
 
 	c, out, errOut := runCLI(t, "pack", "ls", "--json", "--home", home)

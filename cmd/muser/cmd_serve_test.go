@@ -14,21 +14,22 @@ import (
 
 const storiesModel = "../../../shared/models/stories260K.gguf"
 
-// TestServeLifecycle runs `muser serve` as main does, waits for its URL,
-// serves a request, interrupts it (as SIGINT would, through the context)
-// and checks it exits 0 with the store closed.
-func TestServeLifecycle(t *testing.T) {
-	if _, err := os.Stat(storiesModel); err != nil {
-		t.Skipf("skipping: %s is absent: %v", storiesModel, err)
-	}
-	home := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// servingCLI is a `muser serve` run in this process, as main runs it.
+type servingCLI struct {
+	url    string        // the base URL from its ready line
+	code   <-chan int    // its exit status, once it has returned
+	stderr *bytes.Buffer // what it wrote to stderr
+}
+
+// serveCLI starts `muser serve --model model --home home` on a loopback
+// port, with ctx as its interrupt, and waits for the ready line.
+func serveCLI(t *testing.T, ctx context.Context, model, home string) servingCLI {
+	t.Helper()
 	pr, pw := io.Pipe()
 	var stderr bytes.Buffer
 	code := make(chan int, 1)
 	go func() {
-		code <- run(ctx, []string{"serve", "--model", storiesModel, "--home", home, "--addr", "127.0.0.1:0", "--ctx", "256",
+		code <- run(ctx, []string{"serve", "--model", model, "--home", home, "--addr", "127.0.0.1:0", "--ctx", "256",
 			"--threads", "2", "--log-level", "warn"}, strings.NewReader(""), pw, &stderr)
 		pw.Close()
 	}()
@@ -42,7 +43,21 @@ func TestServeLifecycle(t *testing.T) {
 		t.Fatalf("got %q, want a line with the URL", line)
 	}
 	url, _, _ = strings.Cut(url, " ")
-	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"Once upon a time","max_tokens":3}`))
+	return servingCLI{url: url, code: code, stderr: &stderr}
+}
+
+// TestServeLifecycle runs `muser serve` as main does, waits for its URL,
+// serves a request, interrupts it (as SIGINT would, through the context)
+// and checks it exits 0 with the store closed.
+func TestServeLifecycle(t *testing.T) {
+	if _, err := os.Stat(storiesModel); err != nil {
+		t.Skipf("skipping: %s is absent: %v", storiesModel, err)
+	}
+	home := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := serveCLI(t, ctx, storiesModel, home)
+	resp, err := http.Post(srv.url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"Once upon a time","max_tokens":3}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +66,8 @@ func TestServeLifecycle(t *testing.T) {
 		t.Errorf("completion: got %d, want 200", resp.StatusCode)
 	}
 	cancel()
-	if c := <-code; c != exitOK {
-		t.Errorf("got exit status %d after the interrupt, want 0 (stderr %s)", c, stderr.String())
+	if c := <-srv.code; c != exitOK {
+		t.Errorf("got exit status %d after the interrupt, want 0 (stderr %s)", c, srv.stderr.String())
 	}
 	// The store was closed: another process (here, another open) can open it.
 	c, out, errOut := tokenizerCLI(t, "", "pack", "ls", "--home", home)
