@@ -2,8 +2,10 @@ package prefill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/muserhq/muser/net/repl"
@@ -53,6 +55,56 @@ type Consumer struct {
 	Fallback Fallback
 	// Logger receives the reasons for falling back (nil discards).
 	Logger *slog.Logger
+
+	// After the producer could not be reached (repl.DialError), Prepare
+	// does not dial it again until retryAt: the wait starts at
+	// MinRedialWait and doubles with each further failure up to
+	// MaxRedialWait, and a successful call resets it. Without this, every
+	// request would wait out a handshake timeout before falling back.
+	mu      sync.Mutex
+	down    error     // the last dial failure, while backing off
+	retryAt time.Time // no dial before this
+	wait    time.Duration
+	now     func() time.Time // the clock (tests replace it)
+}
+
+// Redial waits after a producer could not be reached (see Consumer).
+const (
+	MinRedialWait = 2 * time.Second
+	MaxRedialWait = time.Minute
+)
+
+// backingOff returns the last dial failure while the consumer waits
+// before dialling the producer again, else nil.
+func (c *Consumer) backingOff() (until time.Time, down error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down != nil && c.clock().Before(c.retryAt) {
+		return c.retryAt, c.down
+	}
+	return time.Time{}, nil
+}
+
+// noteResult records whether the producer could be reached and returns
+// the wait before the next dial (0 when it was reached).
+func (c *Consumer) noteResult(err error) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var de *repl.DialError
+	if !errors.As(err, &de) {
+		c.down, c.wait = nil, 0
+		return 0
+	}
+	c.wait = min(max(2*c.wait, MinRedialWait), MaxRedialWait)
+	c.down, c.retryAt = err, c.clock().Add(c.wait)
+	return c.wait
+}
+
+func (c *Consumer) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
 }
 
 // Outcome says what Prepare did.
@@ -97,25 +149,43 @@ func (c *Consumer) Prepare(ctx context.Context, id pack.Identity, salt []byte, t
 		out.Duration = time.Since(start)
 		return out, nil
 	}
-	res, err := c.Node.Prefill(ctx, c.Producer, id, salt, tokens[:whole], m.Tokens)
-	out.Result = res
-	out.Duration = time.Since(start)
-	if err == nil {
-		out.Remote = true
-		return out, nil
-	}
-	if ctx.Err() != nil {
-		return out, ctx.Err()
-	}
-	out.Err = err
 	log := c.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if until, down := c.backingOff(); down != nil {
+		// Not dialled: it could not be reached a moment ago. Logged at
+		// debug level; the failure itself was logged when it happened.
+		out.Skipped = fmt.Sprintf("producer %s could not be reached; next attempt after %s", c.Producer, until.Format(time.RFC3339))
+		out.Err = down
+		out.Duration = time.Since(start)
+		if c.Fallback == FallbackFail {
+			log.Debug("remote prefill skipped; failing the request (--prefill-fallback fail)", "producer", c.Producer, "retry_at", until, "err", down)
+			return out, fmt.Errorf("%w: producer %s (unreachable; next attempt after %s): %w", ErrRemoteFailed, c.Producer, until.Format(time.RFC3339), down)
+		}
+		log.Debug("remote prefill skipped; prefilling locally", "producer", c.Producer, "retry_at", until, "err", down)
+		return out, nil
+	}
+	res, err := c.Node.Prefill(ctx, c.Producer, id, salt, tokens[:whole], m.Tokens)
+	out.Result = res
+	out.Duration = time.Since(start)
+	if ctx.Err() != nil && err != nil {
+		return out, ctx.Err()
+	}
+	wait := c.noteResult(err)
+	if err == nil {
+		out.Remote = true
+		return out, nil
+	}
+	out.Err = err
+	attrs := []any{"producer", c.Producer, "tokens", whole, "err", err}
+	if wait > 0 {
+		attrs = append(attrs, "redial_after", wait)
+	}
 	if c.Fallback == FallbackFail {
-		log.Warn("remote prefill failed; failing the request (--prefill-fallback fail)", "producer", c.Producer, "tokens", whole, "err", err)
+		log.Warn("remote prefill failed; failing the request (--prefill-fallback fail)", attrs...)
 		return out, fmt.Errorf("%w: producer %s: %w", ErrRemoteFailed, c.Producer, err)
 	}
-	log.Warn("remote prefill failed; prefilling locally", "producer", c.Producer, "tokens", whole, "err", err)
+	log.Warn("remote prefill failed; prefilling locally", attrs...)
 	return out, nil
 }

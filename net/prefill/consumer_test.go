@@ -203,3 +203,60 @@ func TestParseFallback(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareRedialWait: after the producer could not be reached, Prepare
+// does not dial it again until the wait has passed (under both policies),
+// the wait doubles with each further failure, and a reachable producer
+// resets it.
+func TestPrepareRedialWait(t *testing.T) {
+	for _, fb := range []Fallback{FallbackLocal, FallbackFail} {
+		t.Run(fb.String(), func(t *testing.T) {
+			prod, cons := setup(t, true)
+			clustertest.Admit(t, cons.Node, "producer", "127.0.0.1:9") // nothing answers
+			now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+			c := &Consumer{Node: cons.node, Store: cons.store, Producer: "producer", Fallback: fb,
+				now: func() time.Time { return now }}
+			prompt := packtest.Tokens(5, 3*block, 300)
+			check := func(step string, wantDial bool) Outcome {
+				t.Helper()
+				out, err := c.Prepare(context.Background(), engineID, salt, prompt)
+				var de *repl.DialError
+				if !errors.As(out.Err, &de) || de.Peer != "producer" {
+					t.Fatalf("%s: remote failure %v, want a repl.DialError for producer", step, out.Err)
+				}
+				if dialled := out.Skipped == ""; dialled != wantDial {
+					t.Fatalf("%s: dialled %v (skipped %q), want %v", step, dialled, out.Skipped, wantDial)
+				}
+				if fb == FallbackFail && !errors.Is(err, ErrRemoteFailed) {
+					t.Fatalf("%s: Prepare = %v, want ErrRemoteFailed", step, err)
+				}
+				if fb == FallbackLocal && err != nil {
+					t.Fatalf("%s: Prepare = %v, want nil", step, err)
+				}
+				return out
+			}
+			check("first failure", true)
+			check("within the wait", false)
+			now = now.Add(MinRedialWait)
+			check("after the first wait", true)
+			now = now.Add(MinRedialWait) // the wait has doubled
+			out := check("within the doubled wait", false)
+			if !strings.Contains(out.Skipped, "could not be reached") {
+				t.Fatalf("skipped %q does not say why", out.Skipped)
+			}
+			now = now.Add(MinRedialWait)
+			check("after the doubled wait", true)
+
+			// The producer is back: a call after the wait reaches it and
+			// the next failure starts again from the shortest wait.
+			clustertest.Admit(t, cons.Node, "producer", prod.node.Addr().String())
+			now = now.Add(MaxRedialWait)
+			if out, err := c.Prepare(context.Background(), engineID, salt, prompt); err != nil || !out.Remote {
+				t.Fatalf("producer back: Prepare = %+v, %v; want remote", out, err)
+			}
+			if c.wait != 0 || c.down != nil {
+				t.Fatalf("after a success: wait %v, down %v; want reset", c.wait, c.down)
+			}
+		})
+	}
+}

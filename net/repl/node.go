@@ -289,7 +289,10 @@ func (n *Node) session(ctx context.Context, peer string) (*session, error) {
 	}
 	c, err := ep.Dial(ctx, peer, p.Addr)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, &DialError{Peer: peer, Addr: p.Addr, Err: err}
 	}
 	s, err := n.startSession(c)
 	if err != nil {
