@@ -17,6 +17,7 @@ import (
 	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/serve/tenant"
 	"github.com/muserhq/muser/store"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults for Options fields left zero.
@@ -252,6 +253,19 @@ func (s *Server) Store() *store.Store { return s.store }
 
 // Scheduler returns the server's scheduler.
 func (s *Server) Scheduler() *sched.Scheduler { return s.sched }
+
+// RegisterMetrics adds collectors to the registry GET /metrics serves,
+// for the parts of muser that run beside the server (replication, remote
+// prefill). It fails if a collector's metrics clash with ones already
+// registered.
+func (s *Server) RegisterMetrics(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := s.metrics.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Identity returns the pack identity the server restores and publishes
 // under.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -224,6 +225,34 @@ func (s *server) generate(path, body string) (choices string, cached int) {
 	return string(c), int(n)
 }
 
+// metric returns the value of the sample of name on s's /metrics whose
+// labels include label (for example `peer="beta"`); the test fails if
+// there is none.
+func (s *server) metric(name, label string) float64 {
+	s.t.Helper()
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, label) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			s.t.Fatalf("%s: metric line %q: %v", s.name, line, err)
+		}
+		return v
+	}
+	s.t.Fatalf("%s: /metrics has no %s with %s:\n%s", s.name, name, label, body)
+	return 0
+}
+
 // freeUDP returns a free UDP port on loopback.
 func freeUDP(t *testing.T) string {
 	t.Helper()
@@ -350,6 +379,12 @@ func TestE2EReplication(t *testing.T) {
 		t.Fatalf("alpha's first request: %d cached tokens, want 0", cached)
 	}
 	alpha.waitLog("replicated pack")
+	if v := alpha.metric("muser_replication_pushed_total", `peer="beta"`); v != 1 {
+		t.Errorf("alpha's muser_replication_pushed_total{peer=\"beta\"} = %v, want 1", v)
+	}
+	if v := alpha.metric("muser_replication_queue_packs", `peer="beta"`); v != 0 {
+		t.Errorf("alpha's muser_replication_queue_packs{peer=\"beta\"} = %v, want 0", v)
+	}
 	alpha.stop()
 	beta.stop()
 	if !strings.Contains(alpha.stderr.String(), "pushed=1") {
@@ -416,6 +451,12 @@ func TestE2ERemotePrefill(t *testing.T) {
 	if strings.Contains(c.stderr.String(), "prefilling locally") {
 		t.Fatalf("the consumer fell back while the producer ran:\n%s", c.stderr.String())
 	}
+	if v := c.metric("muser_remote_prefill_total", `outcome="remote"`); v != float64(len(cases)) {
+		t.Errorf("consumer's muser_remote_prefill_total{outcome=\"remote\"} = %v, want %d", v, len(cases))
+	}
+	if v := c.metric("muser_remote_prefill_total", `outcome="fallback"`); v != 0 {
+		t.Errorf("consumer's muser_remote_prefill_total{outcome=\"fallback\"} = %v, want 0", v)
+	}
 
 	// The producer stops: the consumer falls back, with the same output.
 	p.stop()
@@ -429,6 +470,9 @@ func TestE2ERemotePrefill(t *testing.T) {
 		t.Errorf("after falling back: %d cached tokens, want 0 (computed locally)", cc)
 	}
 	c.waitLog("remote prefill failed; prefilling locally")
+	if v := c.metric("muser_remote_prefill_total", `outcome="fallback"`); v != 1 {
+		t.Errorf("consumer's muser_remote_prefill_total{outcome=\"fallback\"} = %v after the producer stopped, want 1", v)
+	}
 	c.stop()
 	l.stop()
 
@@ -440,5 +484,8 @@ func TestE2ERemotePrefill(t *testing.T) {
 		t.Errorf("with the producer down and --prefill-fallback fail: status %d %s; want 502 remote_prefill_failed naming the producer", code, msg)
 	}
 	c.waitLog("failing the request")
+	if v := c.metric("muser_remote_prefill_total", `outcome="failed"`); v != 1 {
+		t.Errorf("consumer's muser_remote_prefill_total{outcome=\"failed\"} = %v, want 1", v)
+	}
 	c.stop()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/muserhq/muser/serve"
 	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/store"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // serveReplOptions are the replication and disaggregated-prefill flags of
@@ -89,6 +90,8 @@ type serveRepl struct {
 	node     *repl.Node
 	reps     []*repl.Replicator
 	consumer *prefill.Consumer
+	// remote counts RemotePrefill outcomes, by outcome label.
+	remote *prometheus.CounterVec
 
 	runCtx  context.Context
 	stopRun context.CancelFunc
@@ -155,16 +158,30 @@ func (r *serveRepl) onPublish(ev sched.PublishEvent) {
 func (r *serveRepl) remotePrefill(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error {
 	out, err := r.consumer.Prepare(ctx, id, salt, tokens)
 	if err != nil {
-		if errors.Is(err, prefill.ErrRemoteFailed) || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		if errors.Is(err, prefill.ErrRemoteFailed) {
+			r.countRemote("failed")
 			return err
 		}
 		// A local error (the store's index) before any remote call: the
 		// request can still be served by a local prefill.
 		if r.fallback == prefill.FallbackFail {
+			r.countRemote("failed")
 			return err
 		}
+		r.countRemote("fallback")
 		r.log.Warn("remote prefill not attempted; prefilling locally", "producer", r.opts.prefillNode, "err", err)
 		return nil
+	}
+	switch {
+	case out.Remote:
+		r.countRemote("remote")
+	case out.Err != nil:
+		r.countRemote("fallback")
+	default:
+		r.countRemote("not_needed")
 	}
 	if out.Remote {
 		r.log.Debug("remote prefill", "producer", r.opts.prefillNode, "cached", out.Cached,
@@ -226,7 +243,53 @@ func (r *serveRepl) start(srv *serve.Server) error {
 		r.consumer = &prefill.Consumer{Node: n, Store: r.store, Producer: r.opts.prefillNode,
 			Fallback: r.fallback, Logger: r.log}
 	}
-	return nil
+	return srv.RegisterMetrics(r.collectors()...)
+}
+
+// collectors are the replication side's metrics on the server's
+// /metrics: per --replicate-to peer, what its replicator did and how
+// many packs wait; with --prefill-node, the outcome of every request's
+// remote prefill.
+func (r *serveRepl) collectors() []prometheus.Collector {
+	var cs []prometheus.Collector
+	for i, peer := range r.opts.replicateTo {
+		rep := r.reps[i]
+		labels := prometheus.Labels{"peer": peer}
+		counter := func(name, help string, f func(repl.ReplicatorStats) int) {
+			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+				func() float64 { return float64(f(rep.Stats())) }))
+		}
+		counter("muser_replication_pushed_total", "Packs pushed to the peer (--replicate-to).",
+			func(s repl.ReplicatorStats) int { return s.Pushed })
+		counter("muser_replication_refused_total", "Packs the peer refused (each with a receipt on its side).",
+			func(s repl.ReplicatorStats) int { return s.Refused })
+		counter("muser_replication_retries_total", "Push attempts that failed and were retried.",
+			func(s repl.ReplicatorStats) int { return s.Retries })
+		counter("muser_replication_dropped_total", "Packs given up on (queue full, or still queued at shutdown).",
+			func(s repl.ReplicatorStats) int { return s.Dropped })
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muser_replication_queue_packs",
+			Help: "Packs waiting to be pushed to the peer.", ConstLabels: labels},
+			func() float64 { return float64(rep.Pending()) }))
+	}
+	if r.consumer != nil {
+		r.remote = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muser_remote_prefill_total",
+			Help: "Requests by what the prefill producer (--prefill-node) did for them: remote (it supplied the prefix), " +
+				"not_needed (cached locally or shorter than a block), fallback (it could not help; prefilled locally), " +
+				"failed (the request failed, --prefill-fallback fail).",
+			ConstLabels: prometheus.Labels{"producer": r.opts.prefillNode}}, []string{"outcome"})
+		for _, o := range []string{"remote", "not_needed", "fallback", "failed"} {
+			r.remote.WithLabelValues(o)
+		}
+		cs = append(cs, r.remote)
+	}
+	return cs
+}
+
+// countRemote records a RemotePrefill outcome.
+func (r *serveRepl) countRemote(outcome string) {
+	if r.remote != nil {
+		r.remote.WithLabelValues(outcome).Inc()
+	}
 }
 
 // describe is the line `muser serve` prints about the replication side.
