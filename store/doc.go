@@ -52,5 +52,10 @@
 // All methods are safe for concurrent use. Publishes and restores lease
 // the chunks they use; gc and remove never delete a leased file. A crash
 // at any instant leaves a whole pack or none, and orphan files that gc
-// reclaims.
+// reclaims. Every chunk write, local or received, owes its directory's
+// fsync to the next ledger commit, which pays all outstanding debts first
+// (docs/kvpack.md, W1); a write counts as owed from before its rename, so
+// a commit that deduplicates a chunk the moment another operation renamed
+// it still makes that rename durable, and at open every existing chunk
+// directory is owed once, for renames a crashed process never synced.
 package store

@@ -112,16 +112,30 @@ func (s *Store) syncDirs(dirs map[string]bool) error {
 	return nil
 }
 
-// owe records that dir holds a rename whose directory fsync is still
-// owed: the next ledger commit pays it (syncPending).
-func (s *Store) owe(dir string) {
+// renaming records that a chunk write into dir has begun; the returned
+// function, called once the write is over (renamed or failed), records
+// that dir holds a rename whose directory fsync is owed to the next ledger
+// commit (syncPending). Between the two, syncPending keeps dir listed:
+// another operation may find the chunk (dedup) the moment it is renamed
+// and commit a pack that names it.
+func (s *Store) renaming(dir string) (done func()) {
 	if s.opts.NoSync {
-		return
+		return func() {}
 	}
 	s.mu.Lock()
+	s.inflight[dir]++
 	s.renames++
 	s.unsynced[dir] = s.renames
 	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.inflight[dir]--; s.inflight[dir] == 0 {
+			delete(s.inflight, dir)
+		}
+		s.renames++
+		s.unsynced[dir] = s.renames
+		s.mu.Unlock()
+	}
 }
 
 // syncPending fsyncs every directory that holds a chunk rename not yet
@@ -149,7 +163,7 @@ func (s *Store) syncPending() error {
 	}
 	s.mu.Lock()
 	for d, seq := range snap {
-		if s.unsynced[d] == seq {
+		if s.unsynced[d] == seq && s.inflight[d] == 0 {
 			delete(s.unsynced, d)
 		}
 	}
@@ -160,25 +174,23 @@ func (s *Store) syncPending() error {
 // putChunk makes chunk data (whose ID is id, already computed by the
 // caller) durable unless a file of the right size is already there (dedup,
 // rule W4). It reports whether it wrote. The caller holds a lease on id.
-// With dirs non-nil the chunk's directory is added to it for the caller
-// to fsync; with dirs nil the directory fsync is owed to the next ledger
-// commit (syncPending), so that a transfer of many chunks pays each
-// directory once rather than once per chunk.
-func (s *Store) putChunk(id pack.Digest, data []byte, dirs map[string]bool) (bool, error) {
+// The chunk's directory fsync is owed to the next ledger commit
+// (syncPending, which every commit runs before it names chunks), so that
+// a publish or transfer of many chunks pays each directory once, and a
+// commit that deduplicates a chunk another operation just renamed pays
+// that rename's directory fsync too.
+func (s *Store) putChunk(id pack.Digest, data []byte) (bool, error) {
 	path := s.chunkPath(id)
 	if fi, err := s.fs.Stat(path); err == nil && fi.Size() == int64(len(data)) {
 		return false, nil
 	}
 	dir := filepath.Dir(path)
-	owed := dirs == nil
-	if owed {
-		dirs = map[string]bool{}
-	}
-	if err := s.writeDurable(dir, path, data, dirs); err != nil {
+	done := s.renaming(dir)
+	defer done()
+	// A dirs map of its own: writeDurable leaves the directory fsync to
+	// the caller, here syncPending.
+	if err := s.writeDurable(dir, path, data, map[string]bool{}); err != nil {
 		return false, fmt.Errorf("chunk %s: %w", id, err)
-	}
-	if owed {
-		s.owe(dir)
 	}
 	return true, nil
 }

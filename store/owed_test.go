@@ -108,3 +108,47 @@ func TestPutChunkOwesDirSync(t *testing.T) {
 		}
 	}
 }
+
+// TestReopenOwesChunkDirs: chunks renamed by a process that ended before
+// any commit paid their directories' fsyncs (here: closed without a
+// commit, as a crash would leave them) are found by dedup after reopening;
+// the first commit that names them must fsync their directories.
+func TestReopenOwesChunkDirs(t *testing.T) {
+	dir := t.TempDir()
+	id := packtest.Identity("reopen")
+	toks := packtest.Tokens(8, 12, 100)
+	get := storetest.KV(id, nil, toks, 4, 256)
+	s, err := store.Open(dir, store.Options{BlockTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []pack.ChunkRef
+	for i := range 3 {
+		kv, err := get(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, pack.ChunkRef{ID: pack.ChunkID(kv), Size: uint32(len(kv))})
+		if err := s.PutChunk(context.Background(), refs[i].ID, kv, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	log := &opLog{}
+	s = storetest.Open(t, dir, store.Options{BlockTokens: 4, FS: errorfs.Wrap(vfs.Default, log)})
+	m := &pack.Manifest{Identity: id, BlockTokens: 4, Tenant: pack.TenantTag(nil), Tokens: toks, Chunks: refs,
+		Producer: "test", Generation: 1, Created: time.Unix(1, 0).UTC()}
+	m.Root = pack.MerkleRoot(m.ChunkIDs())
+	if _, isNew, err := s.PublishPack(context.Background(), m, store.PublishOptions{Source: "test"}); err != nil || !isNew {
+		t.Fatalf("publish after reopening: new %v, %v; want new, nil", isNew, err)
+	}
+	for _, r := range refs {
+		d := filepath.Join(dir, "chunks", r.ID.String()[:2])
+		if got := log.count(errorfs.OpSyncDir, d); got < 1 {
+			t.Errorf("directory %s of deduplicated chunk %s: fsynced %d times before the commit, want at least 1", d, r.ID.Short(), got)
+		}
+	}
+}

@@ -114,7 +114,7 @@ func (s *Store) PublishPrefix(ctx context.Context, id pack.Identity, salt []byte
 		s.leases[cid]++
 		held = append(held, cid)
 		s.mu.Unlock()
-		wrote, err := s.putChunk(cid, data, dirs)
+		wrote, err := s.putChunk(cid, data)
 		if err != nil {
 			return res, fmt.Errorf("publish: %w", err)
 		}

@@ -115,6 +115,12 @@ type Store struct {
 	// such rename; every ledger commit that names chunks pays the debt
 	// first (syncPending).
 	unsynced map[string]uint64
+	// inflight counts, per chunk directory, the chunk writes between
+	// their start and the recording of their rename in unsynced: while
+	// one runs, syncPending keeps the directory listed, so that a commit
+	// that deduplicates the chunk the moment its rename lands still pays
+	// the directory's fsync.
+	inflight map[string]int
 	renames  uint64    // sequence of the renames recorded in unsynced
 	opened   time.Time // when Open ran (the real clock, as file times are)
 }
@@ -146,7 +152,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, opts: opts, fs: opts.FS, ix: newIndex(),
 		leases: map[pack.Digest]int{}, lastUse: map[pack.Digest]int64{}, writing: map[string]int{},
-		unsynced: map[string]uint64{}, opened: time.Now()}
+		unsynced: map[string]uint64{}, inflight: map[string]int{}, opened: time.Now()}
 	ledger := filepath.Join(dir, ledgerFile)
 	if _, err := s.fs.Stat(ledger); errors.Is(err, fs.ErrNotExist) && (opts.MustExist || opts.ReadOnly) {
 		return nil, fmt.Errorf("no store at %s (no %s): %w", dir, ledgerFile, ErrNotFound)
@@ -173,7 +179,34 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if !opts.ReadOnly {
+		s.oweExistingChunkDirs()
+	}
 	return s, nil
+}
+
+// oweExistingChunkDirs lists every chunk directory already on disk as
+// owing its fsync: a process that crashed may have renamed chunks into
+// one without syncing it, and dedup trusts a chunk file's presence, so
+// the first ledger commit after opening syncs them all (at most 256
+// directories, once).
+func (s *Store) oweExistingChunkDirs() {
+	if s.opts.NoSync {
+		return
+	}
+	root := filepath.Join(s.dir, chunksDir)
+	ents, err := s.fs.ReadDir(root)
+	if err != nil {
+		return // no chunk directory yet: nothing can be owed
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range ents {
+		if e.IsDir() {
+			s.renames++
+			s.unsynced[filepath.Join(root, e.Name())] = s.renames
+		}
+	}
 }
 
 // init creates or checks the meta bucket, loads the seal key and rebuilds

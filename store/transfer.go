@@ -183,7 +183,7 @@ func (s *Store) PutPackChunk(ctx context.Context, pid, id pack.Digest, data []by
 		return s.refuse(pid, source, &pack.DigestError{Kind: pack.DigestChunk, Object: "received chunk", Expected: id, Actual: got})
 	}
 	defer s.lease(id)()
-	_, err := s.putChunk(id, data, nil)
+	_, err := s.putChunk(id, data)
 	return err
 }
 
@@ -305,7 +305,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opts ImportOptions) (Im
 		s.leases[ref.ID]++
 		s.mu.Unlock()
 		held = append(held, ref.ID)
-		wrote, err := s.putChunk(ref.ID, data, nil)
+		wrote, err := s.putChunk(ref.ID, data)
 		if err != nil {
 			return res, err
 		}
