@@ -57,17 +57,7 @@ func TestPutChunkOwesDirSync(t *testing.T) {
 	id := packtest.Identity("owed")
 	toks := packtest.Tokens(7, 12, 100)
 	get := storetest.KV(id, nil, toks, 4, 256)
-	var refs []pack.ChunkRef
-	for i := range 3 {
-		kv, err := get(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		refs = append(refs, pack.ChunkRef{ID: pack.ChunkID(kv), Size: uint32(len(kv))})
-		if err := s.PutChunk(context.Background(), refs[i].ID, kv, "test"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	refs := putChunks(t, s, get, 3)
 	chunkDir := func(c pack.Digest) string {
 		return filepath.Join(dir, "chunks", c.String()[:2])
 	}
@@ -122,17 +112,7 @@ func TestReopenOwesChunkDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var refs []pack.ChunkRef
-	for i := range 3 {
-		kv, err := get(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		refs = append(refs, pack.ChunkRef{ID: pack.ChunkID(kv), Size: uint32(len(kv))})
-		if err := s.PutChunk(context.Background(), refs[i].ID, kv, "test"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	refs := putChunks(t, s, get, 3)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -151,4 +131,22 @@ func TestReopenOwesChunkDirs(t *testing.T) {
 			t.Errorf("directory %s of deduplicated chunk %s: fsynced %d times before the commit, want at least 1", d, r.ID.Short(), got)
 		}
 	}
+}
+
+// putChunks stores blocks 0..n-1 of get with PutChunk (no pack) and
+// returns their references.
+func putChunks(t *testing.T, s *store.Store, get func(int) ([]byte, error), n int) []pack.ChunkRef {
+	t.Helper()
+	var refs []pack.ChunkRef
+	for i := range n {
+		kv, err := get(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, pack.ChunkRef{ID: pack.ChunkID(kv), Size: uint32(len(kv))})
+		if err := s.PutChunk(context.Background(), refs[i].ID, kv, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return refs
 }
