@@ -128,6 +128,22 @@ func (s *Server) finished(r *http.Request, task *sched.Task) (sched.Result, *api
 	return res, nil
 }
 
+// collect runs a non-streaming task to its end and returns every event
+// and the result. It returns false when the client went away, or when the
+// task failed, after answering the client with the error.
+func (s *Server) collect(w http.ResponseWriter, r *http.Request, task *sched.Task) ([]sched.Event, sched.Result, bool) {
+	var evs []sched.Event
+	if !s.drive(r, task, func(b []sched.Event) error { evs = append(evs, b...); return nil }) {
+		return nil, sched.Result{}, false
+	}
+	res, e := s.finished(r, task)
+	if e != nil {
+		s.fail(w, r, e)
+		return nil, res, false
+	}
+	return evs, res, true
+}
+
 func asParamError(err error, pe **sample.ParamError) bool { return errors.As(err, pe) }
 
 // ms converts a duration to float milliseconds, 0 for negative ones.

@@ -259,13 +259,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.streamChat(w, r, task, &q, id, created)
 		return
 	}
-	var evs []sched.Event
-	if !s.drive(r, task, func(b []sched.Event) error { evs = append(evs, b...); return nil }) {
-		return
-	}
-	res, e := s.finished(r, task)
-	if e != nil {
-		s.fail(w, r, e)
+	evs, res, ok := s.collect(w, r, task)
+	if !ok {
 		return
 	}
 	text := eventsText(evs)

@@ -350,13 +350,8 @@ func (s *Server) handleLlamaCompletion(w http.ResponseWriter, r *http.Request) {
 		sw.send(final(res, "", nil))
 		return
 	}
-	var evs []sched.Event
-	if !s.drive(r, task, func(b []sched.Event) error { evs = append(evs, b...); return nil }) {
-		return
-	}
-	res, e := s.finished(r, task)
-	if e != nil {
-		s.fail(w, r, e)
+	evs, res, ok := s.collect(w, r, task)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, final(res, eventsText(evs), evs))

@@ -91,15 +91,7 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			return err
 		}
 		bb := tx.Bucket(bucketBlocks)
-		return tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
-			id, err := digestKey(k)
-			if err != nil {
-				return nil
-			}
-			r, err := decodePackRecord(v)
-			if err != nil {
-				return nil
-			}
+		return eachPack(tx, func(k []byte, id pack.Digest, r *packRecord) error {
 			c := cand{id: id, rec: r, lastUse: r.lastUse}
 			if cv := bb.Get(k); cv != nil {
 				chain, _ := decodeChain(cv)

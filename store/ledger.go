@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/muserhq/muser/pack"
 )
 
@@ -69,6 +71,23 @@ func (r *packRecord) encode() []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.lastUse))
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(r.source)))
 	return append(b, r.source...)
+}
+
+// eachPack calls fn for every pack record in the ledger that decodes,
+// with its ID and, for callers that read other buckets by pack, its key.
+// Records that do not decode are skipped here: verify reports them.
+func eachPack(tx *bolt.Tx, fn func(k []byte, id pack.Digest, r *packRecord) error) error {
+	return tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
+		id, err := digestKey(k)
+		if err != nil {
+			return nil
+		}
+		r, err := decodePackRecord(v)
+		if err != nil {
+			return nil
+		}
+		return fn(k, id, r)
+	})
 }
 
 func decodePackRecord(b []byte) (*packRecord, error) {

@@ -67,15 +67,7 @@ func (s *Store) Packs() ([]PackInfo, error) {
 	var out []PackInfo
 	err := guard(s.ledgerPath(), func() error {
 		return s.db.View(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
-				id, err := digestKey(k)
-				if err != nil {
-					return nil
-				}
-				r, err := decodePackRecord(v)
-				if err != nil {
-					return nil
-				}
+			return eachPack(tx, func(_ []byte, id pack.Digest, r *packRecord) error {
 				out = append(out, s.info(id, r))
 				return nil
 			})
@@ -332,11 +324,7 @@ func (s *Store) Stats() (Stats, error) {
 	var st Stats
 	err := guard(s.ledgerPath(), func() error {
 		return s.db.View(func(tx *bolt.Tx) error {
-			if err := tx.Bucket(bucketPacks).ForEach(func(k, v []byte) error {
-				r, err := decodePackRecord(v)
-				if err != nil {
-					return nil
-				}
+			if err := eachPack(tx, func(_ []byte, _ pack.Digest, r *packRecord) error {
 				st.Packs++
 				if r.pinned() {
 					st.Pinned++

@@ -233,6 +233,10 @@ func run(modelPath, keep string, depths, streams, decodeBatches []int, gen, roun
 	if len(depths) > 0 {
 		printTTFT(rows)
 	}
+	if len(streams) == 0 {
+		fmt.Printf("Load average at the end: %s\n", loadavg())
+		return nil
+	}
 
 	// Decode throughput: for each DecodeBatch, a server of its own; the
 	// stream counts alternate within each round.
@@ -269,10 +273,6 @@ func run(modelPath, keep string, depths, streams, decodeBatches []int, gen, roun
 				logf("throughput: %.2f tok/s, %.2f tok/cpu-s", rate, perCPU)
 			}
 		}
-	}
-	if len(streams) == 0 {
-		fmt.Printf("Load average at the end: %s\n", loadavg())
-		return nil
 	}
 	fmt.Println("### Aggregate decode throughput (streamed /completion, ignore_eos)")
 	fmt.Println()
