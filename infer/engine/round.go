@@ -33,13 +33,6 @@ func roundF16(x float32) float32 {
 	return ggml.F16ToF32(ggml.F32ToF16(x)) // overflow to ±Inf, Inf, NaN
 }
 
-// roundF16s rounds every element of x to binary16 precision in place.
-func roundF16s(x []float32) {
-	for i, v := range x {
-		x[i] = roundF16(v)
-	}
-}
-
 // f32ToF16 is ggml.F32ToF16 (binary16 bits, ties to even) with the normal
 // range inline; a test compares them on every rounding boundary.
 func f32ToF16(x float32) uint16 {

@@ -77,3 +77,12 @@ func BenchmarkF32ToF16(b *testing.B) {
 		f32ToF16s(y, x)
 	}
 }
+
+// roundF16s rounds every element of x to binary16 precision in place, one
+// roundF16 at a time: the per-element reference the tests hold the
+// engine's vector rounding (kernels.RoundF16s) and attention to.
+func roundF16s(x []float32) {
+	for i, v := range x {
+		x[i] = roundF16(v)
+	}
+}
