@@ -32,7 +32,11 @@ const context = await model.createContext({
 const seq = context.getSequence();
 const out = fs.openSync(outPath, "w");
 let nVocab = 0;
-const chunk = 32; // keep at most this many full distributions alive at once
+// Tokens per evaluation (llama.cpp batch): 32 by default, which also keeps
+// at most 32 full distributions alive at once. CHUNK=1 evaluates one token
+// at a time (llama.cpp's decode path), to measure how much llama.cpp
+// agrees with itself under another batching.
+const chunk = Number(process.env.CHUNK || "32");
 const started = Date.now();
 for (let lo = 0; lo < tokens.length; lo += chunk) {
     const input = tokens.slice(lo, lo + chunk).map((t) => [t, {generateNext: {probabilities: true}}]);
@@ -58,6 +62,7 @@ console.log(JSON.stringify({
     n_vocab: nVocab,
     threads,
     node_llama_cpp: "3.21.1",
+    chunk,
     seconds: (Date.now() - started) / 1000,
 }));
 await context.dispose();

@@ -6,11 +6,14 @@
 //	    writes random-weight models with published shapes (enginetest)
 //	paritytool tokens -model FILE -n N -out TOKENS.json
 //	    writes the teacher-forcing token sequence for a model
-//	paritytool compare -model FILE -tokens TOKENS.json -ref REF.bin [-threads N]
+//	paritytool compare -model FILE -tokens TOKENS.json -ref REF.bin [-threads N] [-label NAME]
 //	    runs muser over the tokens and compares with llama.cpp's
 //	    log-probabilities (scripts/parity/logits.mjs); prints one JSON line
 //	paritytool report -in RESULTS.jsonl -doc FILE
 //	    rewrites the results table in FILE between marker lines
+//	paritytool refvs -a A.bin -b B.bin -tokens TOKENS.json [-label NAME]
+//	    compares two llama.cpp log-probability files (say, two batchings
+//	    or two CPU builds) with the figures of compare, a taking muser's place
 package main
 
 import (
@@ -38,7 +41,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: paritytool gen|tokens|compare|report|fixture|benchreport|zero [flags]")
+		fmt.Fprintln(os.Stderr, "usage: paritytool gen|tokens|compare|report|fixture|benchreport|zero|refvs [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -57,6 +60,8 @@ func main() {
 		err = benchReport(os.Args[2:])
 	case "zero":
 		err = zero(os.Args[2:])
+	case "refvs":
+		err = refvs(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -203,6 +208,9 @@ type Result struct {
 	MuserVsExact   float64 `json:"muser_vs_exact_rel_err,omitempty"`
 	LlamaVsExact   float64 `json:"llamacpp_vs_exact_rel_err,omitempty"`
 	Seconds        float64 `json:"muser_seconds"`
+	// SelfCompare marks a refvs row: llama.cpp against llama.cpp, with
+	// no muser run (no context figure, no timing).
+	SelfCompare bool `json:"llamacpp_vs_llamacpp,omitempty"`
 }
 
 func readTokens(path string) ([]int32, error) {
@@ -224,6 +232,7 @@ func compare(args []string) error {
 	refPath := fs.String("ref", "", "llama.cpp log-probabilities (logits.mjs output)")
 	threads := fs.Int("threads", 2, "threads")
 	dump := fs.String("dump", "", "write each position's relative logit error to this file, one a line")
+	label := fs.String("label", "", "name of the row (default: the model file's name)")
 	exact := fs.Int("exact", 0, "also compare the first N positions of both with the float64 reference (small models only: it holds all weights as float64)")
 	fs.Parse(args)
 	toks, err := readTokens(*tokPath)
@@ -286,6 +295,9 @@ func compare(args []string) error {
 		alone[i].Logits = nil
 	}
 	res.Model, res.Threads, res.Seconds = filepath.Base(*model), *threads, time.Since(t0).Seconds()
+	if *label != "" {
+		res.Model = *label
+	}
 	if *exact > 0 {
 		n := min(*exact, len(toks))
 		exactRef, err := enginetest.Reference(m.File(), toks[:n])
@@ -406,9 +418,12 @@ func report(args []string) error {
 	t.WriteString("| model | positions | top-1 agreement | rel. logit error mean / max | ref top-1 margin min / median | ref logit std | context changes top-1 |\n")
 	t.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&t, "| %s | %d | %.2f%% (%d/%d) | %.2e / %.2e | %.3f / %.3f | %.2f | %.0f%% |\n",
-			r.Model, r.Positions, r.AgreePct, r.Agree, r.Positions, r.RelErrMean, r.RelErrMax, r.MarginMin, r.MarginMed, r.LogitStd,
-			100*float64(r.ContextChanges)/float64(r.Positions))
+		ctx := fmt.Sprintf("%.0f%%", 100*float64(r.ContextChanges)/float64(r.Positions))
+		if r.SelfCompare {
+			ctx = "—"
+		}
+		fmt.Fprintf(&t, "| %s | %d | %.2f%% (%d/%d) | %.2e / %.2e | %.3f / %.3f | %.2f | %s |\n",
+			r.Model, r.Positions, r.AgreePct, r.Agree, r.Positions, r.RelErrMean, r.RelErrMax, r.MarginMin, r.MarginMed, r.LogitStd, ctx)
 	}
 	for _, r := range rows {
 		if len(r.DisagreeMgn) > 0 {
@@ -654,4 +669,65 @@ func zero(args []string) error {
 	}
 	fmt.Printf("zeroed %d tensors\n", n)
 	return os.WriteFile(*out, data, 0o644)
+}
+
+// refvs compares two llama.cpp log-probability files of the same model and
+// tokens: how far llama.cpp is from itself under another batching or CPU
+// build, on the scale compare uses for muser. File a takes the place of
+// muser's logits (log-probabilities differ from logits by a per-position
+// constant, which Compare removes); b is the reference whose margins are
+// reported.
+func refvs(args []string) error {
+	fs := flag.NewFlagSet("refvs", flag.ExitOnError)
+	aPath := fs.String("a", "", "log-probabilities compared (logits.mjs output)")
+	bPath := fs.String("b", "", "reference log-probabilities (logits.mjs output)")
+	tokPath := fs.String("tokens", "", "tokens JSON both were recorded over")
+	label := fs.String("label", "", "name of the row (default: the two file names)")
+	fs.Parse(args)
+	if *aPath == "" || *bPath == "" || *tokPath == "" {
+		return fmt.Errorf("refvs: -a, -b and -tokens are required")
+	}
+	toks, err := readTokens(*tokPath)
+	if err != nil {
+		return err
+	}
+	a, err := os.ReadFile(*aPath)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(*bPath)
+	if err != nil {
+		return err
+	}
+	res, err := refCompare(a, b, len(toks))
+	if err != nil {
+		return fmt.Errorf("refvs: %s vs %s: %w", *aPath, *bPath, err)
+	}
+	res.Model = *label
+	if res.Model == "" {
+		res.Model = filepath.Base(*aPath) + " vs " + filepath.Base(*bPath)
+	}
+	out, _ := json.Marshal(res)
+	fmt.Println(string(out))
+	return nil
+}
+
+// refCompare is refvs on two log-probability files' bytes of n positions
+// each: a in muser's place, b the reference.
+func refCompare(a, b []byte, n int) (Result, error) {
+	if n == 0 || len(a) != len(b) || len(a)%(n*4) != 0 {
+		return Result{}, fmt.Errorf("%d and %d bytes; want the same multiple of %d positions × 4", len(a), len(b), n)
+	}
+	V := len(a) / (n * 4)
+	logits := make([]float32, n*V)
+	for i := range logits {
+		v := math.Float32frombits(binary.LittleEndian.Uint32(a[i*4:]))
+		if math.IsInf(float64(v), -1) {
+			v = -1e30 // underflowed probability: below every counted token
+		}
+		logits[i] = v
+	}
+	res := Compare(logits, b, n, V)
+	res.SelfCompare = true
+	return res, nil
 }
