@@ -158,6 +158,8 @@ type inspectIdentity struct {
 	BlockTokens int              `json:"block_tokens"`
 	BlockFrom   string           `json:"block_from"`
 	Missing     []missingIDField `json:"missing,omitempty"`
+	// full is the identity itself, whole only when Missing is empty.
+	full pack.Identity
 }
 
 // missingIDField is an identity field that could not be computed.
@@ -234,6 +236,7 @@ func modelIdentity(f *gguf.File, o identityOptions) (inspectIdentity, error) {
 	if len(id.Missing) == 0 {
 		id.Key = full.Key().String()
 	}
+	id.full = full
 	return id, nil
 }
 

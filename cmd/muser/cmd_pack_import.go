@@ -8,13 +8,15 @@ import (
 	"io"
 	"os"
 
+	"github.com/muserhq/muser/infer/gguf"
+	"github.com/muserhq/muser/infer/kvcache"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
 	"github.com/spf13/pflag"
 )
 
 func newPackImportCommand() *command {
-	var keyFile string
+	var keyFile, expectModel, kvName string
 	cmd := &command{
 		name:    "pack import",
 		args:    "FILE",
@@ -27,15 +29,30 @@ producer), the format version, the block size, each chunk's BLAKE3 and
 the Merkle root. Anything that does not verify is refused: exit status 4,
 and 'muser receipts ls' shows the receipt. Chunks read before a refusal
 are not visible; gc reclaims them. The store is created if absent, with the
-block size of the imported pack.`,
+block size of the imported pack.
+
+With --expect-model FILE the pack must also have been made by that GGUF
+model: its identity must equal, field by field, the one muser serve and
+muser run compute for KV made with FILE (--kv f16 or f32, the store's
+block size; model inspect prints the same fields). A pack made by another
+model, tokenizer, template, quantization, KV layout or engine version is
+refused as identity-mismatch, naming each differing field (exit status 4);
+a FILE whose identity cannot be computed (an architecture the engine does
+not support) is an error before anything is read (exit status 1).`,
 		home: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&keyFile, "key", "", "verify the seal with the secret in `FILE`")
+			fs.StringVar(&expectModel, "expect-model", "", "refuse a pack not made by the GGUF model `FILE`")
+			fs.StringVar(&kvName, "kv", "f16", "KV element type --expect-model's identity is computed for: f16 or f32")
 		},
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) != 1 {
 			return usagef(cmd, "takes exactly one file, got %d arguments", len(args))
+		}
+		kv, err := kvcache.ParseDType(kvName)
+		if err != nil {
+			return usagef(cmd, "--kv: %v", err)
 		}
 		var key []byte
 		if keyFile != "" {
@@ -51,22 +68,44 @@ block size of the imported pack.`,
 		}
 		defer f.Close()
 		s, err := openStore(env, false, false)
+		var newStore *store.Options
 		if errors.Is(err, store.ErrNotFound) {
-			// A new store takes the block size of the pack it starts with.
-			var opts store.Options
+			// A new store takes the block size of the pack it starts with;
+			// it is created only once every flag has been checked.
+			newStore = &store.Options{BlockTokens: store.DefaultBlockTokens}
 			if fr, ferr := pack.NewFileReader(bufio.NewReader(f)); ferr == nil {
-				opts.BlockTokens = fr.Manifest().BlockTokens
+				newStore.BlockTokens = fr.Manifest().BlockTokens
 			}
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
 				return err
 			}
-			s, err = store.Open(env.home, opts)
-		}
-		if err != nil {
+		} else if err != nil {
 			return err
 		}
+		opts := store.ImportOptions{Key: key, Source: "import:" + args[0]}
+		if expectModel != "" {
+			var block int
+			if s != nil {
+				block = s.BlockTokens()
+			} else {
+				block = newStore.BlockTokens
+			}
+			id, err := expectedIdentity(expectModel, kv, block)
+			if err != nil {
+				if s != nil {
+					s.Close()
+				}
+				return err
+			}
+			opts.Expect = &id
+		}
+		if newStore != nil {
+			if s, err = store.Open(env.home, *newStore); err != nil {
+				return err
+			}
+		}
 		defer s.Close()
-		res, err := s.Import(ctx, bufio.NewReaderSize(f, 1<<20), store.ImportOptions{Key: key, Source: "import:" + args[0]})
+		res, err := s.Import(ctx, bufio.NewReaderSize(f, 1<<20), opts)
 		if err != nil {
 			return err
 		}
@@ -78,4 +117,24 @@ block size of the imported pack.`,
 		return nil
 	}
 	return cmd
+}
+
+// expectedIdentity is the identity serve and run give KV made with the
+// GGUF model at path, with KV type kv in blocks of block tokens: what
+// pack import --expect-model holds a pack to.
+func expectedIdentity(path string, kv kvcache.DType, block int) (pack.Identity, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return pack.Identity{}, fmt.Errorf("--expect-model: %w", err)
+	}
+	defer f.Close()
+	id, err := modelIdentity(f, identityOptions{kv: kv, block: block})
+	if err != nil {
+		return pack.Identity{}, fmt.Errorf("--expect-model: %w", err)
+	}
+	if len(id.Missing) > 0 {
+		m := id.Missing[0]
+		return pack.Identity{}, fmt.Errorf("--expect-model %s: the %s field cannot be computed: %s", path, m.Field, m.Reason)
+	}
+	return id.full, nil
 }
