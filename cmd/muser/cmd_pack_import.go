@@ -38,7 +38,8 @@ block size; model inspect prints the same fields). A pack made by another
 model, tokenizer, template, quantization, KV layout or engine version is
 refused as identity-mismatch, naming each differing field (exit status 4);
 a FILE whose identity cannot be computed (an architecture the engine does
-not support) is an error before anything is read (exit status 1).`,
+not support) is an error before anything is read (exit status 1; 3 when
+FILE does not exist), and creates no store.`,
 		home: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&keyFile, "key", "", "verify the seal with the secret in `FILE`")
