@@ -388,7 +388,11 @@ func Compare(logits []float32, ref []byte, n, V int) Result {
 
 // markers returns the lines between which the doc holds table mark.
 func markers(mark string) (begin, end string) {
-	return "<!-- " + mark + ":begin (scripts/parity/parity.sh rewrites this table) -->", "<!-- " + mark + ":end -->"
+	script := "parity.sh"
+	if mark == "selfparity" {
+		script = "selfparity.sh"
+	}
+	return "<!-- " + mark + ":begin (scripts/parity/" + script + " rewrites this table) -->", "<!-- " + mark + ":end -->"
 }
 
 func report(args []string) error {
