@@ -9,7 +9,8 @@
 // llama.cpp's float32 probability underflowed to 0). With a greedy sampler
 // (temperature 0) node-llama-cpp returns softmax(logits) over the whole
 // vocabulary, so these are the logits up to an additive constant per
-// position. A JSON summary goes to stdout.
+// position. A JSON summary goes to stdout. Environment: CHUNK (tokens per
+// evaluation, default 32), FLASH_ATTN=1 (llama.cpp's flash attention).
 import fs from "node:fs";
 import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
@@ -20,6 +21,15 @@ if (!modelPath || !tokensPath || !outPath) {
 }
 const tokens = JSON.parse(fs.readFileSync(tokensPath, "utf8"));
 const threads = Number(threadsArg);
+// Tokens per evaluation (llama.cpp batch): 32 by default, which also keeps
+// at most 32 full distributions alive at once. CHUNK=1 evaluates one token
+// at a time (llama.cpp's decode path), to measure how much llama.cpp
+// agrees with itself under another batching.
+const chunk = Number(process.env.CHUNK || "32");
+if (!Number.isInteger(chunk) || chunk < 1) {
+    console.error(`CHUNK=${process.env.CHUNK}: want a whole number of tokens per evaluation, at least 1`);
+    process.exit(2);
+}
 const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
 const model = await llama.loadModel({modelPath, gpuLayers: 0});
 const context = await model.createContext({
@@ -32,11 +42,6 @@ const context = await model.createContext({
 const seq = context.getSequence();
 const out = fs.openSync(outPath, "w");
 let nVocab = 0;
-// Tokens per evaluation (llama.cpp batch): 32 by default, which also keeps
-// at most 32 full distributions alive at once. CHUNK=1 evaluates one token
-// at a time (llama.cpp's decode path), to measure how much llama.cpp
-// agrees with itself under another batching.
-const chunk = Number(process.env.CHUNK || "32");
 const started = Date.now();
 for (let lo = 0; lo < tokens.length; lo += chunk) {
     const input = tokens.slice(lo, lo + chunk).map((t) => [t, {generateNext: {probabilities: true}}]);
