@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-
 	"strings"
 	"testing"
+
+	"github.com/muserhq/muser/infer/infertest"
 )
 
 const (
@@ -27,7 +28,7 @@ func TestBadInput(t *testing.T) {
 	chat := func(extra string) string {
 		return `{"model":"stories260K","messages":[{"role":"user","content":"hi"}]` + extra + `}`
 	}
-	long := story(300) // more tokens than the 128-token context
+	long := infertest.Story(0, 300) // more tokens than the 128-token context
 	for _, tc := range []struct {
 		name, method, path, body string
 		header                   []string

@@ -152,17 +152,3 @@ func writeKeys(t testing.TB, lines ...string) string {
 	}
 	return p
 }
-
-// story returns a prompt of about n words of story text.
-func story(n int) string {
-	words := strings.Fields("once upon a time there was a little girl named lily she liked to play with her ball in the park " +
-		"one day she saw a big dog the dog was happy and wanted to play too they ran and laughed all day long")
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(words[(i*7+i/len(words))%len(words)])
-	}
-	return b.String()
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/muserhq/muser/infer/infertest"
 	"github.com/muserhq/muser/infer/tokenizer"
 	"github.com/muserhq/muser/pack"
 )
@@ -13,7 +14,7 @@ import (
 // publishes a prefix and names its pack; another identity is refused.
 func TestPrefill(t *testing.T) {
 	ts := startServer(t, nil)
-	ids, err := ts.s.model.tok.Encode(story(150), tokenizer.EncodeOptions{AddSpecial: true})
+	ids, err := ts.s.model.tok.Encode(infertest.Story(0, 150), tokenizer.EncodeOptions{AddSpecial: true})
 	if err != nil {
 		t.Fatal(err)
 	}

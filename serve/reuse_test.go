@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/muserhq/muser/infer/infertest"
 )
 
 // chatResult is what the tests read from a chat completion.
@@ -105,7 +107,7 @@ func TestPrefixReuse(t *testing.T) {
 	home := t.TempDir()
 	opts := func(o *Options) { o.Home = home }
 	ts := startServer(t, opts)
-	system := story(220)
+	system := infertest.Story(0, 220)
 	first := ts.chat(t, chatBody(system, "Tell me a story.", 11, 12, nil))
 	if first.cached != 0 || first.prompt < 128 {
 		t.Fatalf("first request: %d cached of %d prompt tokens; want 0 of at least two blocks", first.cached, first.prompt)
@@ -148,7 +150,7 @@ func TestTenantIsolation(t *testing.T) {
 	ts := startServer(t, func(o *Options) { o.APIKeysFile = writeKeys(t, keyAlice+" alice", keyBob+" bob") })
 	alice := []string{"Authorization", "Bearer " + keyAlice}
 	bob := []string{"Authorization", "Bearer " + keyBob}
-	system := story(200)
+	system := infertest.Story(0, 200)
 	body := func(extra map[string]any) map[string]any { return chatBody(system, "Go on.", 3, 4, extra) }
 	if r := ts.chat(t, body(nil), alice...); r.cached != 0 {
 		t.Fatalf("alice first: got %d cached tokens, want 0", r.cached)
@@ -179,7 +181,7 @@ func TestConcurrentStreams(t *testing.T) {
 		for i := range out {
 			// A salt per stream: the prompts share their first words, and
 			// no stream may restore what another published.
-			out[i] = chatBody(story(20+9*i), fmt.Sprintf("Story %d.", i), 100+i, 24+2*i,
+			out[i] = chatBody(infertest.Story(0, 20+9*i), fmt.Sprintf("Story %d.", i), 100+i, 24+2*i,
 				map[string]any{"cache_salt": fmt.Sprintf("%s-%d", salt, i)})
 		}
 		return out

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/muserhq/muser/infer/infertest"
 )
 
 // The end-to-end tests run the muser binary as separate processes, one
@@ -280,21 +282,6 @@ func (e *e2e) cluster2(a, b string) (homeA, homeB, addrA, addrB string) {
 	return
 }
 
-// story is a prompt of about n words of story text (more than a 64-token
-// block for n ≥ 60 with stories260K's tokenizer).
-func storyPrompt(seed, n int) string {
-	words := strings.Fields("once upon a time there was a little girl named lily she liked to play with her ball in the park " +
-		"one day she saw a big dog the dog was happy and wanted to play too they ran and laughed all day long")
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(words[(i*7+seed+i/len(words))%len(words)])
-	}
-	return b.String()
-}
-
 type packRecord struct {
 	ID     string `json:"id"`
 	Tokens int    `json:"tokens"`
@@ -332,8 +319,8 @@ func TestE2EReplication(t *testing.T) {
 
 	// (a) One pack made on each side by muser run; push alpha's to beta
 	// and pull beta's from alpha while beta serves.
-	e.must("run", "--model", storiesModel, "--home", homeA, "-p", storyPrompt(1, 90), "-n", "4", "--temperature", "0")
-	e.must("run", "--model", storiesModel, "--home", homeB, "-p", storyPrompt(2, 90), "-n", "4", "--temperature", "0")
+	e.must("run", "--model", storiesModel, "--home", homeA, "-p", infertest.Story(1, 90), "-n", "4", "--temperature", "0")
+	e.must("run", "--model", storiesModel, "--home", homeB, "-p", infertest.Story(2, 90), "-n", "4", "--temperature", "0")
 	pa, pb := e.packs(homeA), e.packs(homeB)
 	if len(pa) != 1 || len(pb) != 1 {
 		t.Fatalf("after muser run: %d packs on alpha, %d on beta; want 1 each", len(pa), len(pb))
@@ -363,7 +350,7 @@ func TestE2EReplication(t *testing.T) {
 	// log line when alpha shuts down (a short grace: the hang guard is
 	// not a timing assertion).
 	alpha := e.serve("alpha", homeA, "--replicate-to", "beta", "--shutdown-grace", "1s")
-	alpha.generate("/v1/completions", fmt.Sprintf(`{"prompt":%q,"max_tokens":2,"temperature":0}`, storyPrompt(4, 90)))
+	alpha.generate("/v1/completions", fmt.Sprintf(`{"prompt":%q,"max_tokens":2,"temperature":0}`, infertest.Story(4, 90)))
 	alpha.waitLog("replication failed; retrying")
 	alpha.stop()
 	if log := alpha.stderr.String(); !strings.Contains(log, "replication queue abandoned") || !strings.Contains(log, "packs=1") {
@@ -373,7 +360,7 @@ func TestE2EReplication(t *testing.T) {
 	// (b) Continuous replication: alpha serves with --replicate-to beta.
 	beta = e.serve("beta", homeB, "--repl-addr", addrB)
 	alpha = e.serve("alpha", homeA, "--replicate-to", "beta")
-	req := fmt.Sprintf(`{"prompt":%q,"max_tokens":8,"temperature":0,"logprobs":2}`, storyPrompt(3, 150))
+	req := fmt.Sprintf(`{"prompt":%q,"max_tokens":8,"temperature":0,"logprobs":2}`, infertest.Story(3, 150))
 	wantChoices, cached := alpha.generate("/v1/completions", req)
 	if cached != 0 {
 		t.Fatalf("alpha's first request: %d cached tokens, want 0", cached)
@@ -423,10 +410,10 @@ func TestE2ERemotePrefill(t *testing.T) {
 
 	chat := func(seed, words int, extra string) string {
 		return fmt.Sprintf(`{"messages":[{"role":"user","content":%q}],"max_tokens":12,"logprobs":true,"top_logprobs":2%s}`,
-			storyPrompt(seed, words), extra)
+			infertest.Story(seed, words), extra)
 	}
 	completion := func(seed, words int, extra string) string {
-		return fmt.Sprintf(`{"prompt":%q,"max_tokens":12,"logprobs":2%s}`, storyPrompt(seed, words), extra)
+		return fmt.Sprintf(`{"prompt":%q,"max_tokens":12,"logprobs":2%s}`, infertest.Story(seed, words), extra)
 	}
 	cases := []struct {
 		name, path, body string

@@ -13,6 +13,7 @@ import (
 
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/gguf"
+	"github.com/muserhq/muser/infer/infertest"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/infer/tokenizer"
 	"github.com/muserhq/muser/pack"
@@ -140,20 +141,6 @@ func run(t testing.TB, s *Scheduler, req *Request) output {
 	return collect(t, task)
 }
 
-// story returns a prompt of about n tokens of story text.
-func story(n int) string {
-	words := strings.Fields("once upon a time there was a little girl named lily she liked to play with her ball in the park " +
-		"one day she saw a big dog the dog was happy and wanted to play too they ran and laughed all day long")
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(words[(i*7+i/len(words))%len(words)])
-	}
-	return b.String()
-}
-
 func sampling(seed uint64) sample.Params {
 	p := sample.Defaults(seed)
 	p.Temperature = 0.9
@@ -174,7 +161,7 @@ func TestAloneEqualsBatched(t *testing.T) {
 	const n = 8
 	reqs := make([]*Request, n)
 	for i := range reqs {
-		reqs[i] = &Request{ID: fmt.Sprint(i), Prompt: e.encode(t, story(10+13*i)), MaxTokens: 20 + i,
+		reqs[i] = &Request{ID: fmt.Sprint(i), Prompt: e.encode(t, infertest.Story(0, 10+13*i)), MaxTokens: 20 + i,
 			Sampling: sampling(uint64(100 + i)), Logprobs: 2, NoCache: true}
 	}
 	alone := e.newSched(t, nil, nil)
@@ -215,7 +202,7 @@ func TestPrefixReuseThroughStore(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir)
 	s := e.newSched(t, st, nil)
-	base := e.encode(t, story(150))
+	base := e.encode(t, infertest.Story(0, 150))
 	if len(base) < 2*st.BlockTokens() {
 		t.Fatalf("prompt of %d tokens is shorter than two blocks", len(base))
 	}
@@ -263,7 +250,7 @@ func TestSaltIsolation(t *testing.T) {
 	st := openStore(t, t.TempDir())
 	defer st.Close()
 	s := e.newSched(t, st, func(c *Config) { c.SlotReuse = true })
-	p := e.encode(t, story(120))
+	p := e.encode(t, infertest.Story(0, 120))
 	a := run(t, s, &Request{Prompt: p, Salt: []byte("tenant-a"), MaxTokens: 4})
 	s.Sync(context.Background())
 	b := run(t, s, &Request{Prompt: p, Salt: []byte("tenant-b"), MaxTokens: 4})
@@ -282,7 +269,7 @@ func TestSlotReuse(t *testing.T) {
 	st := openStore(t, t.TempDir())
 	defer st.Close()
 	s := e.newSched(t, st, func(c *Config) { c.SlotReuse = true })
-	p := e.encode(t, story(40)) // shorter than a block: only the slot can help
+	p := e.encode(t, infertest.Story(0, 40)) // shorter than a block: only the slot can help
 	first := run(t, s, &Request{Prompt: p, Salt: []byte("x"), MaxTokens: 4})
 	s.Sync(context.Background())
 	p2 := append(slices.Clone(p), first.res.Generated...)
@@ -302,7 +289,7 @@ func TestRefusedRestoreIsAMiss(t *testing.T) {
 	st := openStore(t, dir)
 	defer st.Close()
 	s := e.newSched(t, st, nil)
-	p := e.encode(t, story(150))
+	p := e.encode(t, infertest.Story(0, 150))
 	want := run(t, s, &Request{Prompt: p, MaxTokens: 6})
 	s.Sync(context.Background())
 	// Flip a byte in every chunk file.
@@ -436,7 +423,7 @@ func TestPrefillOnly(t *testing.T) {
 	st := openStore(t, t.TempDir())
 	defer st.Close()
 	s := e.newSched(t, st, nil)
-	p := e.encode(t, story(150))
+	p := e.encode(t, infertest.Story(0, 150))
 	task, err := s.Submit(context.Background(), &Request{Prompt: p, PrefillOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -464,7 +451,7 @@ func TestWholePromptCached(t *testing.T) {
 	st := openStore(t, t.TempDir())
 	defer st.Close()
 	s := e.newSched(t, st, nil)
-	p := e.encode(t, story(200))
+	p := e.encode(t, infertest.Story(0, 200))
 	p = p[:len(p)/st.BlockTokens()*st.BlockTokens()] // a whole number of blocks
 	first := run(t, s, &Request{Prompt: p, MaxTokens: 5, Sampling: sampling(3)})
 	s.Sync(context.Background())
@@ -542,7 +529,7 @@ func TestHooks(t *testing.T) {
 			return nil
 		}
 	})
-	p := e.encode(t, story(150))
+	p := e.encode(t, infertest.Story(0, 150))
 	failed := run(t, s, &Request{ID: "refused", Prompt: p, Salt: []byte("fail"), MaxTokens: 3})
 	if !errors.Is(failed.err, ErrRemotePrefill) || !errors.Is(failed.err, refuse) {
 		t.Errorf("request whose RemotePrefill failed: got %v, want an error wrapping ErrRemotePrefill and the hook's error", failed.err)
