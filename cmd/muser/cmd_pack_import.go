@@ -34,7 +34,8 @@ block size of the imported pack.
 With --expect-model FILE the pack must also have been made by that GGUF
 model: its identity must equal, field by field, the one muser serve and
 muser run compute for KV made with FILE (--kv f16 or f32, the store's
-block size; model inspect prints the same fields). A pack made by another
+block size; model inspect prints the same fields; the model field digests
+every byte of FILE's tensors, so this reads the whole file). A pack made by another
 model, tokenizer, template, quantization, KV layout or engine version is
 refused as identity-mismatch, naming each differing field (exit status 4);
 a FILE whose identity cannot be computed (an architecture the engine does
