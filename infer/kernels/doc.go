@@ -94,9 +94,9 @@
 // AXPYF16, the Rows helpers and the raw-block kernels of Q4_0, Q4_1, Q5_0,
 // Q5_1, Q8_0, Q4_K, Q5_K and Q6_K — used for every batch size, as AVX2 has
 // no panel kernels — and for F16, F32 and BF16 weights (4 rows × 1 token),
-// and the portable Go code for the rest (Q2_K, Q3_K, the activation
-// quantizers, Exp32). NVFP4 weights take the portable code on every
-// variant. Every other CPU and architecture runs the portable code.
+// and the portable Go code for the rest (Q2_K, Q3_K, NVFP4, the activation
+// quantizers, Exp32). Every other CPU and architecture runs the portable
+// code.
 // SetISA forces a variant, for tests and benchmarks. All variants give
 // identical bits, so the variant is not part of the engine identity.
 //
@@ -120,6 +120,17 @@
 //     that VNNI dots against broadcast activation bytes accumulate each
 //     row's sum in its own lane with no horizontal reduction; the panel is
 //     reused by every token, eight tokens per pass.
+//   - NVFP4 raw-block kernels (every batch size) read each block of a
+//     16-row group once for up to 8 tokens, like the multi-token Q8_0
+//     kernels: they gather the 16 rows' four UE4M3 scale bytes and decode
+//     them exactly (float32 bits (v<<20) + 119<<23 for a normal byte v,
+//     float32(v)·2^−10 for a subnormal one, 0 for 0x7F), transpose the
+//     rows' 32 packed quant bytes into the panel layout, and only then
+//     split each dword's nibbles (four values 4m.. and four values 8+4m..
+//     of one sub-block) and map them through a VPSHUFB table to v+12
+//     (unsigned, so that VNNI can multiply them; −12·Σa per sub-block
+//     restores the signed sum, exactly). Rows past the last whole group of
+//     16 take the portable code.
 //   - Float weights (F16, F32, BF16) run a 4-row × 4-token kernel whose 16
 //     lanes are the canonical accumulators.
 //

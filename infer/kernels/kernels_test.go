@@ -320,9 +320,10 @@ func TestMatMulChecksMatrix(t *testing.T) {
 }
 
 // TestMaxRawBatch checks which batch sizes read weights in place, per
-// variant: with AVX-512, Q8_0 at every size (multi-token raw kernels), the
-// other raw-block types up to 4 tokens, and no limit where no batch size
-// adds a panel unpack (floats, Q2_K/Q3_K, every type without AVX-512).
+// variant: with AVX-512, Q8_0 and NVFP4 at every size (multi-token raw
+// kernels), the other raw-block types up to 4 tokens, and no limit where
+// no batch size adds a panel unpack (floats, Q2_K/Q3_K, every type
+// without AVX-512).
 func TestMaxRawBatch(t *testing.T) {
 	defer SetISA(SetISA(BestISA()))
 	for _, v := range variants() {

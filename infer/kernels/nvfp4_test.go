@@ -13,13 +13,14 @@ import (
 // TestMatMulNVFP4MatchesGGML compares MatMul of NVFP4 weights, on every
 // ISA variant, bit for bit with ggml's own ggml_vec_dot_nvfp4_q8_0
 // (generic C, no floating-point contraction) on activations quantized by
-// quantize_row_q8_0_ref: testdata/ref/dot.NVFP4.* holds 6 rows of 512
-// columns (random codes; scales of 2^−5 to 2^1 with a few subnormal, 0x7F
-// and 0xFE bytes), 3 tokens of N(0,1) activations with outliers, and the
-// 18 results. The canonical order (doc.go) is ggml's loop order, so the
-// bits agree.
+// quantize_row_q8_0_ref. testdata/ref/dot.NVFP4.* holds 32 rows of 512
+// columns of random codes (rows 0-15 with scales of 2^−5 to 2^1 and a few
+// subnormal, 0x7F and 0xFE bytes; rows 16-31 with every scale byte 0..255
+// twice), 9 tokens of N(0,1) activations with outliers (a group of 8 and
+// one more for the 16-row SIMD kernels), and the 288 results. The
+// canonical order (doc.go) is ggml's loop order, so the bits agree.
 func TestMatMulNVFP4MatchesGGML(t *testing.T) {
-	const rows, cols, n = 6, 512, 3
+	const rows, cols, n = 32, 512, 9
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join("testdata", "ref", name))
 		if err != nil {
