@@ -61,6 +61,7 @@ func commands() []*command {
 	return []*command{
 		newVersionCommand(),
 		newModelInspectCommand(),
+		newQuantizeCommand(),
 		newTokenizeCommand(),
 		newDetokenizeCommand(),
 		newRunCommand(),

@@ -23,7 +23,7 @@ func benchInput() []float32 {
 // compared with in docs/benchmarks.md.
 func BenchmarkDequantize(b *testing.B) {
 	x := benchInput()
-	for _, typ := range []Type{TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeQ8_K} {
+	for _, typ := range []Type{TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeQ8_K, TypeNVFP4} {
 		size, _ := typ.RowSize(benchRow)
 		src := make([]byte, size)
 		if typ.CanQuantize() {
@@ -49,7 +49,7 @@ func BenchmarkDequantize(b *testing.B) {
 // peer.
 func BenchmarkQuantize(b *testing.B) {
 	x := benchInput()
-	for _, typ := range []Type{TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ8_K, TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ4_K} {
+	for _, typ := range []Type{TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ8_K, TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ4_K, TypeNVFP4} {
 		size, _ := typ.RowSize(benchRow)
 		dst := make([]byte, size)
 		b.Run(typ.String(), func(b *testing.B) {

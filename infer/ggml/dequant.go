@@ -12,20 +12,21 @@ type dequantizer func(src []byte, dst []float32)
 
 // dequantizers lists the types Dequantize decodes.
 var dequantizers = map[Type]dequantizer{
-	TypeF32:  dequantF32,
-	TypeF16:  dequantF16,
-	TypeBF16: dequantBF16,
-	TypeQ4_0: dequantQ4_0,
-	TypeQ4_1: dequantQ4_1,
-	TypeQ5_0: dequantQ5_0,
-	TypeQ5_1: dequantQ5_1,
-	TypeQ8_0: dequantQ8_0,
-	TypeQ2_K: dequantQ2_K,
-	TypeQ3_K: dequantQ3_K,
-	TypeQ4_K: dequantQ4_K,
-	TypeQ5_K: dequantQ5_K,
-	TypeQ6_K: dequantQ6_K,
-	TypeQ8_K: dequantQ8_K,
+	TypeF32:   dequantF32,
+	TypeF16:   dequantF16,
+	TypeBF16:  dequantBF16,
+	TypeQ4_0:  dequantQ4_0,
+	TypeQ4_1:  dequantQ4_1,
+	TypeQ5_0:  dequantQ5_0,
+	TypeQ5_1:  dequantQ5_1,
+	TypeQ8_0:  dequantQ8_0,
+	TypeQ2_K:  dequantQ2_K,
+	TypeQ3_K:  dequantQ3_K,
+	TypeQ4_K:  dequantQ4_K,
+	TypeQ5_K:  dequantQ5_K,
+	TypeQ6_K:  dequantQ6_K,
+	TypeQ8_K:  dequantQ8_K,
+	TypeNVFP4: dequantNVFP4,
 }
 
 // Dequantize decodes len(dst) elements of type t from src into dst. src

@@ -203,6 +203,39 @@ func handBlocks() []handBlock {
 		q8k[4+j] = byte(int8(j - 128))
 	}
 	out = append(out, handBlock{TypeQ8_K, q8k, func(e int) float32 { return float32(e-128) * 0.125 }})
+
+	// NVFP4, two blocks. Byte 8s+j of a sub-block's quants is j | (15-j)<<4:
+	// its low nibble, code j, is value j of the sub-block and its high
+	// nibble, code 15-j, value j+8. Twice the E2M1 value of codes 0..7 is
+	// 0 1 2 3 4 6 8 12, of codes 15..8 −12 −8 −6 −4 −3 −2 −1 0. The scale
+	// bytes of block 0 are 0x38 (exponent 7, mantissa 0: 1.0, half 0.5),
+	// 0x30 (exponent 6: 0.5, half 0.25), 0x01 (subnormal 1·2^−9, half
+	// 2^−10) and 0x7F (NaN, read as 0). Block 1 has scales 0xB8 (bit 7 is
+	// ignored: 0.5), 0xFF (exponent 15, mantissa 7: 1.875·2^8 = 480, half
+	// 240), 0x80 (0) and 0x7E (1.75·2^8 = 448, half 224), and every quant
+	// byte 0x97: code 7 (12) low, code 9 (−1) high.
+	nv := []byte{0x38, 0x30, 0x01, 0x7f}
+	for s := 0; s < 4; s++ {
+		for j := 0; j < 8; j++ {
+			nv = append(nv, byte(j)|byte(15-j)<<4)
+		}
+	}
+	nv = append(nv, 0xb8, 0xff, 0x80, 0x7e)
+	for j := 0; j < 32; j++ {
+		nv = append(nv, 0x97)
+	}
+	out = append(out, handBlock{TypeNVFP4, nv, func(e int) float32 {
+		s, i := (e%64)/16, e%16
+		if e < 64 {
+			v := []float32{0, 1, 2, 3, 4, 6, 8, 12, -12, -8, -6, -4, -3, -2, -1, 0}[i]
+			return v * []float32{0.5, 0.25, 1.0 / 1024, 0}[s]
+		}
+		d := []float32{0.5, 240, 0, 224}[s]
+		if i < 8 {
+			return 12 * d
+		}
+		return -d
+	}})
 	return out
 }
 
@@ -248,7 +281,7 @@ func floats(b []byte) []float32 {
 // reference dequantize_row_* (testdata/ref/dequant.*; see
 // docs/benchmarks.md and the package doc for how they were made).
 func TestDequantizeReference(t *testing.T) {
-	for _, typ := range []Type{TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ8_0, TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeQ8_K} {
+	for _, typ := range []Type{TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ8_0, TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeQ8_K, TypeNVFP4} {
 		t.Run(typ.String(), func(t *testing.T) {
 			src := readRef(t, "dequant."+typ.String()+".q")
 			want := floats(readRef(t, "dequant."+typ.String()+".f32"))
@@ -312,13 +345,17 @@ func FuzzDequantize(f *testing.F) {
 
 var update = flag.Bool("update", false, "rewrite the committed fuzz seed corpus under testdata/fuzz")
 
-// TestWriteFuzzSeeds writes the hand blocks as FuzzDequantize seeds when
-// run with -update, and otherwise checks that the corpus is present.
+// TestWriteFuzzSeeds writes the hand blocks as FuzzDequantize seeds and
+// nvfp4Seeds as FuzzNVFP4 seeds when run with -update, and otherwise checks
+// that both corpora are present.
 func TestWriteFuzzSeeds(t *testing.T) {
 	dir := filepath.Join("testdata", "fuzz", "FuzzDequantize")
 	if !*update {
-		if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
-			t.Errorf("no committed seeds in %s (run go test -run TestWriteFuzzSeeds -update): %v", dir, err)
+		for _, target := range []string{"FuzzDequantize", "FuzzNVFP4"} {
+			dir := filepath.Join("testdata", "fuzz", target)
+			if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
+				t.Errorf("no committed seeds in %s (run go test -run TestWriteFuzzSeeds -update): %v", dir, err)
+			}
 		}
 		return
 	}
@@ -328,6 +365,16 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	for _, hb := range handBlocks() {
 		body := fmt.Sprintf("go test fuzz v1\nbyte(%q)\n[]byte(%s)\n", rune(hb.typ), strconv.Quote(string(hb.src)))
 		if err := os.WriteFile(filepath.Join(dir, "hand-"+hb.typ.String()), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir = filepath.Join("testdata", "fuzz", "FuzzNVFP4")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, in := range nvfp4Seeds() {
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(in)))
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", i)), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

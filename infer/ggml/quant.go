@@ -12,16 +12,17 @@ type quantizer func(src []float32, dst []byte)
 
 // quantizers lists the types Quantize encodes.
 var quantizers = map[Type]quantizer{
-	TypeF32:  quantF32,
-	TypeF16:  quantF16,
-	TypeBF16: quantBF16,
-	TypeQ4_0: quantQ4_0,
-	TypeQ4_1: quantQ4_1,
-	TypeQ5_0: quantQ5_0,
-	TypeQ5_1: quantQ5_1,
-	TypeQ8_0: quantQ8_0,
-	TypeQ4_K: quantQ4_K,
-	TypeQ8_K: quantQ8_K,
+	TypeF32:   quantF32,
+	TypeF16:   quantF16,
+	TypeBF16:  quantBF16,
+	TypeQ4_0:  quantQ4_0,
+	TypeQ4_1:  quantQ4_1,
+	TypeQ5_0:  quantQ5_0,
+	TypeQ5_1:  quantQ5_1,
+	TypeQ8_0:  quantQ8_0,
+	TypeQ4_K:  quantQ4_K,
+	TypeQ8_K:  quantQ8_K,
+	TypeNVFP4: quantNVFP4,
 }
 
 // Quantize encodes src as type t into dst, which must be exactly

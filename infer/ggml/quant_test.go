@@ -12,8 +12,15 @@ import (
 // of ggml's reference quantize_row_*_ref on the same input
 // (testdata/ref/quant.*).
 func TestQuantizeReference(t *testing.T) {
-	for _, typ := range []Type{TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ8_0, TypeQ4_K, TypeQ8_K} {
-		for _, input := range []string{"normal", "outliers", "negative", "sparse", "const"} {
+	for _, typ := range []Type{TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ8_0, TypeQ4_K, TypeQ8_K, TypeNVFP4} {
+		inputs := []string{"normal", "outliers", "negative", "sparse", "const"}
+		if typ == TypeNVFP4 {
+			// Scales in UE4M3's subnormal range and below (tiny), at and
+			// past its top (huge), and values on and halfway between the
+			// E2M1 grid points (ties).
+			inputs = append(inputs, "tiny", "huge", "ties")
+		}
+		for _, input := range inputs {
 			t.Run(typ.String()+"/"+input, func(t *testing.T) {
 				src := floats(readRef(t, "quant."+typ.String()+"."+input+".f32"))
 				want := readRef(t, "quant."+typ.String()+"."+input+".q")
@@ -111,6 +118,9 @@ func TestQuantizeRoundTrip(t *testing.T) {
 		{TypeQ4_0, 1.0/8 + 1.0/512}, // -8..7: the positive end is clipped by up to one step
 		{TypeQ4_1, 2 * (0.5/15 + 1.0/512)},
 		{TypeQ4_K, 2 * (1.0 / 15)},
+		// Half the widest E2M1 gap (4 to 6) times the scale, amax/6 of a
+		// sub-block rounded up by at most 1/16.
+		{TypeNVFP4, 1.0 / 6 * (1 + 1.0/16)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.typ.String(), func(t *testing.T) {

@@ -184,6 +184,12 @@ func TestQuantName(t *testing.T) {
 	if got := QuantName(mk(mat("a", ggml.TypeQ8_0), mat("b", ggml.TypeQ8_0), vec("n"))); got != "Q8_0" {
 		t.Errorf("uniform Q8_0 with F32 norm: %q, want Q8_0", got)
 	}
+	if got := QuantName(mk(mat("a", ggml.TypeNVFP4), mat("b", ggml.TypeNVFP4), vec("n"))); got != "NVFP4" {
+		t.Errorf("uniform NVFP4 with F32 norm: %q, want NVFP4", got)
+	}
+	if got := QuantName(mk(mat("a", ggml.TypeNVFP4), mat("b", ggml.TypeQ8_0))); len(got) != len("mixed:NVFP4+Q8_0@")+16 || got[:len("mixed:NVFP4+Q8_0@")] != "mixed:NVFP4+Q8_0@" {
+		t.Errorf("NVFP4 with a Q8_0 fallback: %q, want mixed:NVFP4+Q8_0@<16 hex digits>", got)
+	}
 	if got := QuantName(mk(vec("n"))); got != "none" {
 		t.Errorf("no matrices: %q, want none", got)
 	}

@@ -56,8 +56,9 @@
 //
 // Builder assembles a file: metadata set with Set, SetString, SetUint32,
 // SetArray and friends (kept in the order set), and tensors added with
-// AddTensor (already-encoded bytes) or AddFloat32 (float32 values encoded
-// with ggml.Quantize). WriteTo and Bytes produce GGUF version 3;
+// AddTensor (already-encoded bytes), AddFloat32 (float32 values encoded
+// with ggml.Quantize) or AddTensorFunc (bytes produced at write time, one
+// tensor in memory at a time). WriteTo and Bytes produce GGUF version 3;
 // WriteFile writes atomically (temporary file, fsync, parse-back check,
 // rename, directory fsync). The layout is llama.cpp's: tensor data in
 // order, each at an offset aligned to general.alignment (default 32) and

@@ -26,7 +26,9 @@ import (
 // error, so a sequence of calls may be checked once at the end.
 //
 // A Builder keeps the byte slices given to AddTensor without copying them;
-// they must not change before the file is written.
+// they must not change before the file is written. AddTensorFunc defers a
+// tensor's bytes to write time, so that a file larger than memory can be
+// produced one tensor at a time.
 type Builder struct {
 	meta    Metadata
 	tensors []builderTensor
@@ -38,7 +40,9 @@ type builderTensor struct {
 	name  string
 	typ   ggml.Type
 	shape []int64
-	data  []byte
+	size  int64
+	data  []byte                 // the bytes, or nil when fill makes them
+	fill  func(dst []byte) error // AddTensorFunc's producer
 }
 
 // NewBuilder returns an empty Builder.
@@ -147,7 +151,27 @@ func (b *Builder) AddTensor(name string, typ ggml.Type, shape []int64, data []by
 		return b.fail(builderErr("tensor %q: %s %v needs %d bytes, got %d", name, typ, shape, size, len(data)))
 	}
 	b.byName[name] = len(b.tensors)
-	b.tensors = append(b.tensors, builderTensor{name: name, typ: typ, shape: append([]int64(nil), shape...), data: data})
+	b.tensors = append(b.tensors, builderTensor{name: name, typ: typ, shape: append([]int64(nil), shape...), size: size, data: data})
+	return nil
+}
+
+// AddTensorFunc adds a tensor whose bytes fill produces when the file is
+// written: each WriteTo (and so each Bytes or WriteFile) calls fill once,
+// in tensor order, with a zeroed buffer of exactly the tensor's size,
+// which fill must not keep. The buffer is reused for the next
+// tensor, so memory holds one tensor at a time. An error from fill stops
+// the write and is returned, naming the tensor (WriteFile then leaves no
+// file behind); it does not poison the Builder.
+func (b *Builder) AddTensorFunc(name string, typ ggml.Type, shape []int64, fill func(dst []byte) error) error {
+	size, err := b.checkTensor(name, typ, shape)
+	if err != nil {
+		return b.fail(err)
+	}
+	if fill == nil {
+		return b.fail(builderErr("tensor %q: nil fill function", name))
+	}
+	b.byName[name] = len(b.tensors)
+	b.tensors = append(b.tensors, builderTensor{name: name, typ: typ, shape: append([]int64(nil), shape...), size: size, fill: fill})
 	return nil
 }
 
@@ -254,14 +278,26 @@ func (b *Builder) WriteTo(w io.Writer) (int64, error) {
 		}
 		cw.u32(uint32(t.typ))
 		cw.u64(uint64(offset))
-		offset = pad(offset+int64(len(t.data)), align)
+		offset = pad(offset+t.size, align)
 	}
 	if len(b.tensors) > 0 {
 		cw.zeros(pad(cw.n, align) - cw.n)
 	}
+	var scratch []byte
 	for _, t := range b.tensors {
-		cw.write(t.data)
-		cw.zeros(pad(int64(len(t.data)), align) - int64(len(t.data)))
+		data := t.data
+		if t.fill != nil && cw.err == nil {
+			if int64(cap(scratch)) < t.size {
+				scratch = make([]byte, t.size)
+			}
+			data = scratch[:t.size]
+			clear(data)
+			if err := t.fill(data); err != nil {
+				cw.err = fmt.Errorf("gguf: tensor %q: %w", t.name, err)
+			}
+		}
+		cw.write(data)
+		cw.zeros(pad(t.size, align) - t.size)
 	}
 	if cw.err == nil {
 		cw.err = cw.w.(*bufio.Writer).Flush()
@@ -336,9 +372,9 @@ func (b *Builder) verify(path string) error {
 	}
 	for i, t := range b.tensors {
 		got := &f.Tensors[i]
-		if got.Name != t.name || got.Type != t.typ || got.Size != int64(len(t.data)) {
+		if got.Name != t.name || got.Type != t.typ || got.Size != t.size {
 			return fmt.Errorf("gguf: file just written has tensor %d %q %s (%d bytes), want %q %s (%d bytes)",
-				i, got.Name, got.Type, got.Size, t.name, t.typ, len(t.data))
+				i, got.Name, got.Type, got.Size, t.name, t.typ, t.size)
 		}
 	}
 	return nil

@@ -267,6 +267,10 @@ func archPrepare(a *acts, t ggml.Type) {
 	}
 	k := kernelFor(t)
 	raw := archRaw(t)
+	if t == ggml.TypeNVFP4 {
+		prepNVFP4(a)
+		return
+	}
 	if useRawT(t, a.n) {
 		prepRawT(a)
 		return
@@ -319,6 +323,8 @@ func archImpl(t ggml.Type) matmulImpl {
 	switch k := kernelFor(t); k.block {
 	case 1:
 		return matmulFloatAVX512
+	case 64:
+		return matmulNVFP4AVX512
 	case 32:
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
 			if a.n > rawMaxTokens(t) {

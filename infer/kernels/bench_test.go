@@ -255,3 +255,40 @@ func BenchmarkMatMulSmallBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMatMulNVFP4 compares NVFP4 weights with Q8_0 and Q4_K on the
+// same matrices, decode (1 token) and prefill (64 tokens), one thread,
+// on each variant: Qwen2.5-0.5B's ffn_up (896 → 4864: rows of 896, which
+// Q4_K's 256-value blocks do not divide, so Q5_0 stands in for it as in
+// llama.cpp's Q4_K_M) and ffn_down (4864 → 896).
+func BenchmarkMatMulNVFP4(b *testing.B) {
+	for _, sh := range []struct {
+		name       string
+		rows, cols int
+	}{{"ffn_up_4864x896", 4864, 896}, {"ffn_down_896x4864", 896, 4864}} {
+		for _, typ := range []ggml.Type{ggml.TypeNVFP4, ggml.TypeQ8_0, ggml.TypeQ4_K, ggml.TypeQ5_0} {
+			if sh.cols%typ.BlockSize() != 0 || typ == ggml.TypeQ5_0 && sh.cols%256 == 0 {
+				continue
+			}
+			for _, n := range []int{1, 64} {
+				for _, v := range variants() {
+					b.Run(fmt.Sprintf("%s/%s/n=%d/%s", sh.name, typ, n, v), func(b *testing.B) {
+						defer SetISA(SetISA(v))
+						m := benchMatrix(b, typ, sh.rows, sh.cols)
+						x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
+						y := make([]float32, n*sh.rows)
+						p := NewPool(1)
+						defer p.Close()
+						b.SetBytes(int64(len(m.Data)))
+						p.MatMul(y, m, x, n)
+						cpu := startCPU(b)
+						for b.Loop() {
+							p.MatMul(y, m, x, n)
+						}
+						cpu.report(2*float64(sh.rows)*float64(sh.cols)*float64(n)/1e9, "GFLOP")
+					})
+				}
+			}
+		}
+	}
+}

@@ -13,9 +13,9 @@
 //
 // Weights stay in their ggml block format where they lie (usually a
 // memory-mapped GGUF file). MatMul quantizes each token's activations as
-// the weight type needs (as llama.cpp does): Q8_0 for Q4_0, Q5_0 and Q8_0;
-// Q8_1 for Q4_1 and Q5_1; Q8_K for Q2_K … Q6_K; f16 for F16; bf16 for
-// BF16; F32 weights take the activations as they are. The quantized values
+// the weight type needs (as llama.cpp does): Q8_0 for Q4_0, Q5_0, Q8_0 and
+// NVFP4; Q8_1 for Q4_1 and Q5_1; Q8_K for Q2_K … Q6_K; f16 for F16; bf16
+// for BF16; F32 weights take the activations as they are. The quantized values
 // are bit-identical to ggml's reference quantizers.
 //
 // # Canonical order
@@ -45,6 +45,19 @@
 //     (groups of 16, 32, 32), msum = Σ_g min_g·Σ_{j∈g} a_j;
 //     p = (dw·da)·float32(isum); p = p − (dmin·da)·float32(msum);
 //     acc = acc + p.
+//   - NVFP4 (activations Q8_0, two Q8_0 blocks per 64-value NVFP4 block):
+//     for each block b in order and each of its sub-blocks s = 0..3 in
+//     order, isum = Σ_{j<16} v_j·a_j over the sub-block's 16 values (v
+//     twice the E2M1 value, ggml's kvalues table, an integer in [−12, 12];
+//     a the int8 activations of the same columns), t = ws·da, p =
+//     t·float32(isum), acc = acc + p. ws is the sub-block's UE4M3 scale
+//     byte decoded with the factor ½ that undoes the doubling of v
+//     (ggml.UE4M3Half: m·2^−10 or (8+m)·2^(e−11), 0 for 0x7F), and da the
+//     scale of Q8_0 block 2b + s/2. t is exact (ws has at most 4
+//     significant bits, da 11, and no product leaves float32's normal
+//     range), so ws·da and da·ws are the same number; p and the sum round.
+//     This is ggml's ggml_vec_dot_nvfp4_q8_0_generic, whose results the
+//     tests match bit for bit.
 //   - F32, F16, BF16: 16 accumulators; element c (in order) does
 //     acc[c mod 16] = acc[c mod 16] + w_c·x_c (product rounded; for F16 it
 //     is exact); then acc[l] = acc[l] + acc[l+8] for l < 8, then +4, +2,
@@ -81,9 +94,9 @@
 // AXPYF16, the Rows helpers and the raw-block kernels of Q4_0, Q4_1, Q5_0,
 // Q5_1, Q8_0, Q4_K, Q5_K and Q6_K — used for every batch size, as AVX2 has
 // no panel kernels — and for F16, F32 and BF16 weights (4 rows × 1 token),
-// and the portable Go code for the rest (Q2_K, Q3_K, the activation
-// quantizers, Exp32). Every other
-// CPU and architecture runs the portable code.
+// and the portable Go code for the rest (Q2_K, Q3_K, NVFP4, the activation
+// quantizers, Exp32). Every other CPU and architecture runs the portable
+// code.
 // SetISA forces a variant, for tests and benchmarks. All variants give
 // identical bits, so the variant is not part of the engine identity.
 //
@@ -107,6 +120,17 @@
 //     that VNNI dots against broadcast activation bytes accumulate each
 //     row's sum in its own lane with no horizontal reduction; the panel is
 //     reused by every token, eight tokens per pass.
+//   - NVFP4 raw-block kernels (every batch size) read each block of a
+//     16-row group once for up to 8 tokens, like the multi-token Q8_0
+//     kernels: they gather the 16 rows' four UE4M3 scale bytes and decode
+//     them exactly (float32 bits (v<<20) + 119<<23 for a normal byte v,
+//     float32(v)·2^−10 for a subnormal one, 0 for 0x7F), transpose the
+//     rows' 32 packed quant bytes into the panel layout, and only then
+//     split each dword's nibbles (four values 4m.. and four values 8+4m..
+//     of one sub-block) and map them through a VPSHUFB table to v+12
+//     (unsigned, so that VNNI can multiply them; −12·Σa per sub-block
+//     restores the signed sum, exactly). Rows past the last whole group of
+//     16 take the portable code.
 //   - Float weights (F16, F32, BF16) run a 4-row × 4-token kernel whose 16
 //     lanes are the canonical accumulators.
 //

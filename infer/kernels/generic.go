@@ -91,6 +91,25 @@ func dotK(w *unpacked, group int, hasMin bool, q []int8, d []float32, bs []int32
 	return acc
 }
 
+// dotNVFP4 is the canonical dot product of one unpacked NVFP4 row with one
+// token's Q8_0 activations (two Q8_0 blocks per NVFP4 block):
+//
+//	acc = 0; for each sub-block of 16 values, in order (block b, then s = 0..3):
+//	    isum = Σ_{j<16} v_j·a_j     (v twice the E2M1 value; exact)
+//	    t = ws·da                     (ws = UE4M3Half(scale byte), da the
+//	                                   Q8_0 scale of block 2b + s/2; exact)
+//	    p = t·float32(isum)
+//	    acc = acc + p
+func dotNVFP4(w *unpacked, q []int8, d []float32) float32 {
+	var acc float32
+	for sb, ws := range w.bd {
+		isum := dotI8(w.u[sb*16:sb*16+16], q[sb*16:sb*16+16])
+		t := float32(ws * d[sb/2])
+		acc = acc + float32(t*float32(isum))
+	}
+	return acc
+}
+
 // lanes is the number of accumulators of the float dot products.
 const lanes = 16
 
@@ -209,7 +228,9 @@ func matmulGeneric(y []float32, m *Matrix, a *acts, r0, r1 int) {
 			q := a.q[t*cols : (t+1)*cols]
 			d := a.d[t*nb : (t+1)*nb]
 			var v float32
-			if k.block == 32 {
+			if k.block == 64 {
+				v = dotNVFP4(w, q, d)
+			} else if k.block == 32 {
 				var s []float32
 				if k.hasMin {
 					s = a.s[t*nb : (t+1)*nb]

@@ -15,6 +15,7 @@ var matmulTypes = []ggml.Type{
 	ggml.TypeF32, ggml.TypeF16, ggml.TypeBF16,
 	ggml.TypeQ8_0, ggml.TypeQ4_0, ggml.TypeQ4_1, ggml.TypeQ5_0, ggml.TypeQ5_1,
 	ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K,
+	ggml.TypeNVFP4,
 }
 
 // f16Fields lists the byte offsets of the f16 scale fields in one block.
@@ -58,6 +59,16 @@ func randomWeights(rng *rand.Rand, t ggml.Type, rows, cols int) []byte {
 		for _, off := range f16Fields[t] {
 			v := float32(rng.Float64()*2-1) / 64
 			binary.LittleEndian.PutUint16(data[b+off:], ggml.F32ToF16(v))
+		}
+		if t == ggml.TypeNVFP4 {
+			// UE4M3 scales in [2^−6, 2^−2) (weights up to about 1.4),
+			// and now and then any byte at all: subnormal, zero, 0x7F
+			// (NaN, read as 0), up to 0xFF (read as 480).
+			for s := 0; s < 4; s++ {
+				if rng.IntN(16) != 0 {
+					data[b+s] = byte(0x08 + rng.IntN(0x20))
+				}
+			}
 		}
 	}
 	return data
@@ -259,6 +270,7 @@ func TestNewMatrixErrors(t *testing.T) {
 		{"zero rows", ggml.TypeQ8_0, 0, 32, 0, ErrShape},
 		{"negative cols", ggml.TypeF32, 1, -4, 16, ErrShape},
 		{"cols not multiple of block", ggml.TypeQ4_K, 1, 100, 144, ErrShape},
+		{"NVFP4 cols not multiple of 64", ggml.TypeNVFP4, 1, 32, 36, ErrShape},
 		{"short data", ggml.TypeQ8_0, 2, 32, 67, ErrShape},
 		{"long data", ggml.TypeQ8_0, 2, 32, 69, ErrShape},
 	}
@@ -308,9 +320,10 @@ func TestMatMulChecksMatrix(t *testing.T) {
 }
 
 // TestMaxRawBatch checks which batch sizes read weights in place, per
-// variant: with AVX-512, Q8_0 at every size (multi-token raw kernels), the
-// other raw-block types up to 4 tokens, and no limit where no batch size
-// adds a panel unpack (floats, Q2_K/Q3_K, every type without AVX-512).
+// variant: with AVX-512, Q8_0 and NVFP4 at every size (multi-token raw
+// kernels), the other raw-block types up to 4 tokens, and no limit where
+// no batch size adds a panel unpack (floats, Q2_K/Q3_K, every type
+// without AVX-512).
 func TestMaxRawBatch(t *testing.T) {
 	defer SetISA(SetISA(BestISA()))
 	for _, v := range variants() {
@@ -326,6 +339,7 @@ func TestMaxRawBatch(t *testing.T) {
 			{ggml.TypeQ6_K, 4},
 			{ggml.TypeQ3_K, math.MaxInt},
 			{ggml.TypeF16, math.MaxInt},
+			{ggml.TypeNVFP4, math.MaxInt},
 		} {
 			want := tc.want
 			if v < ISAAVX512 {

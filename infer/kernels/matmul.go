@@ -41,9 +41,9 @@ func SetMultiToken(on bool) bool {
 // cost per call that a few tokens do not repay (so a caller decoding many
 // streams may prefer calls of at most this many tokens). It returns
 // math.MaxInt where the batch size never adds that cost: types whose
-// kernels read the weights in place at every batch size (Q8_0 with
-// AVX-512, the float types, every type without AVX-512) and types that
-// always take panels (Q2_K, Q3_K with AVX-512).
+// kernels read the weights in place at every batch size (Q8_0 and NVFP4
+// with AVX-512, the float types, every type without AVX-512) and types
+// that always take panels (Q2_K, Q3_K with AVX-512).
 func MaxRawBatch(t ggml.Type) int {
 	k := kernelFor(t)
 	if k == nil || isa < ISAAVX512 || k.block == 1 {
@@ -61,8 +61,8 @@ var actsPool = sync.Pool{New: func() any { return new(acts) }}
 // MatMul sets y[t*m.Rows+r] = Σ_c m[r][c]·x[t*m.Cols+c] for t < n: x is n
 // rows of m.Cols floats, y is n rows of m.Rows floats. The activations are
 // quantized per token row as the weight type needs (as llama.cpp does):
-// Q8_0 for Q4_0, Q5_0 and Q8_0; Q8_1 for Q4_1 and Q5_1; Q8_K for the
-// K-quants; f16 for F16, bf16 for BF16; F32 weights take x as it is.
+// Q8_0 for Q4_0, Q5_0, Q8_0 and NVFP4; Q8_1 for Q4_1 and Q5_1; Q8_K for
+// the K-quants; f16 for F16, bf16 for BF16; F32 weights take x as it is.
 //
 // MatMul is batch-invariant: each y element is bit-identical for any n, any
 // position of the token in the batch, any thread count and any

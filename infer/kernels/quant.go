@@ -47,7 +47,9 @@ type acts struct {
 
 	// Per group of 8 tokens, interleaved by block for the multi-token
 	// raw-block kernels (arch code): qI the 32 bytes of each token, dI the
-	// scales, ncI the values −128·Σq.
+	// scales, ncI the values −128·Σq (Q8_0 weights, prepRawT); or qI the
+	// 64 bytes of each NVFP4 block, dI its two Q8_0 scales, ncI −12·Σq per
+	// sub-block (NVFP4 weights, prepNVFP4).
 	qI  []int8
 	dI  []float32
 	ncI []int32

@@ -11,7 +11,9 @@ import (
 // (the quantized value minus the format's offset), gsc and gmin the
 // integer scale and min of each group of a K-quant super-block, bd and bm
 // each block's float scale and second float (Q4_1/Q5_1: m; K-quants: dmin),
-// widened from f16 exactly.
+// widened from f16 exactly. For NVFP4, u holds twice each E2M1 value (an
+// integer in [−12, 12]) and bd each 16-value sub-block's scale,
+// ggml.UE4M3Half of its byte (half the UE4M3 value, exact).
 type unpacked struct {
 	u    []int8
 	gsc  []int32
@@ -39,7 +41,7 @@ func kernelFor(t ggml.Type) *kernel {
 }
 
 var kernels = func() []*kernel {
-	k := make([]*kernel, ggml.TypeBF16+1)
+	k := make([]*kernel, ggml.TypeNVFP4+1)
 	k[ggml.TypeF32] = &kernel{act: actF32, block: 1, group: 1}
 	k[ggml.TypeF16] = &kernel{act: actF16, block: 1, group: 1}
 	k[ggml.TypeBF16] = &kernel{act: actBF16, block: 1, group: 1}
@@ -53,6 +55,7 @@ var kernels = func() []*kernel {
 	k[ggml.TypeQ4_K] = &kernel{act: actQ8_K, block: 256, group: 32, hasMin: true, unpack: unpackQ4_K}
 	k[ggml.TypeQ5_K] = &kernel{act: actQ8_K, block: 256, group: 32, hasMin: true, unpack: unpackQ5_K}
 	k[ggml.TypeQ6_K] = &kernel{act: actQ8_K, block: 256, group: 16, unpack: unpackQ6_K}
+	k[ggml.TypeNVFP4] = &kernel{act: actQ8_0, block: 64, group: 16, unpack: unpackNVFP4}
 	return k
 }()
 
@@ -60,6 +63,9 @@ var kernels = func() []*kernel {
 func (k *kernel) alloc(w *unpacked, cols int) {
 	nb := cols / k.block
 	w.u = grow(w.u, cols)
+	if k.block == 64 { // NVFP4: one scale per sub-block
+		nb = cols / k.group
+	}
 	w.bd = grow(w.bd, nb)
 	w.bm = grow(w.bm, nb)
 	if k.block == 256 {
@@ -256,6 +262,41 @@ func unpackQ3_K(row []byte, w *unpacked) {
 					}
 					u[h*128+s*32+l] = v
 				}
+			}
+		}
+	}
+}
+
+// e2m1Doubled and ue4m3Half are ggml.E2M1Doubled and ggml.UE4M3Half as
+// tables.
+var (
+	e2m1Doubled [16]int8
+	ue4m3Half   [256]float32
+)
+
+func init() {
+	for c := range e2m1Doubled {
+		e2m1Doubled[c] = ggml.E2M1Doubled(byte(c))
+	}
+	for b := range ue4m3Half {
+		ue4m3Half[b] = ggml.UE4M3Half(byte(b))
+	}
+}
+
+// unpackNVFP4 decodes NVFP4 blocks (ggml's block_nvfp4: four UE4M3 scale
+// bytes, then 32 bytes whose byte 8s+j holds value j of sub-block s low
+// and value j+8 high) into values in element order and one scale per
+// sub-block.
+func unpackNVFP4(row []byte, w *unpacked) {
+	for b := 0; b < len(w.bd)/4; b++ {
+		x := row[b*36 : b*36+36]
+		for s := 0; s < 4; s++ {
+			w.bd[4*b+s] = ue4m3Half[x[s]]
+			u := w.u[64*b+16*s : 64*b+16*s+16]
+			qs := x[4+8*s : 12+8*s]
+			for j := 0; j < 8; j++ {
+				u[j] = e2m1Doubled[qs[j]&15]
+				u[j+8] = e2m1Doubled[qs[j]>>4]
 			}
 		}
 	}

@@ -113,16 +113,9 @@ func (s Shape) Params() int64 {
 }
 
 // TypeFor returns the type a matrix with rows of n elements is stored in
-// when quant is requested (the llama.cpp fallback rule in doc.go).
+// when quant is requested: ggml.Fallback, llama.cpp's fallback rule (doc.go).
 func TypeFor(quant ggml.Type, n int) ggml.Type {
-	t := quant
-	if t == ggml.TypeQ4_K && n%256 != 0 {
-		t = ggml.TypeQ5_0
-	}
-	if t.BlockSize() > 1 && n%t.BlockSize() != 0 {
-		t = ggml.TypeF16
-	}
-	return t
+	return ggml.Fallback(quant, n)
 }
 
 // RopeFreqs returns the Llama 3.1 rope_freqs factors for rotated dims d
@@ -148,7 +141,8 @@ func (r *Llama3Rope) RopeFreqs(d int, base float64) []float32 {
 }
 
 // Build returns a Builder holding the model s with weights stored as quant
-// (F16, Q8_0 or Q4_K, or any type ggml.Quantize encodes), drawn from seed.
+// (F16, Q8_0, Q4_K or NVFP4, or any type ggml.Quantize encodes), drawn
+// from seed.
 func Build(s Shape, quant ggml.Type, seed uint64) (*gguf.Builder, error) {
 	if s.LogitStd == 0 {
 		s.LogitStd = 4

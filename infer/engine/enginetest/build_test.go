@@ -20,6 +20,9 @@ func TestTypeFor(t *testing.T) {
 		{ggml.TypeQ8_0, 896, ggml.TypeQ8_0},
 		{ggml.TypeQ8_0, 40, ggml.TypeF16},
 		{ggml.TypeF16, 7, ggml.TypeF16},
+		{ggml.TypeNVFP4, 896, ggml.TypeNVFP4},
+		{ggml.TypeNVFP4, 32, ggml.TypeQ8_0}, // Micro's hidden size
+		{ggml.TypeNVFP4, 40, ggml.TypeF16},
 	} {
 		if got := TypeFor(c.quant, c.n); got != c.want {
 			t.Errorf("TypeFor(%v, %d) = %v, want %v", c.quant, c.n, got, c.want)

@@ -1,8 +1,9 @@
 // Package enginetest builds random-weight GGUF models for the engine's
 // tests, parity checks and benchmarks: the exact tensor shapes of real
 // models (Llama-3.2-1B, Qwen2.5-0.5B, Qwen3-0.6B) or tiny ones, in F16,
-// Q8_0 or Q4_K, with a byte-fallback SentencePiece vocabulary of the right
-// size that llama.cpp loads. Models are generated, never downloaded.
+// Q8_0, Q4_K or NVFP4, with a byte-fallback SentencePiece vocabulary of
+// the right size that llama.cpp loads. Models are generated, never
+// downloaded.
 //
 // # Weights
 //
@@ -42,7 +43,8 @@
 //
 // Matrices (token_embd included) are stored in the requested type; norms,
 // biases and rope_freqs in F32. A matrix whose rows do not fit the type's
-// block falls back as llama.cpp's quantizer does: Q4_K → Q5_0 when the row
-// length is not a multiple of 256 (Qwen2.5-0.5B's hidden size 896), Q5_0
-// or Q8_0 → F16 when it is not a multiple of 32.
+// block falls back as llama.cpp's quantizer does (ggml.Fallback): Q4_K →
+// Q5_0 when the row length is not a multiple of 256 (Qwen2.5-0.5B's hidden
+// size 896), NVFP4 → Q8_0 when it is not a multiple of 64, and to F16
+// when it is not a multiple of 32.
 package enginetest

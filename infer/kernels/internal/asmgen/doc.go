@@ -4,8 +4,9 @@
 // # Why a generator
 //
 // The raw-block kernels unroll eight rows and several groups per block, and
-// the panel kernels come in variants for 1 to 8 tokens and two group sizes;
-// that is clearer generated than written out. The canonical orders the
+// the panel kernels and the multi-token raw-block kernels (Q8_0, NVFP4)
+// come in variants for 1 to 8 tokens and two group sizes; that is clearer
+// generated than written out. The canonical orders the
 // kernels implement are documented in package kernels (doc.go).
 //
 // # Use

@@ -59,6 +59,11 @@ func generate() string {
 	for nt := 1; nt <= 8; nt++ {
 		genQ8_0RawT(nt)
 	}
+	emit("")
+	nvfp4Constants()
+	for nt := 1; nt <= 8; nt++ {
+		genNVFP4RawT(nt)
+	}
 	for nt := 1; nt <= 8; nt++ {
 		genLegacyPanel(nt, false)
 		genLegacyPanel(nt, true)
