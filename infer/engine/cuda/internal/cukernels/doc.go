@@ -109,4 +109,15 @@
 // chain's latency (thousands of dependent adds per layer), and many
 // sequences decoded together share it. Launch geometry is a first choice,
 // untuned on the GPU.
+//
+// # Tests without a GPU
+//
+// hostemu_test.go compiles common.cuh and weights.cuh for the CPU with g++
+// (testdata/hostemu, through a small shim of the CUDA intrinsics) and
+// checks their pure functions bit for bit against the Go definitions: the
+// f16 and bf16 conversions, roundAway and nearestInt, Exp32, NVFP4's scale
+// decoding, every weight type's dequantization (ggml.Dequantize) and, with
+// the words and scales the matrix products decode, every family's
+// canonical dot product (kernels.MatMul). It skips where g++ is missing
+// (MUSER_REQUIRE_GXX=1 makes that a failure).
 package cukernels
