@@ -23,6 +23,21 @@
 // cuEventElapsedTime_v2 or the plain name); Driver.String names the
 // choices.
 //
+// # Kernel arguments
+//
+// cuLaunchKernel takes kernelParams, an array of pointers, one per
+// parameter, each to the parameter's value. layoutArgs lays such a block
+// out: the pointer array first (8 bytes an entry), then the values in
+// argument order, each aligned to its size (a Struct to its Align), from
+// a 16-aligned base. The types passed are uint8, int8, uint16, int16,
+// uint32, int32, float32, uint64, int64, float64, DevicePtr and Struct
+// (raw bytes with an alignment); int, uint, uintptr, pointers, slices and
+// strings are refused with an *ArgError naming the argument's index.
+// packArgs writes the block into a buffer; the buffer handed to the
+// driver must lie outside the Go heap, so that the array the driver
+// receives holds no Go pointers (cgo's rule for memory passed to C) and
+// nothing it points at can be freed or moved during the call.
+//
 // # Errors
 //
 // A failed call returns an *Error with the driver function, the CUresult
@@ -33,6 +48,6 @@
 //
 // # Testing
 //
-// The tests of the library search run everywhere; those that load a
-// library skip where none is installed.
+// The tests of the library search and the argument layout run
+// everywhere; those that load a library skip where none is installed.
 package cu

@@ -28,6 +28,11 @@ var ErrCompat = errors.New("library lies in a CUDA compat directory")
 // lacks a driver function this package calls.
 var ErrMissingSymbol = errors.New("driver function missing")
 
+// ErrArg is returned when kernel arguments cannot be marshalled: a type
+// this package does not pass, a malformed Struct, or more bytes than the
+// buffer holds.
+var ErrArg = errors.New("bad kernel argument")
+
 // cuResult codes this package tests for (cuda.h, CUresult).
 const (
 	codeInvalidValue    = 1
@@ -119,3 +124,20 @@ func (e *SymbolError) Error() string {
 
 // Unwrap returns ErrMissingSymbol.
 func (e *SymbolError) Unwrap() error { return ErrMissingSymbol }
+
+// ArgError names the kernel argument that could not be marshalled.
+type ArgError struct {
+	Index  int    // 0-based position in the argument list
+	Type   string // the Go type, as %T prints it
+	Reason string
+}
+
+func (e *ArgError) Error() string {
+	if e.Index < 0 {
+		return fmt.Sprintf("%v: %s", ErrArg, e.Reason)
+	}
+	return fmt.Sprintf("%v %d (%s): %s", ErrArg, e.Index, e.Type, e.Reason)
+}
+
+// Unwrap returns ErrArg.
+func (e *ArgError) Unwrap() error { return ErrArg }

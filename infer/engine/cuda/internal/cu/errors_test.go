@@ -16,6 +16,10 @@ func TestErrorMessage(t *testing.T) {
 			"cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory"},
 		{"driver error without description", &Error{Op: "cuInit", Code: 34, Name: "CUDA_ERROR_STUB_LIBRARY"},
 			"cuInit: CUDA_ERROR_STUB_LIBRARY (34)"},
+		{"argument", &ArgError{Index: 3, Type: "int", Reason: "width is not fixed"},
+			"bad kernel argument 3 (int): width is not fixed"},
+		{"whole argument list", &ArgError{Index: -1, Reason: "kernel k takes 2 parameters, got 3 arguments"},
+			"bad kernel argument: kernel k takes 2 parameters, got 3 arguments"},
 		{"symbols", &SymbolError{Path: "/x/libcuda.so.1", Missing: []string{"cuInit", "cuCtxCreate_v2|cuCtxCreate_v4"}},
 			"driver function missing: cuInit, cuCtxCreate_v2|cuCtxCreate_v4"},
 	}
@@ -59,6 +63,7 @@ func TestWrappedSentinels(t *testing.T) {
 		err    error
 		target error
 	}{
+		{"arg", &ArgError{Index: 0}, ErrArg},
 		{"symbol", &SymbolError{}, ErrMissingSymbol},
 	}
 	for _, tt := range tests {
