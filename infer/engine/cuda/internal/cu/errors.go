@@ -28,10 +28,33 @@ var ErrCompat = errors.New("library lies in a CUDA compat directory")
 // lacks a driver function this package calls.
 var ErrMissingSymbol = errors.New("driver function missing")
 
+// ErrClosed is returned when a closed Device is used.
+var ErrClosed = errors.New("device closed")
+
+// ErrNested is returned when Device.Do or Device.Close is called from
+// inside a function that Device.Do is running, which would deadlock.
+var ErrNested = errors.New("Do or Close called from inside Do")
+
+// ErrOutsideDo is returned when a Ctx method is called after the Do call
+// that handed out the Ctx has returned.
+var ErrOutsideDo = errors.New("Ctx used outside Do")
+
 // ErrArg is returned when kernel arguments cannot be marshalled: a type
-// this package does not pass, a malformed Struct, or more bytes than the
-// buffer holds.
+// this package does not pass, a malformed Struct, more bytes than the
+// argument arena holds, or (where the driver reports the kernel's
+// parameters) a count or size that differs from the kernel's.
 var ErrArg = errors.New("bad kernel argument")
+
+// ErrNotPinned is returned when an asynchronous copy is given host memory
+// that does not lie inside a live HostBuf of the same Ctx.
+var ErrNotPinned = errors.New("host memory is not a pinned HostBuf")
+
+// ErrSize is returned when a size that must be positive is not.
+var ErrSize = errors.New("bad size")
+
+// ErrModule is returned when a module image is empty or the driver
+// refuses it; a refusal comes as a *ModuleError.
+var ErrModule = errors.New("bad module image")
 
 // cuResult codes this package tests for (cuda.h, CUresult).
 const (
@@ -141,3 +164,37 @@ func (e *ArgError) Error() string {
 
 // Unwrap returns ErrArg.
 func (e *ArgError) Unwrap() error { return ErrArg }
+
+// ModuleError is a module image the driver refused, with the JIT
+// compiler's error log when it wrote one (PTX that does not compile).
+type ModuleError struct {
+	Err *Error // from cuModuleLoadDataEx
+	Log string // the JIT error log, trimmed; empty when the driver wrote none
+}
+
+func (e *ModuleError) Error() string {
+	if e.Log == "" {
+		return fmt.Sprintf("%v: %v", ErrModule, e.Err)
+	}
+	return fmt.Sprintf("%v: %v\n%s", ErrModule, e.Err, e.Log)
+}
+
+// Unwrap returns ErrModule and the driver's *Error.
+func (e *ModuleError) Unwrap() []error { return []error{ErrModule, e.Err} }
+
+// PanicError carries a panic raised by a function that Device.Do ran on
+// the device's thread; Do panics with it in the caller's goroutine.
+type PanicError struct {
+	Value any    // what the function panicked with
+	Stack []byte // the device thread's stack at the panic
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("cu: panic on the device thread: %v\n%s", e.Value, e.Stack)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

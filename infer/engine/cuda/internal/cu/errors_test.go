@@ -3,6 +3,8 @@ package cu
 import (
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 )
 
@@ -22,6 +24,10 @@ func TestErrorMessage(t *testing.T) {
 			"bad kernel argument: kernel k takes 2 parameters, got 3 arguments"},
 		{"symbols", &SymbolError{Path: "/x/libcuda.so.1", Missing: []string{"cuInit", "cuCtxCreate_v2|cuCtxCreate_v4"}},
 			"driver function missing: cuInit, cuCtxCreate_v2|cuCtxCreate_v4"},
+		{"module with log", &ModuleError{Err: &Error{Op: "cuModuleLoadDataEx", Code: 218, Name: "CUDA_ERROR_INVALID_PTX"}, Log: "ptxas fatal: line 3"},
+			"bad module image: cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX (218)\nptxas fatal: line 3"},
+		{"module without log", &ModuleError{Err: &Error{Op: "cuModuleLoadDataEx", Code: 200, Name: "CUDA_ERROR_INVALID_IMAGE"}},
+			"bad module image: cuModuleLoadDataEx: CUDA_ERROR_INVALID_IMAGE (200)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,11 +59,15 @@ func TestErrorIs(t *testing.T) {
 			if got := errors.Is(err, ErrNoDriver); got != tt.noDrive {
 				t.Errorf("errors.Is(code %d, ErrNoDriver) = %v, want %v", tt.code, got, tt.noDrive)
 			}
+			if errors.Is(err, ErrClosed) {
+				t.Errorf("errors.Is(code %d, ErrClosed) = true", tt.code)
+			}
 		})
 	}
 }
 
 func TestWrappedSentinels(t *testing.T) {
+	driverErr := &Error{Op: "cuModuleLoadDataEx", Code: codeInvalidPTX}
 	tests := []struct {
 		name   string
 		err    error
@@ -65,6 +75,9 @@ func TestWrappedSentinels(t *testing.T) {
 	}{
 		{"arg", &ArgError{Index: 0}, ErrArg},
 		{"symbol", &SymbolError{}, ErrMissingSymbol},
+		{"module sentinel", &ModuleError{Err: driverErr}, ErrModule},
+		{"module driver error", &ModuleError{Err: driverErr}, driverErr},
+		{"panic with an error", &PanicError{Value: io.EOF}, io.EOF},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,5 +85,16 @@ func TestWrappedSentinels(t *testing.T) {
 				t.Errorf("errors.Is(%v, %v) = false, want true", tt.err, tt.target)
 			}
 		})
+	}
+	var ce *Error
+	if !errors.As(&ModuleError{Err: driverErr}, &ce) || ce != driverErr {
+		t.Errorf("errors.As(*ModuleError, **Error) did not find the driver error")
+	}
+	if (&PanicError{Value: "text"}).Unwrap() != nil {
+		t.Errorf("PanicError with a string value unwraps to non-nil")
+	}
+	pe := &PanicError{Value: "boom", Stack: []byte("goroutine 7 [running]:")}
+	if msg := pe.Error(); !strings.Contains(msg, "boom") || !strings.Contains(msg, "goroutine 7") {
+		t.Errorf("PanicError.Error() = %q, want the value and the stack", msg)
 	}
 }
