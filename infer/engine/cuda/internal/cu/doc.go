@@ -96,7 +96,16 @@
 //
 // # Testing
 //
-// The tests of the library search, the argument layout, the owner thread
-// and the checks Ctx makes before calling the driver run everywhere;
-// those that load a library skip where none is installed.
+// The tests of the library search, the argument layout, the errors, the
+// owner thread and the checks Ctx makes before calling the driver run
+// everywhere. The GPU tests (TestGPU*, BenchmarkGPU*) skip, saying why
+// ("no CUDA driver: ..." or "no CUDA device: ..."), where Open or
+// DeviceCount fails; with MUSER_REQUIRE_CUDA=1 they fail instead:
+//
+//	MUSER_REQUIRE_CUDA=1 go test -v -run GPU -bench GPU ./infer/engine/cuda/internal/cu
+//
+// Their kernels are hand-written PTX, testdata/kernels.ptx, which
+// TestKernelsAssemble assembles with ptxas where a CUDA toolkit is
+// installed; testdata/kernels.sm_90.cubin is the same file assembled for
+// sm_90.
 package cu
