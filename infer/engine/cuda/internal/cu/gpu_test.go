@@ -20,7 +20,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -632,6 +634,47 @@ func TestGPUCubin(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestGPUNoCompatLibraries loads and runs PTX, which makes the driver load
+// its JIT compiler (libnvidia-ptxjitcompiler.so.1, found through the
+// loader's search like any soname), then lists the process's mapped
+// NVIDIA libraries: none may come from a compat directory unless
+// MUSER_LIBCUDA chose one.
+func TestGPUNoCompatLibraries(t *testing.T) {
+	_, dev := openDevice(t)
+	do(t, dev, func(c *Ctx) error {
+		k, err := kernel(c, kernelsPTX, "empty")
+		if err != nil {
+			return err
+		}
+		one := [3]uint32{1, 1, 1}
+		if err := c.Launch(k, one, one, 0, c.Stream()); err != nil {
+			return err
+		}
+		return c.Sync(c.Stream())
+	})
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("cannot list mapped libraries: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[5], "/") || seen[f[5]] {
+			continue
+		}
+		path := f[5]
+		seen[path] = true
+		base := filepath.Base(path)
+		if !strings.HasPrefix(base, "libcuda") && !strings.HasPrefix(base, "libnvidia") {
+			continue
+		}
+		t.Logf("mapped: %s", path)
+		if isCompat(path) && os.Getenv(EnvLib) == "" {
+			t.Errorf("%s is mapped from a compat directory (is it on LD_LIBRARY_PATH=%q?)", path, os.Getenv("LD_LIBRARY_PATH"))
+		}
+	}
 }
 
 // TestGPUThreading checks the owner rules with a real context: calls from
