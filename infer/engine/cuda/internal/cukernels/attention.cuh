@@ -84,7 +84,7 @@ __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int hea
                                             const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
                                             const int* __restrict__ tiles, float* __restrict__ S, int ld, float scale) {
 	using namespace attn;
-	extern __shared__ __align__(16) float smem[];
+	MUSER_DYNAMIC_SMEM(smem);
 	const int pd = attn_pad(dim), qcap = attn_qcap(dim);
 	float* Qs = smem;             // [qcap][pd]
 	float* Ks = smem + qcap * pd; // [KT][pd]
@@ -266,7 +266,7 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, int ld, c
                                           const int* __restrict__ pos, const int* __restrict__ tiles,
                                           float* __restrict__ out, int heads, int kvheads, int dim) {
 	using namespace attn;
-	extern __shared__ __align__(16) float smem[];
+	MUSER_DYNAMIC_SMEM(smem);
 	float* Vs = smem;            // [KT][dim]
 	float* Ws = smem + KT * dim; // [QMAX][KT]
 	const AttnCTA cta = attn_cta(tiles, heads, kvheads, dim);

@@ -222,6 +222,11 @@ MUSER_DEV uint32_t ld32a2(const uint8_t* p) {
 // m16n8k16 (16 values): a0 = row g, k 4t..; a1 = row g+8, k 4t..; b0 = token g,
 // k 4t..; C as above. Bytes of a register hold consecutive k, lowest first.
 
+#ifdef MUSER_HOST_EMU
+// The host emulator (testdata/hostemu) provides the warp-wide products.
+MUSER_DEV void mma_k32(int c[4], const uint32_t a[4], const uint32_t b[2]) { muser_emu_mma(c, a, b, 32); }
+MUSER_DEV void mma_k16(int c[4], const uint32_t a[2], uint32_t b) { muser_emu_mma(c, a, &b, 16); }
+#else
 MUSER_DEV void mma_k32(int c[4], const uint32_t a[4], const uint32_t b[2]) {
 	asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
 	             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
@@ -235,6 +240,13 @@ MUSER_DEV void mma_k16(int c[4], const uint32_t a[2], uint32_t b) {
 	             : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
 	             : "r"(a[0]), "r"(a[1]), "r"(b), "r"(0));
 }
+#endif
+
+// MUSER_DYNAMIC_SMEM declares a kernel's dynamic shared memory as a float
+// array (the host emulator defines its own).
+#ifndef MUSER_DYNAMIC_SMEM
+#define MUSER_DYNAMIC_SMEM(name) extern __shared__ __align__(16) float name[]
+#endif
 
 // reduce16 is kernels.reduceLanes: acc[l] += acc[l+8] for l < 8, then +4,
 // +2, +1; the result is acc[0]. acc is left changed. (The stages are

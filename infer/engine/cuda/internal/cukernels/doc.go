@@ -110,7 +110,38 @@
 // sequences decoded together share it. Launch geometry is a first choice,
 // untuned on the GPU.
 //
+// # GPU tests
+//
+// The kernel suite (suite_test.go) runs every kernel against its Go
+// definition, bit for bit, on random data with edge values: the
+// quantizers against ports of kernels' quantQ8_0 and quantQ8_K (NaN and
+// infinity included), both matrix-product kernels of every weight type
+// against kernels.MatMul, the embeddings against ggml.Dequantize, the row
+// operations against kernels.RMSNorm, Add, SiLUMul and engine's rotate,
+// the KV stores against ggml.F32ToF16, the attention against
+// engine.attendTile's sequence of kernels calls over a batch that mixes a
+// prefill, a chunk after a prefix, a long decode and a first token. A
+// mismatch reports the first index that differs, both values in hex and
+// the shape. gpu_test.go runs it on a GPU at the models' shapes and at
+// ragged ones, sweeps Exp32, the f16/bf16 conversions and the integer
+// roundings over all 2^32 float32 inputs, runs a part of the suite through
+// the PTX image, and times the kernels (BenchmarkGPU*). It skips where no
+// CUDA driver or GPU is present (MUSER_REQUIRE_CUDA=1 makes that a
+// failure). On a GPU machine:
+//
+//	go test -c -o cukernels.test ./infer/engine/cuda/internal/cukernels
+//	./cukernels.test -test.run GPU -test.v
+//
 // # Tests without a GPU
+//
+// emu_test.go runs the same suite on the host: testdata/hostemu/emu.cpp
+// compiles muser.cu with g++ over simt.h, an execution model in which
+// every CUDA thread is an OS thread, __syncthreads a barrier, and each
+// warp-wide operation (shuffles, ballots, reductions, the integer mma with
+// the PTX fragment layout) an exchange among the warp's 32 threads; the
+// kernels' own code runs, indexing and synchronisation included, at small
+// ragged shapes. What it cannot show is a difference between a GPU
+// instruction and its C++ stand-in; the GPU tests do.
 //
 // hostemu_test.go compiles common.cuh and weights.cuh for the CPU with g++
 // (testdata/hostemu, through a small shim of the CUDA intrinsics) and
@@ -118,6 +149,6 @@
 // f16 and bf16 conversions, roundAway and nearestInt, Exp32, NVFP4's scale
 // decoding, every weight type's dequantization (ggml.Dequantize) and, with
 // the words and scales the matrix products decode, every family's
-// canonical dot product (kernels.MatMul). It skips where g++ is missing
+// canonical dot product (kernels.MatMul). Both skip where g++ is missing
 // (MUSER_REQUIRE_GXX=1 makes that a failure).
 package cukernels

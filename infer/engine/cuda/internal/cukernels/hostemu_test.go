@@ -25,11 +25,15 @@ import (
 // themselves. They skip where g++ is missing, unless
 // MUSER_REQUIRE_GXX=1.
 
-// TestMain removes the host program built for the tests.
+// TestMain closes the GPUs the tests opened and removes the host programs
+// built for them.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if hostemuBuild.path != "" {
-		os.RemoveAll(filepath.Dir(hostemuBuild.path))
+	closeGPUs()
+	for _, p := range []string{hostemuBuild.path, emuBuild.path} {
+		if p != "" {
+			os.RemoveAll(filepath.Dir(p))
+		}
 	}
 	os.Exit(code)
 }
