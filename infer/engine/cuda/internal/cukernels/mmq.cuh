@@ -161,7 +161,7 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 							const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);
 							const int tok = wn * WN + ni * 8 + 2 * tq + (e & 1);
 							const float* f = &Af[(row * SB + u) * T::NF];
-							float p = f32mul(f32mul(f[0], Bd[tok * NDA + u]), __int2float_rn(c[e]));
+							float p = f32mul(f32mul(f[0], Bd[tok * NDA + u]), i2f_small(c[e]));
 							if constexpr (T::FAM == FAM_LEGACY_MIN) p = f32add(p, f32mul(f[1 % T::NF], Bx[tok * NDA + u]));
 							acc[mi][ni][e] = f32add(acc[mi][ni][e], p);
 						}
@@ -189,7 +189,7 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 							const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);
 							const int tok = wn * WN + ni * 8 + 2 * tq + (e & 1);
 							const float ws = Af[(row * SB + u / 4) * T::NF + u % 4];
-							const float p = f32mul(f32mul(ws, Bd[tok * NDA + u / 2]), __int2float_rn(c[e]));
+							const float p = f32mul(f32mul(ws, Bd[tok * NDA + u / 2]), i2f_small(c[e]));
 							acc[mi][ni][e] = f32add(acc[mi][ni][e], p);
 						}
 					}
@@ -346,7 +346,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 					int isum = 0;
 #pragma unroll
 					for (int k = 0; k < 8; k++) isum = __dp4a((int)wv[k], av[k], isum);
-					float p = f32mul(f32mul(f[0], ad[t * nb32 + b]), __int2float_rn(isum));
+					float p = f32mul(f32mul(f[0], ad[t * nb32 + b]), i2f_small(isum));
 					if constexpr (T::FAM == FAM_LEGACY_MIN) p = f32add(p, f32mul(f[1 % T::NF], ((const float*)aext)[t * nb32 + b]));
 					P[blk][row][tk] = p;
 				}
@@ -363,7 +363,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 						int isum = 0;
 #pragma unroll
 						for (int k = 0; k < 4; k++) isum = __dp4a((int)wv[k], av[k], isum);
-						P[blk * 4 + s][row][tk] = f32mul(f32mul(f[s % T::NF], ad[t * nb32 + 2 * b + s / 2]), __int2float_rn(isum));
+						P[blk * 4 + s][row][tk] = f32mul(f32mul(f[s % T::NF], ad[t * nb32 + 2 * b + s / 2]), i2f_small(isum));
 					}
 				}
 			} else { // FAM_K
