@@ -25,6 +25,16 @@ func TestDependencyDirection(t *testing.T) {
 			}
 		}
 	}
+	// The scheduler drives the engine front, never a backend's kernels.
+	out, err := exec.Command(goBin, "list", "-deps", mod+"serve/sched").Output()
+	if err != nil {
+		t.Fatalf("go list -deps serve/sched: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == mod+"infer/kernels" || strings.HasPrefix(dep, mod+"infer/engine/") {
+			t.Errorf("serve/sched depends on %s; it must use infer/engine only", dep)
+		}
+	}
 	// The leaf helpers import nothing of muser's.
 	for _, pkg := range []string{mod + "serve/strictjson"} {
 		out, _ := exec.Command(goBin, "list", "-f", `{{join .Imports " "}}`, pkg).Output()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/serve/sched"
@@ -62,7 +63,11 @@ type Options struct {
 	// StoreMaxBytes, when positive, is the store's byte budget, kept by gc
 	// after publishes.
 	StoreMaxBytes int64
-	// Threads is the engine's worker goroutines (0: every CPU).
+	// Device computes the model; nil means the CPU engine with Threads
+	// worker goroutines.
+	Device engine.Device
+	// Threads is the CPU engine's worker goroutines when Device is nil
+	// (0: every CPU).
 	Threads int
 	// PrefillChunk and StepTokens bound prompt tokens per slot and per
 	// step (sched.Config).
@@ -170,7 +175,11 @@ func New(opts Options) (s *Server, err error) {
 	}
 
 	var m *engine.Model
-	eopts := engine.Options{Threads: opts.Threads}
+	dev := opts.Device
+	if dev == nil {
+		dev = cpu.New(cpu.Options{Threads: opts.Threads})
+	}
+	eopts := engine.Options{Device: dev}
 	if opts.Model != nil {
 		m, err = engine.Load(opts.Model, eopts)
 	} else if opts.ModelPath != "" {
@@ -194,7 +203,9 @@ func New(opts Options) (s *Server, err error) {
 		s.ownStore = true
 		closers = append(closers, s.store.Close)
 	}
-	s.identity = m.Identity(s.model.tok.Digest(), s.model.tmplDigest, s.store.BlockTokens())
+	if s.identity, err = m.Identity(s.store.BlockTokens()); err != nil {
+		return nil, err
+	}
 	s.metrics = newMetrics(func() int {
 		if s.sched == nil {
 			return 0

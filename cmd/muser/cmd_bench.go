@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cpu"
 )
 
 // benchOptions are the flags of `muser bench`.
@@ -107,7 +108,7 @@ llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.`,
 }
 
 func runBench(ctx context.Context, o *benchOptions) (*benchResult, error) {
-	m, err := engine.Open(o.model, engine.Options{Threads: o.threads})
+	m, err := engine.Open(o.model, engine.Options{Device: cpu.New(cpu.Options{Threads: o.threads})})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func runBench(ctx context.Context, o *benchOptions) (*benchResult, error) {
 		prompt[i] = int32((1 + 7919*int64(i)) % int64(V))
 	}
 	res := &benchResult{
-		Engine: engine.EngineName, Model: o.model, Threads: o.threads,
+		Engine: m.Numerics(), Model: o.model, Threads: o.threads,
 		PromptTokens: o.prompt, GenTokens: o.gen, FileBytes: m.File().Size(),
 	}
 	var bestPrefill, bestDecode time.Duration
@@ -148,7 +149,8 @@ func runBench(ctx context.Context, o *benchOptions) (*benchResult, error) {
 		if d := time.Since(t0); r == 0 || d < bestDecode {
 			bestDecode = d
 		}
-		res.KVBytes = seq.Cache().Bytes()
+		res.KVBytes = seq.KV().Bytes()
+		seq.Close()
 	}
 	res.PrefillTokS = float64(o.prompt) / bestPrefill.Seconds()
 	res.DecodeTokS = float64(o.gen) / bestDecode.Seconds()

@@ -16,7 +16,6 @@ import (
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
-	"github.com/muserhq/muser/infer/tokenizer"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
 	"github.com/spf13/pflag"
@@ -192,51 +191,38 @@ func storeBlockTokens(home string) (int, string) {
 	return s.BlockTokens(), "the store under " + home
 }
 
-// modelIdentity computes the identity serve and run compute for KV made
-// with f (engine.Model.Identity with the tokenizer's and the chat
-// template's digests), field by field, so that a field that cannot be
-// computed leaves the others.
+// modelIdentity reports the identity serve and run compute for KV made
+// with f, from engine.Identity (the one constructor), field by field, so
+// that a field that cannot be computed leaves the others.
 func modelIdentity(f *gguf.File, o identityOptions) (inspectIdentity, error) {
-	id := inspectIdentity{Format: pack.FormatVersion, Quant: gguf.QuantName(f), BlockTokens: o.block, BlockFrom: o.blockFrom}
-	td, err := gguf.ChatTemplateDigest(f)
-	if err != nil {
+	full, err := engine.Identity(f, engine.IdentityOptions{KV: o.kv, BlockTokens: o.block, SkipWeights: o.noDigest})
+	id := inspectIdentity{Format: full.Format, Quant: full.Quant, Arch: full.Arch, KV: full.KV, Engine: full.Engine,
+		BlockTokens: o.block, BlockFrom: o.blockFrom, full: full}
+	var ie *engine.IdentityError
+	if err != nil && !errors.As(err, &ie) {
 		return id, err
 	}
-	id.Template = hex.EncodeToString(td[:])
-	full := pack.Identity{Format: id.Format, Template: td, Quant: id.Quant}
-	missing := func(field string, err error) {
-		id.Missing = append(id.Missing, missingIDField{Field: field, Reason: err.Error()})
+	id.Template = hex.EncodeToString(full.Template[:])
+	known := map[string]bool{"model": true, "tokenizer": true}
+	if ie != nil {
+		for _, fe := range ie.Fields {
+			known[fe.Field] = false
+			reason := fe.Err.Error()
+			if errors.Is(fe.Err, engine.ErrSkipped) {
+				reason = "skipped: --no-digest"
+			}
+			id.Missing = append(id.Missing, missingIDField{Field: fe.Field, Reason: reason})
+		}
 	}
-	if o.noDigest {
-		missing("model", errors.New("skipped: --no-digest"))
-	} else {
-		full.Model = gguf.WeightsDigest(f)
+	if known["model"] {
 		id.Model = full.Model.String()
 	}
-	if tok, err := tokenizer.FromGGUF(f.Meta); err != nil {
-		missing("tokenizer", fmt.Errorf("the tokenizer cannot load this vocabulary: %w", err))
-	} else {
-		full.Tokenizer = tok.Digest()
+	if known["tokenizer"] {
 		id.Tokenizer = full.Tokenizer.String()
-	}
-	if m, err := engine.Load(f, engine.Options{Threads: 1, KV: o.kv}); err != nil {
-		err = fmt.Errorf("the engine cannot load this model: %w", err)
-		missing("arch", err)
-		missing("kv", err)
-		missing("engine", err)
-	} else {
-		e := m.Identity(full.Tokenizer, td, o.block)
-		m.Close()
-		full.Arch, full.KV, full.Engine = e.Arch, e.KV, e.Engine
-		id.Arch, id.KV, id.Engine = e.Arch, e.KV, e.Engine
-		if e.Quant != id.Quant || (!o.noDigest && e.Model != full.Model) {
-			return id, fmt.Errorf("model inspect: the engine's identity of %s differs from the file's (quant %q vs %q)", f.Path(), e.Quant, id.Quant)
-		}
 	}
 	if len(id.Missing) == 0 {
 		id.Key = full.Key().String()
 	}
-	id.full = full
 	return id, nil
 }
 

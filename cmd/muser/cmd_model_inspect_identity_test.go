@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/engine/enginetest"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
-	"github.com/muserhq/muser/infer/tokenizer"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
 )
@@ -37,20 +37,16 @@ func inspectIdentityJSON(t *testing.T, args ...string) inspectIdentity {
 // engineIdentity computes the identity of path as serve and run do.
 func engineIdentity(t *testing.T, path string, kv kvcache.DType, block int) pack.Identity {
 	t.Helper()
-	m, err := engine.Open(path, engine.Options{Threads: 1, KV: kv})
+	m, err := engine.Open(path, engine.Options{Device: cpu.New(cpu.Options{Threads: 1}), KV: kv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	tok, err := tokenizer.FromGGUF(m.File().Meta)
+	id, err := m.Identity(block)
 	if err != nil {
 		t.Fatal(err)
 	}
-	td, err := gguf.ChatTemplateDigest(m.File())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m.Identity(tok.Digest(), td, block)
+	return id
 }
 
 // identityDiff lists the fields where the inspected identity differs from

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
 	"github.com/muserhq/muser/pack"
@@ -130,13 +131,14 @@ func expectedIdentity(path string, kv kvcache.DType, block int) (pack.Identity, 
 		return pack.Identity{}, fmt.Errorf("--expect-model: %w", err)
 	}
 	defer f.Close()
-	id, err := modelIdentity(f, identityOptions{kv: kv, block: block})
+	id, err := engine.Identity(f, engine.IdentityOptions{KV: kv, BlockTokens: block})
+	var ie *engine.IdentityError
+	if errors.As(err, &ie) {
+		fe := ie.Fields[0]
+		return pack.Identity{}, fmt.Errorf("--expect-model %s: the %s field cannot be computed: %v", path, fe.Field, fe.Err)
+	}
 	if err != nil {
 		return pack.Identity{}, fmt.Errorf("--expect-model: %w", err)
 	}
-	if len(id.Missing) > 0 {
-		m := id.Missing[0]
-		return pack.Identity{}, fmt.Errorf("--expect-model %s: the %s field cannot be computed: %s", path, m.Field, m.Reason)
-	}
-	return id.full, nil
+	return id, nil
 }

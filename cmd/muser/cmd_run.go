@@ -7,21 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/muserhq/muser/infer"
 	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/engine"
-	"github.com/muserhq/muser/infer/generate"
+	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/infer/template"
 	"github.com/muserhq/muser/infer/tokenizer"
+	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/store"
 )
 
@@ -121,7 +123,7 @@ func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType) e
 		}
 	}
 	t0 := time.Now()
-	opts := engine.Options{Threads: o.threads, KV: kv}
+	opts := engine.Options{Device: cpu.New(cpu.Options{Threads: o.threads}), KV: kv}
 	var m *engine.Model
 	if o.model == "" {
 		f, err := defaultmodel.File()
@@ -176,34 +178,43 @@ func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType) e
 	if err := params.Validate(cfg.Vocab); err != nil {
 		return &usageError{err: err}
 	}
-	req := generate.Request{
-		Prompt:    prompt,
-		MaxTokens: o.maxTokens,
-		Context:   min(o.ctx, cfg.CtxTrain),
-		Sampling:  params,
-		Stop:      o.stop,
-		OnText: func(s string) error {
-			_, err := io.WriteString(env.stdout, s)
-			return err
-		},
-		Warn: func(err error) { fmt.Fprintf(env.stderr, "muser run: warning: %v\n", err) },
+	var published int
+	sc := sched.Config{
+		Model:     m,
+		Tokenizer: tok,
+		Slots:     1,
+		Ctx:       min(o.ctx, cfg.CtxTrain),
+		OnPublish: func(ev sched.PublishEvent) { published = max(published, ev.Tokens) },
+		Logger:    slog.New(&warnHandler{w: env.stderr, prefix: "muser run: warning: "}),
 	}
 	if !o.noCache {
-		ps, closeStore, err := openPrefixStore(env.home)
+		st, err := store.Open(env.home, store.Options{})
 		if err != nil {
+			if errors.Is(err, store.ErrLocked) {
+				return fmt.Errorf("%w (or run with --no-cache)", err)
+			}
 			return err
 		}
-		defer closeStore()
-		tmpl, err := gguf.ChatTemplateDigest(f)
-		if err != nil {
-			return fmt.Errorf("%s: %w", o.model, err)
-		}
+		defer st.Close()
 		t1 := time.Now()
-		req.Store = ps
-		req.Identity = m.Identity(tok.Digest(), tmpl, ps.BlockTokens())
-		logf("identity: %s engine=%s kv=%s (weights digest in %v)", req.Identity.Arch, req.Identity.Engine, req.Identity.KV, time.Since(t1).Round(time.Millisecond))
+		if sc.Identity, err = m.Identity(st.BlockTokens()); err != nil {
+			return err
+		}
+		sc.Store = st
+		logf("identity: %s engine=%s kv=%s (weights digest in %v)", sc.Identity.Arch, sc.Identity.Engine, sc.Identity.KV, time.Since(t1).Round(time.Millisecond))
 	}
-	logf("loaded in %v; seed %d; %d threads", time.Since(t0).Round(time.Millisecond), seed, m.Threads())
+	logf("loaded in %v; seed %d; %s", time.Since(t0).Round(time.Millisecond), seed, m.Device().Name())
+	s, err := sched.New(sc)
+	if err != nil {
+		return err
+	}
+	// Close lets the request finish, then flushes the publisher: the
+	// blocks are in the store before run returns.
+	defer s.Close(context.Background())
+	req := &sched.Request{ID: "run", Prompt: prompt, MaxTokens: o.maxTokens, Sampling: params, Stop: o.stop, Logprobs: -1}
+	if err := s.Check(req); err != nil {
+		return err
+	}
 
 	if !o.chat {
 		// Echo the prompt as llama2.c does: after BOS, SentencePiece's
@@ -220,24 +231,97 @@ func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType) e
 			return err
 		}
 	}
-	res, err := generate.Run(ctx, m, tok, req)
+	res, text, err := generate(ctx, s, req, env.stdout)
 	if err != nil {
 		return err
 	}
-	if !strings.HasSuffix(res.Text, "\n") {
+	if err := s.Close(context.Background()); err != nil {
+		return err
+	}
+	if !strings.HasSuffix(text, "\n") {
 		fmt.Fprintln(env.stdout)
 	}
+	restored := res.Started
+	if !res.Restored.IsZero() {
+		restored = res.Restored
+	}
+	computed := res.PromptTokens - res.CachedTokens
 	logf("prompt: %d tokens, %d cached (restored in %v), %d prefilled in %v (%.1f tok/s)",
-		res.PromptTokens, res.CachedTokens, res.Restore.Round(time.Microsecond), res.PromptTokens-res.CachedTokens,
-		res.Prefill.Round(time.Millisecond), rate(res.PromptTokens-res.CachedTokens, res.Prefill))
-	logf("time to first token: %v", res.TTFT.Round(time.Millisecond))
-	logf("generated: %d tokens in %v (%.2f tok/s), finish: %s", len(res.Tokens), res.Decode.Round(time.Millisecond),
-		rate(len(res.Tokens), res.Decode), res.Finish)
-	if req.Store != nil {
-		logf("published: %d tokens in full blocks", res.Published)
+		res.PromptTokens, res.CachedTokens, restored.Sub(res.Started).Round(time.Microsecond), computed,
+		res.PrefillDone.Sub(restored).Round(time.Millisecond), rate(computed, res.PrefillDone.Sub(restored)))
+	logf("time to first token: %v", res.FirstToken.Sub(res.Queued).Round(time.Millisecond))
+	decoded := len(res.Generated)
+	if res.EOG {
+		decoded-- // the end-of-generation token is sampled, not printed
+	}
+	logf("generated: %d tokens in %v (%.2f tok/s), finish: %s", decoded, res.Done.Sub(res.FirstToken).Round(time.Millisecond),
+		rate(decoded, res.Done.Sub(res.FirstToken)), res.Finish)
+	switch {
+	case sc.Store == nil:
+	case published > 0:
+		logf("published: %d tokens in full blocks", published)
+	default:
+		logf("published: nothing new (the store held every full block, or there was none)")
 	}
 	return nil
 }
+
+// generate runs req on s (muser run's one-slot scheduler: the one
+// generation driver, which muser serve runs with --parallel slots), writes
+// its text to w as it is decoded, and returns the result and the whole
+// text.
+func generate(ctx context.Context, s *sched.Scheduler, req *sched.Request, w io.Writer) (sched.Result, string, error) {
+	req.Received = time.Now()
+	task, err := s.Submit(ctx, req)
+	if err != nil {
+		return sched.Result{}, "", err
+	}
+	defer task.Cancel()
+	var text strings.Builder
+	for {
+		evs, done, err := task.Next(ctx)
+		if err != nil {
+			return sched.Result{}, "", err
+		}
+		for _, ev := range evs {
+			text.WriteString(ev.Text)
+			if _, err := io.WriteString(w, ev.Text); err != nil {
+				return sched.Result{}, "", err
+			}
+		}
+		if done {
+			return task.Result(), text.String(), task.Err()
+		}
+	}
+}
+
+// warnHandler is a slog.Handler that prints warnings and errors as one
+// line each, prefix, the message and its "err" attribute, and drops the
+// rest: the scheduler's logs as muser run's stderr shows them.
+type warnHandler struct {
+	w      io.Writer
+	prefix string
+	mu     sync.Mutex
+}
+
+func (h *warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h *warnHandler) Handle(_ context.Context, r slog.Record) error {
+	line := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			line += ": " + a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := fmt.Fprintln(h.w, h.prefix+line)
+	return err
+}
+
+func (h *warnHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *warnHandler) WithGroup(string) slog.Handler      { return h }
 
 func rate(n int, d time.Duration) float64 {
 	if d <= 0 {
@@ -285,16 +369,4 @@ func chatPrompt(f *gguf.File, tok *tokenizer.Tokenizer, text string) ([]int32, e
 		ids = append([]int32{tok.BOS()}, ids...)
 	}
 	return ids, nil
-}
-
-// openPrefixStore opens the KV store under home for prefix reuse.
-func openPrefixStore(home string) (infer.PrefixStore, func(), error) {
-	s, err := store.Open(home, store.Options{})
-	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
-			return nil, nil, fmt.Errorf("%w (or run with --no-cache)", err)
-		}
-		return nil, nil, err
-	}
-	return s, func() { s.Close() }, nil
 }

@@ -1,9 +1,9 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"errors"
-	"fmt"
+	"github.com/muserhq/muser/infer/engine"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -15,15 +15,7 @@ import (
 	"github.com/muserhq/muser/infer/kernels"
 )
 
-// tinyModel writes a tiny random model of arch at quant into a temp dir.
-func tinyModel(t testing.TB, arch string, quant ggml.Type) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), fmt.Sprintf("tiny-%s-%s.gguf", arch, quant))
-	if err := enginetest.WriteFile(path, enginetest.Tiny(arch), quant, 7); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+var tinyModel = enginetest.TinyModel
 
 var tinyQuants = []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeQ4_K}
 
@@ -51,10 +43,10 @@ func TestMatchesReference(t *testing.T) {
 		for _, q := range tinyQuants {
 			t.Run(arch+"/"+q.String(), func(t *testing.T) {
 				path := tinyModel(t, arch, q)
-				m := openModel(t, path, Options{Threads: 2})
+				m := openModel(t, path, opts{Threads: 2})
 				r := rand.New(rand.NewPCG(5, 5))
-				toks := randomTokens(r, 24, m.Config().Vocab)
-				_, got := prefill(t, m, toks)
+				toks := enginetest.RandomTokens(r, 24, m.Config().Vocab)
+				_, got := enginetest.Prefill(t, m, toks)
 				ref, err := enginetest.Reference(m.File(), toks)
 				if err != nil {
 					t.Fatal(err)
@@ -116,40 +108,40 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"missing tensor", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
 			return rebuild(t, f, func(name string) bool { return name != "blk.1.attn_k.bias" }, nil)
-		}, &TensorError{}, ErrTensor, "blk.1.attn_k.bias"},
+		}, &engine.TensorError{}, engine.ErrTensor, "blk.1.attn_k.bias"},
 		{"missing layer weight", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
 			return rebuild(t, f, func(name string) bool { return name != "blk.0.ffn_down.weight" }, nil)
-		}, &TensorError{}, ErrTensor, "blk.0.ffn_down.weight"},
+		}, &engine.TensorError{}, engine.ErrTensor, "blk.0.ffn_down.weight"},
 		{"unknown architecture", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
 			b.Set("general.architecture", "mamba")
 			return b
-		}, &HParamError{}, ErrUnknownArch, "general.architecture"},
+		}, &engine.HParamError{}, engine.ErrUnknownArch, "general.architecture"},
 		{"heads do not divide", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
 			b.Set("qwen2.attention.head_count_kv", uint32(3))
 			return b
-		}, &HParamError{}, ErrHParams, "qwen2.attention.head_count_kv"},
+		}, &engine.HParamError{}, engine.ErrHParams, "qwen2.attention.head_count_kv"},
 		{"missing eps", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
 			b.Delete("qwen2.attention.layer_norm_rms_epsilon")
 			return b
-		}, &HParamError{}, gguf.ErrMissingKey, "qwen2.attention.layer_norm_rms_epsilon"},
+		}, &engine.HParamError{}, gguf.ErrMissingKey, "qwen2.attention.layer_norm_rms_epsilon"},
 		{"yarn scaling", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
 			b.Set("qwen2.rope.scaling.type", "yarn")
 			return b
-		}, &HParamError{}, ErrUnsupported, "qwen2.rope.scaling.type"},
+		}, &engine.HParamError{}, engine.ErrUnsupported, "qwen2.rope.scaling.type"},
 		{"wrong head dim", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
 			b.Set("qwen2.attention.key_length", uint32(32))
 			b.Set("qwen2.attention.value_length", uint32(32))
 			b.Set("qwen2.rope.dimension_count", uint32(32))
 			return b
-		}, &TensorError{}, ErrTensor, "blk.0.attn_q.weight"},
+		}, &engine.TensorError{}, engine.ErrTensor, "blk.0.attn_q.weight"},
 		{"value length differs", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
 			b.Set("qwen2.attention.value_length", uint32(32))
 			return b
-		}, &HParamError{}, ErrUnsupported, "qwen2.attention.value_length"},
+		}, &engine.HParamError{}, engine.ErrUnsupported, "qwen2.attention.value_length"},
 		{"zero layers", func(b *gguf.Builder, f *gguf.File) *gguf.Builder {
 			b.Set("qwen2.block_count", uint32(0))
 			return b
-		}, &HParamError{}, ErrHParams, "qwen2.block_count"},
+		}, &engine.HParamError{}, engine.ErrHParams, "qwen2.block_count"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -171,7 +163,7 @@ func TestLoadErrors(t *testing.T) {
 			if err := b.WriteFile(dst); err != nil {
 				t.Fatal(err)
 			}
-			m, err := Open(dst, Options{Threads: 1})
+			m, err := engine.Open(dst, cpuOptions(1))
 			if err == nil {
 				m.Close()
 				t.Fatalf("Open succeeded, want an error naming %s", c.names)
@@ -180,15 +172,15 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("error %q does not wrap %v", err, c.is)
 			}
 			switch c.target.(type) {
-			case *TensorError:
-				var te *TensorError
+			case *engine.TensorError:
+				var te *engine.TensorError
 				if !errors.As(err, &te) || te.Name != c.names {
-					t.Errorf("error %q: want a *TensorError naming %s", err, c.names)
+					t.Errorf("error %q: want a *engine.TensorError naming %s", err, c.names)
 				}
-			case *HParamError:
-				var he *HParamError
+			case *engine.HParamError:
+				var he *engine.HParamError
 				if !errors.As(err, &he) || he.Key != c.names {
-					t.Errorf("error %q: want an *HParamError naming %s", err, c.names)
+					t.Errorf("error %q: want an *engine.HParamError naming %s", err, c.names)
 				}
 			}
 		})
@@ -216,27 +208,27 @@ func rebuild(t *testing.T, f *gguf.File, keep func(string) bool, _ any) *gguf.Bu
 }
 
 func TestBatchErrors(t *testing.T) {
-	m := openModel(t, tinyModel(t, "llama", ggml.TypeQ8_0), Options{Threads: 1})
-	other := openModel(t, tinyModel(t, "qwen3", ggml.TypeQ8_0), Options{Threads: 1})
+	m := openModel(t, tinyModel(t, "llama", ggml.TypeQ8_0), opts{Threads: 1})
+	other := openModel(t, tinyModel(t, "qwen3", ggml.TypeQ8_0), opts{Threads: 1})
 	s, _ := m.NewSequence(8)
 	s2, _ := other.NewSequence(8)
 	ctx := context.Background()
 	for _, c := range []struct {
 		name  string
-		batch []Step
+		batch []engine.Step
 	}{
-		{"no sequence", []Step{{Tokens: []int32{1}}}},
-		{"no tokens", []Step{{Seq: s}}},
-		{"token out of range", []Step{{Seq: s, Tokens: []int32{int32(m.Config().Vocab)}}}},
-		{"negative token", []Step{{Seq: s, Tokens: []int32{-1}}}},
-		{"sequence twice", []Step{{Seq: s, Tokens: []int32{1}}, {Seq: s, Tokens: []int32{2}}}},
-		{"other model", []Step{{Seq: s2, Tokens: []int32{1}}}},
-		{"context full", []Step{{Seq: s, Tokens: make([]int32, 9)}}},
+		{"no sequence", []engine.Step{{Tokens: []int32{1}}}},
+		{"no tokens", []engine.Step{{Seq: s}}},
+		{"token out of range", []engine.Step{{Seq: s, Tokens: []int32{int32(m.Config().Vocab)}}}},
+		{"negative token", []engine.Step{{Seq: s, Tokens: []int32{-1}}}},
+		{"sequence twice", []engine.Step{{Seq: s, Tokens: []int32{1}}, {Seq: s, Tokens: []int32{2}}}},
+		{"other model", []engine.Step{{Seq: s2, Tokens: []int32{1}}}},
+		{"context full", []engine.Step{{Seq: s, Tokens: make([]int32, 9)}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := m.Forward(ctx, c.batch)
-			var be *BatchError
-			if !errors.As(err, &be) || !errors.Is(err, ErrBatch) {
+			var be *engine.BatchError
+			if !errors.As(err, &be) || !errors.Is(err, engine.ErrBatch) {
 				t.Fatalf("Forward = %v, want a *BatchError", err)
 			}
 			if s.Len() != 0 {
@@ -246,7 +238,7 @@ func TestBatchErrors(t *testing.T) {
 	}
 	ctx2, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := m.Forward(ctx2, []Step{{Seq: s, Tokens: []int32{1, 2}}}); !errors.Is(err, context.Canceled) {
+	if err := m.Forward(ctx2, []engine.Step{{Seq: s, Tokens: []int32{1, 2}}}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled Forward = %v, want context.Canceled", err)
 	}
 	if s.Len() != 0 {
@@ -255,40 +247,43 @@ func TestBatchErrors(t *testing.T) {
 }
 
 func TestArchString(t *testing.T) {
-	m := openModel(t, tinyModel(t, "qwen3", ggml.TypeQ8_0), Options{Threads: 1})
+	m := openModel(t, tinyModel(t, "qwen3", ggml.TypeQ8_0), opts{Threads: 1})
 	want := "qwen3;layers=2;hidden=256;heads=4;kv_heads=2;head_dim=32;rope=neox;rope_dim=32;rope_base=10000;rope_scale=1;rope_freqs=none;eps=1e-05;qk_norm=1;qkv_bias=0"
 	if got := m.Config().ArchString(); got != want {
 		t.Errorf("ArchString =\n%s\nwant\n%s", got, want)
 	}
-	l := openModel(t, tinyModel(t, "llama", ggml.TypeQ8_0), Options{Threads: 1})
-	if c := l.Config(); c.RopeFreqs == nil || c.Rope != RopeNormal {
+	l := openModel(t, tinyModel(t, "llama", ggml.TypeQ8_0), opts{Threads: 1})
+	if c := l.Config(); c.RopeFreqs == nil || c.Rope != engine.RopeNormal {
 		t.Errorf("tiny llama: rope %v, freqs %v; want normal RoPE with rope_freqs", c.Rope, c.RopeFreqs)
 	}
-	id := l.Identity([32]byte{1}, [32]byte{2}, 64)
-	if id.Engine != EngineName || id.KV != "f16;block=64;layout=lkv1" || id.Quant != gguf.QuantName(l.File()) || id.Model == ([32]byte{}) {
+	id, err := l.Identity(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Engine != engine.EngineName || id.KV != "f16;block=64;layout=lkv1" || id.Quant != gguf.QuantName(l.File()) || id.Model == ([32]byte{}) {
 		t.Errorf("Identity = %+v", id)
 	}
 }
 
 // TestNumericsVersion pins the kernels' numerics version the engine's
 // identity was last bumped for: when the kernels change their canonical
-// orders, this fails until NumericsVersion is bumped too.
+// orders, this fails until engine.NumericsVersion is bumped too.
 func TestNumericsVersion(t *testing.T) {
 	const kernelsAtEngineV1 = 1
-	if kernels.NumericsVersion != kernelsAtEngineV1 || NumericsVersion != 1 {
-		t.Fatalf("kernels.NumericsVersion is %d and engine NumericsVersion %d: bump engine.NumericsVersion (identity %q) and update this test",
-			kernels.NumericsVersion, NumericsVersion, EngineName)
+	if kernels.NumericsVersion != kernelsAtEngineV1 || engine.NumericsVersion != 1 {
+		t.Fatalf("kernels.NumericsVersion is %d and engine engine.NumericsVersion %d: bump engine.NumericsVersion (identity %q) and update this test",
+			kernels.NumericsVersion, engine.NumericsVersion, engine.EngineName)
 	}
 }
 
 func TestForkAndTruncate(t *testing.T) {
-	m := openModel(t, tinyModel(t, "qwen2", ggml.TypeQ8_0), Options{Threads: 2})
+	m := openModel(t, tinyModel(t, "qwen2", ggml.TypeQ8_0), opts{Threads: 2})
 	r := rand.New(rand.NewPCG(8, 8))
-	p := randomTokens(r, 30, m.Config().Vocab)
-	_, full := prefill(t, m, p)
+	p := enginetest.RandomTokens(r, 30, m.Config().Vocab)
+	_, full := enginetest.Prefill(t, m, p)
 	V := m.Config().Vocab
 	a, _ := m.NewSequence(64)
-	if err := m.Forward(context.Background(), []Step{{Seq: a, Tokens: p[:20]}}); err != nil {
+	if err := m.Forward(context.Background(), []engine.Step{{Seq: a, Tokens: p[:20]}}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := a.Fork()
@@ -296,18 +291,18 @@ func TestForkAndTruncate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Continue a with garbage, then truncate it back; b continues cleanly.
-	if err := m.Forward(context.Background(), []Step{{Seq: a, Tokens: []int32{1, 2, 3}}}); err != nil {
+	if err := m.Forward(context.Background(), []engine.Step{{Seq: a, Tokens: []int32{1, 2, 3}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Truncate(20); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []*Sequence{a, b} {
-		st := []Step{{Seq: s, Tokens: p[20:], Output: OutputAll}}
+	for _, s := range []*engine.Sequence{a, b} {
+		st := []engine.Step{{Seq: s, Tokens: p[20:], Output: engine.OutputAll}}
 		if err := m.Forward(context.Background(), st); err != nil {
 			t.Fatal(err)
 		}
-		requireSame(t, "continuation after fork/truncate", st[0].Logits, full[20*V:])
+		enginetest.RequireSame(t, "continuation after fork/truncate", st[0].Logits, full[20*V:])
 	}
 	if err := a.Truncate(31); err == nil {
 		t.Error("Truncate past the end succeeded")

@@ -1,6 +1,6 @@
 //go:build unix
 
-package engine
+package engine_test
 
 import (
 	"os"

@@ -1,12 +1,13 @@
-package engine
+package engine_test
 
 import (
 	"context"
+	"github.com/muserhq/muser/infer/engine"
 	"testing"
 )
 
 func benchForward(b *testing.B, path string, threads, prompt int, decode bool) {
-	m := openModel(b, path, Options{Threads: threads})
+	m := openModel(b, path, opts{Threads: threads})
 	V := m.Config().Vocab
 	toks := make([]int32, prompt)
 	for i := range toks {
@@ -17,12 +18,12 @@ func benchForward(b *testing.B, path string, threads, prompt int, decode bool) {
 	for b.Loop() {
 		seq, _ := m.NewSequence(prompt + 1)
 		if !decode {
-			if err := m.Forward(ctx, []Step{{Seq: seq, Tokens: toks, Output: OutputLast}}); err != nil {
+			if err := m.Forward(ctx, []engine.Step{{Seq: seq, Tokens: toks, Output: engine.OutputLast}}); err != nil {
 				b.Fatal(err)
 			}
 			continue
 		}
-		st := []Step{{Seq: seq, Output: OutputLast}}
+		st := []engine.Step{{Seq: seq, Output: engine.OutputLast}}
 		for i := range toks {
 			st[0].Tokens = toks[i : i+1]
 			if err := m.Forward(ctx, st); err != nil {

@@ -1,8 +1,9 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/muserhq/muser/infer/engine"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,7 +39,7 @@ func TestDefaultModelMatchesLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Load(f, Options{Threads: 2})
+	m, err := engine.Load(f, cpuOptions(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestDefaultModelMatchesLlamaCpp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := []Step{{Seq: seq, Tokens: q.PromptIDs, Output: OutputLast}}
+		st := []engine.Step{{Seq: seq, Tokens: q.PromptIDs, Output: engine.OutputLast}}
 		var got []int32
 		for len(got) < len(q.OutputIDs) {
 			if err := m.Forward(context.Background(), st); err != nil {

@@ -3,11 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 
-	"github.com/muserhq/muser/infer/ggml"
-	"github.com/muserhq/muser/infer/kernels"
 	"github.com/muserhq/muser/infer/kvcache"
 )
 
@@ -33,63 +30,83 @@ type Step struct {
 	Logits []float32
 }
 
-// row is one token of a batch, flattened.
-type row struct {
-	seq *Sequence
-	tok int32
-	pos int
-	out []float32 // where its logits go; nil when not wanted
-}
-
-// workspace holds Forward's buffers, grown to the largest batch seen.
-type workspace struct {
-	n        int
-	x, xn    []float32     // [n][hidden]
-	q, att   []float32     // [n][heads·head_dim]
-	k, v     []float32     // [n][kv_heads·head_dim]
-	ffA, ffB []float32     // [n][ffn]
-	rope     []float32     // [n][rope_dim]: cos, sin per rotated pair
-	logits   []float32     // [logitRows][vocab]
-	attn     []attnScratch // per attention work chunk
-	tiles    []attnTile
-	rows     []row
-	outRows  []int
-}
-
-// logitRows is the most tokens whose logits one output product computes
-// (bounding the buffer at logitRows·vocab floats).
-const logitRows = 64
-
-func (w *workspace) ensure(c *Config, n int) {
-	if n <= w.n {
-		return
-	}
-	w.n = n
-	q, kv := c.Heads*c.HeadDim, c.KVRow()
-	w.x = make([]float32, n*c.Hidden)
-	w.xn = make([]float32, n*c.Hidden)
-	w.q = make([]float32, n*q)
-	w.att = make([]float32, n*q)
-	w.k = make([]float32, n*kv)
-	w.v = make([]float32, n*kv)
-	w.ffA = make([]float32, n*c.FFN)
-	w.ffB = make([]float32, n*c.FFN)
-	w.rope = make([]float32, n*c.RopeDim)
-}
-
 // Forward runs one batch: for each step, appends its tokens to its
 // sequence (computing and caching their K and V in every layer) and
-// returns the logits it asks for in step.Logits. All tokens of all steps
-// go through each weight matrix together (up to Options.BatchSize at a
-// time), and attention is per token over its own sequence, so each
-// token's K, V and logits are bit-identical however tokens are grouped
-// into steps and batches (doc.go, "Exactness").
+// returns the logits it asks for in step.Logits. The batch's tokens, from
+// every step, go to the backend as rows, up to Options.BatchSize at a time,
+// so prefill chunks and decode tokens of several requests share the weight
+// traffic; the backend's numerics make each token's K, V and logits
+// bit-identical however tokens are grouped into steps and calls (doc.go,
+// "Exactness").
 //
 // The batch is checked before anything runs; a *BatchError names the bad
 // step. If ctx is cancelled midway, Forward returns its error and each
-// sequence keeps the tokens of the windows that completed.
+// sequence keeps the tokens of the calls that completed.
 func (m *Model) Forward(ctx context.Context, batch []Step) error {
-	c := &m.cfg
+	if err := m.checkBatch(batch); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	V := m.w.Config.Vocab
+	for i := range batch {
+		st := &batch[i]
+		if err := st.Seq.kv.Reserve(st.Seq.Len() + len(st.Tokens)); err != nil {
+			return err
+		}
+		rows := 0
+		switch st.Output {
+		case OutputLast:
+			rows = 1
+		case OutputAll:
+			rows = len(st.Tokens)
+		}
+		st.Logits = slices.Grow(st.Logits[:0], rows*V)[:rows*V]
+	}
+	rows, seqs := m.rows[:0], make([]*Sequence, 0, len(batch))
+	for i := range batch {
+		st := &batch[i]
+		base := st.Seq.Len()
+		for j, t := range st.Tokens {
+			var out []float32
+			switch {
+			case st.Output == OutputAll:
+				out = st.Logits[j*V : (j+1)*V]
+			case st.Output == OutputLast && j == len(st.Tokens)-1:
+				out = st.Logits
+			}
+			rows = append(rows, Row{KV: st.Seq.kv, Token: t, Pos: base + j, Logits: out})
+		}
+		seqs = append(seqs, st.Seq)
+	}
+	m.rows = rows
+	defer clear(m.rows) // drop references to caches and logits
+	owner := make(map[KV]*Sequence, len(seqs))
+	for _, s := range seqs {
+		owner[s.kv] = s
+	}
+	for lo := 0; lo < len(rows); lo += m.batch {
+		win := rows[lo:min(lo+m.batch, len(rows))]
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := m.be.Forward(ctx, win); err != nil {
+			return err
+		}
+		for _, r := range win {
+			s := owner[r.KV]
+			s.tokens = append(s.tokens, r.Token)
+		}
+	}
+	return nil
+}
+
+// checkBatch validates a batch before anything runs.
+func (m *Model) checkBatch(batch []Step) error {
+	V := m.w.Config.Vocab
 	seen := make(map[*Sequence]bool, len(batch))
 	for i, st := range batch {
 		switch {
@@ -109,371 +126,10 @@ func (m *Model) Forward(ctx context.Context, batch []Step) error {
 		}
 		seen[st.Seq] = true
 		for j, t := range st.Tokens {
-			if t < 0 || int(t) >= c.Vocab {
-				return &BatchError{Step: i, Reason: fmt.Sprintf("token %d (index %d) is outside the vocabulary of %d", t, j, c.Vocab)}
+			if t < 0 || int(t) >= V {
+				return &BatchError{Step: i, Reason: fmt.Sprintf("token %d (index %d) is outside the vocabulary of %d", t, j, V)}
 			}
-		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return ErrClosed
-	}
-	for i := range batch {
-		st := &batch[i]
-		if err := st.Seq.cache.Reserve(st.Seq.Len() + len(st.Tokens)); err != nil {
-			return err
-		}
-		rows := 0
-		switch st.Output {
-		case OutputLast:
-			rows = 1
-		case OutputAll:
-			rows = len(st.Tokens)
-		}
-		st.Logits = slices.Grow(st.Logits[:0], rows*c.Vocab)[:rows*c.Vocab]
-	}
-	w := &m.ws
-	rows := w.rows[:0]
-	for i := range batch {
-		st := &batch[i]
-		base := st.Seq.Len()
-		for j, t := range st.Tokens {
-			var out []float32
-			switch {
-			case st.Output == OutputAll:
-				out = st.Logits[j*c.Vocab : (j+1)*c.Vocab]
-			case st.Output == OutputLast && j == len(st.Tokens)-1:
-				out = st.Logits
-			}
-			rows = append(rows, row{seq: st.Seq, tok: t, pos: base + j, out: out})
-		}
-	}
-	w.rows = rows
-	defer clear(w.rows) // drop references to sequences and logits
-	for lo := 0; lo < len(rows); lo += m.batch {
-		win := rows[lo:min(lo+m.batch, len(rows))]
-		if err := m.forwardRows(ctx, win); err != nil {
-			return err
-		}
-		for _, r := range win {
-			r.seq.tokens = append(r.seq.tokens, r.tok)
 		}
 	}
 	return nil
-}
-
-// each runs f(i) for i in [0,n) on the pool.
-func (m *Model) each(n int, f func(i int)) {
-	if n == 1 {
-		f(0)
-		return
-	}
-	m.pool.Parallel(n, f)
-}
-
-// forwardRows runs at most m.batch rows through the model.
-func (m *Model) forwardRows(ctx context.Context, rows []row) error {
-	c := &m.cfg
-	n := len(rows)
-	w := &m.ws
-	w.ensure(c, n)
-	H, Q, KV, F := c.Hidden, c.Heads*c.HeadDim, c.KVRow(), c.FFN
-	x, xn := w.x[:n*H], w.xn[:n*H]
-	q, k, v, att := w.q[:n*Q], w.k[:n*KV], w.v[:n*KV], w.att[:n*Q]
-	ffA, ffB := w.ffA[:n*F], w.ffB[:n*F]
-
-	m.each(n, func(i int) {
-		m.embed(x[i*H:(i+1)*H], rows[i].tok)
-		m.ropeAngles(w.rope[i*c.RopeDim:(i+1)*c.RopeDim], rows[i].pos)
-	})
-	for li := range m.layers {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		L := &m.layers[li]
-		m.each(n, func(i int) { kernels.RMSNorm(xn[i*H:(i+1)*H], x[i*H:(i+1)*H], L.attnNorm, c.Eps) })
-		m.pool.MatMul(q, L.wq, xn, n)
-		m.pool.MatMul(k, L.wk, xn, n)
-		m.pool.MatMul(v, L.wv, xn, n)
-		m.each(n, func(i int) {
-			m.qkv(li, L, rows[i], q[i*Q:(i+1)*Q], k[i*KV:(i+1)*KV], v[i*KV:(i+1)*KV], w.rope[i*c.RopeDim:(i+1)*c.RopeDim])
-		})
-		m.attention(li, rows, q, att)
-		m.pool.MatMul(xn, L.wo, att, n)
-		m.each(n, func(i int) {
-			xi, oi := x[i*H:(i+1)*H], xn[i*H:(i+1)*H]
-			if L.bo != nil {
-				kernels.Add(oi, oi, L.bo)
-			}
-			kernels.Add(xi, xi, oi)
-			kernels.RMSNorm(oi, xi, L.ffnNorm, c.Eps)
-		})
-		m.pool.MatMul(ffA, L.wGate, xn, n)
-		m.pool.MatMul(ffB, L.wUp, xn, n)
-		m.each(n, func(i int) { kernels.SiLUMul(ffA[i*F:(i+1)*F], ffA[i*F:(i+1)*F], ffB[i*F:(i+1)*F]) })
-		m.pool.MatMul(xn, L.wDown, ffA, n)
-		m.each(n, func(i int) { kernels.Add(x[i*H:(i+1)*H], x[i*H:(i+1)*H], xn[i*H:(i+1)*H]) })
-	}
-	return m.logits(rows, x)
-}
-
-// embed writes token tok's embedding row to dst.
-func (m *Model) embed(dst []float32, tok int32) {
-	e := m.tokEmbd
-	// The row size and type were checked by NewMatrix and Load, so
-	// Dequantize cannot fail here.
-	_ = ggml.Dequantize(e.Type, e.Data[int(tok)*e.RowBytes:(int(tok)+1)*e.RowBytes], dst)
-}
-
-// logits computes the output for the rows that want it, logitRows at a time.
-func (m *Model) logits(rows []row, x []float32) error {
-	c := &m.cfg
-	w := &m.ws
-	H, V := c.Hidden, c.Vocab
-	want := w.outRows[:0]
-	for i, r := range rows {
-		if r.out != nil {
-			want = append(want, i)
-		}
-	}
-	w.outRows = want
-	for lo := 0; lo < len(want); lo += logitRows {
-		g := want[lo:min(lo+logitRows, len(want))]
-		if len(w.logits) < len(g)*V {
-			w.logits = make([]float32, min(len(want), logitRows)*V)
-		}
-		xn := w.xn[:len(g)*H]
-		m.each(len(g), func(j int) {
-			i := g[j]
-			kernels.RMSNorm(xn[j*H:(j+1)*H], x[i*H:(i+1)*H], m.outNorm, c.Eps)
-		})
-		m.pool.MatMul(w.logits, m.output, xn, len(g))
-		for j, i := range g {
-			copy(rows[i].out, w.logits[j*V:(j+1)*V])
-		}
-	}
-	return nil
-}
-
-// qkv finishes one token's Q, K and V of layer li: biases, Q/K norms,
-// RoPE, then stores K and V in the token's sequence cache.
-func (m *Model) qkv(li int, L *layer, r row, q, k, v, rope []float32) {
-	c := &m.cfg
-	if L.bq != nil {
-		kernels.Add(q, q, L.bq)
-		kernels.Add(k, k, L.bk)
-		kernels.Add(v, v, L.bv)
-	}
-	D := c.HeadDim
-	if L.qNorm != nil {
-		for h := 0; h < c.Heads; h++ {
-			kernels.RMSNorm(q[h*D:(h+1)*D], q[h*D:(h+1)*D], L.qNorm, c.Eps)
-		}
-		for h := 0; h < c.KVHeads; h++ {
-			kernels.RMSNorm(k[h*D:(h+1)*D], k[h*D:(h+1)*D], L.kNorm, c.Eps)
-		}
-	}
-	for h := 0; h < c.Heads; h++ {
-		m.rotate(q[h*D:(h+1)*D], rope)
-	}
-	for h := 0; h < c.KVHeads; h++ {
-		m.rotate(k[h*D:(h+1)*D], rope)
-	}
-	row := c.KVRow()
-	off := r.pos * row
-	cache := r.seq.cache
-	if cache.DType() == kvcache.DTypeF16 {
-		f32ToF16s(cache.K16(li)[off:off+row], k)
-		f32ToF16s(cache.V16(li)[off:off+row], v)
-	} else {
-		copy(cache.K32(li)[off:off+row], k)
-		copy(cache.V32(li)[off:off+row], v)
-	}
-}
-
-// ropeAngles fills cs with cos θ_i, sin θ_i for the RopeDim/2 rotated
-// pairs at position pos, computed as ggml does: θ_i = scale · pos ·
-// base^(-2i/RopeDim) / freqs[i], where the power is formed by repeated
-// float32 multiplication by base^(-2/RopeDim) and cos and sin are
-// rounded to float32 (doc.go, "RoPE").
-func (m *Model) ropeAngles(cs []float32, pos int) {
-	c := &m.cfg
-	step := m.ropeStep
-	theta := float32(pos)
-	for i := 0; i < c.RopeDim/2; i++ {
-		t := theta
-		if c.RopeFreqs != nil {
-			t /= c.RopeFreqs[i]
-		}
-		t *= c.RopeScale
-		s, co := math.Sincos(float64(t))
-		cs[2*i], cs[2*i+1] = float32(co), float32(s)
-		theta *= step
-	}
-}
-
-// rotate applies RoPE to one head's vector. Every product is rounded to
-// float32 before the sum (explicit conversions forbid FMA fusion, so the
-// result is the same on every architecture).
-func (m *Model) rotate(x, cs []float32) {
-	c := &m.cfg
-	half := c.RopeDim / 2
-	for i := 0; i < half; i++ {
-		co, s := cs[2*i], cs[2*i+1]
-		a, b := 2*i, 2*i+1
-		if c.Rope == RopeNeoX {
-			a, b = i, i+half
-		}
-		x0, x1 := x[a], x[b]
-		x[a] = float32(x0*co) - float32(x1*s)
-		x[b] = float32(x0*s) + float32(x1*co)
-	}
-}
-
-// attnTileQueries is about how many queries an attention tile holds (at
-// least; see attention): the
-// query heads of one KV head for as many consecutive tokens of one
-// sequence as fit. Each K and V row is read once per tile.
-const attnTileQueries = 16
-
-// attnTile is a run of consecutive rows of one sequence whose queries
-// are computed together, one KV head at a time.
-type attnTile struct{ lo, hi int }
-
-// attnScratch is one work chunk's attention buffers.
-type attnScratch struct {
-	q   []float32 // the tile's queries rounded to f16, [nq][head_dim]
-	s   []float32 // their scores, then weights, [nq][ld]
-	y   []float32 // their outputs, [nq][head_dim]
-	n   []int     // positions each query attends to
-	one []float32 // f32 cache: one query's scores
-}
-
-// attention computes att = softmax(q·Kᵀ/√d)·V per token and head over
-// positions 0..pos of the token's sequence, reading K and V back from the
-// cache (so a restored prefix and a recomputed one are used identically).
-// With an f16 cache, q and the attention weights are rounded to f16 before
-// they multiply the f16 K and V rows, as llama.cpp's CPU attention does
-// (its KQ and KQV products take f16 operands); products and sums are f32.
-//
-// Work is split into tasks of one KV head and one tile of consecutive
-// tokens of a sequence; a task computes all the tile's query heads of
-// that KV head together (kernels.ScoresF16, kernels.WeightedSumF16), so
-// each cached row is loaded once per tile. Every query's arithmetic is
-// the same whatever its tile, task or thread (doc.go, "Exactness").
-func (m *Model) attention(li int, rows []row, q, att []float32) {
-	c := &m.cfg
-	w := &m.ws
-	group := c.Heads / c.KVHeads
-	// Tokens per tile: about attnTileQueries queries, a multiple of 4
-	// where that takes at most 4 tokens (the kernels share V rows among
-	// groups of 4 queries).
-	per := max(1, attnTileQueries/group)
-	for p := per; p <= 4; p++ {
-		if p*group%4 == 0 {
-			per = p
-			break
-		}
-	}
-	tiles := w.tiles[:0]
-	for lo := 0; lo < len(rows); {
-		hi := lo + 1
-		for hi < len(rows) && hi-lo < per && rows[hi].seq == rows[lo].seq && rows[hi].pos == rows[hi-1].pos+1 {
-			hi++
-		}
-		tiles = append(tiles, attnTile{lo, hi})
-		lo = hi
-	}
-	w.tiles = tiles
-	// Few tiles (decode) on many threads: split each GQA group's query
-	// heads over several tasks so every thread has work.
-	split := 1
-	for split < group && len(tiles)*c.KVHeads*split < m.pool.Threads() {
-		split++
-	}
-	hpt := (group + split - 1) / split // query heads per task
-	split = (group + hpt - 1) / hpt
-	tasks := len(tiles) * c.KVHeads * split
-	chunks := min(tasks, 4*m.pool.Threads())
-	for len(w.attn) < chunks {
-		w.attn = append(w.attn, attnScratch{})
-	}
-	// Chunk ci takes tasks ci, ci+chunks, ...: later tokens attend to more
-	// positions, so interleaving balances the chunks.
-	m.each(chunks, func(ci int) {
-		sc := &w.attn[ci]
-		for t := ci; t < tasks; t += chunks {
-			kv, part := t%(c.KVHeads*split)/split, t%split
-			g0 := part * hpt
-			m.attendTile(li, rows, tiles[t/(c.KVHeads*split)], kv, g0, min(g0+hpt, group), q, att, sc)
-		}
-	})
-}
-
-// attendTile computes the outputs of query heads g0..g1-1 of KV head
-// kvh's group for the tokens of tile tl.
-func (m *Model) attendTile(li int, rows []row, tl attnTile, kvh, g0, g1 int, q, att []float32, sc *attnScratch) {
-	c := &m.cfg
-	D, Q, stride := c.HeadDim, c.Heads*c.HeadDim, c.KVRow()
-	group := c.Heads / c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(D)))
-	cache := rows[tl.lo].seq.cache
-	off := kvh * D
-	if cache.DType() != kvcache.DTypeF16 {
-		K, V := cache.K32(li), cache.V32(li)
-		for i := tl.lo; i < tl.hi; i++ {
-			n := rows[i].pos + 1
-			sc.one = slices.Grow(sc.one[:0], n)[:n]
-			s := sc.one
-			for h := kvh*group + g0; h < kvh*group+g1; h++ {
-				qh := q[i*Q+h*D : i*Q+(h+1)*D]
-				out := att[i*Q+h*D : i*Q+(h+1)*D]
-				clear(out)
-				for j := range n {
-					s[j] = kernels.Dot(K[j*stride+off:j*stride+off+D], qh) * scale
-				}
-				kernels.Softmax(s)
-				for j := range n {
-					kernels.AXPY(out, s[j], V[j*stride+off:j*stride+off+D])
-				}
-			}
-		}
-		return
-	}
-	ng := g1 - g0
-	nq := (tl.hi - tl.lo) * ng
-	ld := rows[tl.hi-1].pos + 1 // the tile's longest row of scores
-	sc.q = slices.Grow(sc.q[:0], nq*D)[:nq*D]
-	sc.y = slices.Grow(sc.y[:0], nq*D)[:nq*D]
-	sc.s = slices.Grow(sc.s[:0], nq*ld)[:nq*ld]
-	sc.n = slices.Grow(sc.n[:0], nq)[:nq]
-	for i := tl.lo; i < tl.hi; i++ {
-		for g := range ng {
-			qi := (i-tl.lo)*ng + g
-			h := kvh*group + g0 + g
-			copy(sc.q[qi*D:(qi+1)*D], q[i*Q+h*D:i*Q+(h+1)*D])
-			sc.n[qi] = rows[i].pos + 1
-		}
-	}
-	kernels.RoundF16s(sc.q)
-	K, V := cache.K16(li)[off:], cache.V16(li)[off:]
-	// Scores against every position the tile's last token sees; the
-	// earlier tokens ignore their extra columns (those rows are written:
-	// they are the tile's own tokens).
-	kernels.ScoresF16(sc.s, ld, K, stride, sc.q, D, nq, ld, scale)
-	for qi, n := range sc.n {
-		s := sc.s[qi*ld : qi*ld+n]
-		kernels.Softmax(s)
-		kernels.RoundF16s(s)
-	}
-	clear(sc.y)
-	kernels.WeightedSumF16(sc.y, D, sc.s, ld, V, stride, D, sc.n)
-	for i := tl.lo; i < tl.hi; i++ {
-		for g := range ng {
-			qi := (i-tl.lo)*ng + g
-			h := kvh*group + g0 + g
-			copy(att[i*Q+h*D:i*Q+(h+1)*D], sc.y[qi*D:(qi+1)*D])
-		}
-	}
 }

@@ -1,7 +1,9 @@
-package engine
+package engine_test
 
 import (
 	"context"
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cpu"
 	"testing"
 
 	"github.com/muserhq/muser/infer/engine/enginetest"
@@ -32,7 +34,7 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			return
 		}
-		m, err := Load(gf, Options{Threads: 1, BatchSize: 2})
+		m, err := engine.Load(gf, engine.Options{Device: cpu.New(cpu.Options{Threads: 1}), BatchSize: 2})
 		if err != nil {
 			return
 		}
@@ -42,7 +44,7 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("NewSequence after a successful Load: %v", err)
 		}
 		V := m.Config().Vocab
-		st := []Step{{Seq: seq, Tokens: []int32{0, int32(V - 1), int32(V / 2)}, Output: OutputLast}}
+		st := []engine.Step{{Seq: seq, Tokens: []int32{0, int32(V - 1), int32(V / 2)}, Output: engine.OutputLast}}
 		if err := m.Forward(context.Background(), st); err != nil {
 			t.Fatalf("Forward on a loaded model: %v", err)
 		}

@@ -1,8 +1,9 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/muserhq/muser/infer/engine"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,13 +37,13 @@ func TestParityStories(t *testing.T) {
 	if len(fx.Tokens) != 512 || len(fx.TopIDs) != 512 {
 		t.Fatalf("fixture has %d tokens and %d positions, want 512", len(fx.Tokens), len(fx.TopIDs))
 	}
-	m := openModel(t, path, Options{Threads: 2})
+	m := openModel(t, path, opts{Threads: 2})
 	V := m.Config().Vocab
 	seq, err := m.NewSequence(len(fx.Tokens))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := []Step{{Seq: seq, Tokens: fx.Tokens, Output: OutputAll}}
+	st := []engine.Step{{Seq: seq, Tokens: fx.Tokens, Output: engine.OutputAll}}
 	if err := m.Forward(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}

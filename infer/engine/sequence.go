@@ -3,8 +3,6 @@ package engine
 import (
 	"fmt"
 	"slices"
-
-	"github.com/muserhq/muser/infer/kvcache"
 )
 
 // Sequence is one token stream of a Model and its KV cache: the tokens
@@ -12,36 +10,43 @@ import (
 // it. A Sequence is used by one goroutine at a time.
 type Sequence struct {
 	m      *Model
-	cache  *kvcache.Cache
+	kv     KV
 	tokens []int32
 }
 
 // NewSequence returns an empty sequence that holds up to maxTokens tokens;
-// maxTokens ≤ 0 means the model's training context length. The cache
-// allocates as tokens arrive.
+// maxTokens ≤ 0 means the model's training context length. The backend
+// allocates its cache (usually as tokens arrive).
 func (m *Model) NewSequence(maxTokens int) (*Sequence, error) {
 	if maxTokens <= 0 {
-		maxTokens = m.cfg.CtxTrain
+		maxTokens = m.w.Config.CtxTrain
 	}
-	c, err := kvcache.New(kvcache.Shape{Layers: m.cfg.Layers, KVHeads: m.cfg.KVHeads, HeadDim: m.cfg.HeadDim}, m.kv, maxTokens)
+	kv, err := m.be.NewKV(maxTokens)
 	if err != nil {
 		return nil, err
 	}
-	return &Sequence{m: m, cache: c}, nil
+	return &Sequence{m: m, kv: kv}, nil
 }
 
 // Len returns the number of tokens whose KV the sequence holds.
 func (s *Sequence) Len() int { return len(s.tokens) }
 
 // Max returns the most tokens the sequence can hold.
-func (s *Sequence) Max() int { return s.cache.Max() }
+func (s *Sequence) Max() int { return s.kv.Max() }
 
 // Tokens returns the sequence's tokens. The slice must not be modified; it
 // is valid until the sequence next changes.
 func (s *Sequence) Tokens() []int32 { return s.tokens[:len(s.tokens):len(s.tokens)] }
 
-// Cache returns the sequence's KV cache (for inspection and tests).
-func (s *Sequence) Cache() *kvcache.Cache { return s.cache }
+// KV returns the sequence's cache, kept by the model's backend.
+func (s *Sequence) KV() KV { return s.kv }
+
+// Close releases the sequence's cache (device memory, for a GPU backend).
+// The sequence must not be used afterwards.
+func (s *Sequence) Close() error {
+	s.tokens = nil
+	return s.kv.Close()
+}
 
 // Truncate drops every token from position n on, so the next Forward
 // continues after token n-1. It keeps the allocation.
@@ -54,12 +59,12 @@ func (s *Sequence) Truncate(n int) error {
 }
 
 // ExportBlock returns the lkv1 chunk payload of the block of b tokens
-// starting at position first (kvcache, "Chunk payload").
+// starting at position first (docs/kvpack.md, "Chunk payload").
 func (s *Sequence) ExportBlock(first, b int) ([]byte, error) {
 	if first < 0 || b <= 0 || first+b > len(s.tokens) {
 		return nil, fmt.Errorf("%w: export of tokens [%d,%d), sequence has %d", ErrBatch, first, first+b, len(s.tokens))
 	}
-	return s.cache.ExportBlock(make([]byte, 0, s.cache.BlockBytes(b)), first, b)
+	return s.kv.ExportBlock(make([]byte, 0, s.kv.BlockBytes(b)), first, b)
 }
 
 // ImportBlock appends a block: tokens (which must start at position Len())
@@ -67,11 +72,11 @@ func (s *Sequence) ExportBlock(first, b int) ([]byte, error) {
 func (s *Sequence) ImportBlock(tokens []int32, kv []byte) error {
 	first := len(s.tokens)
 	for i, t := range tokens {
-		if t < 0 || int(t) >= s.m.cfg.Vocab {
-			return fmt.Errorf("%w: imported token %d at position %d is outside the vocabulary of %d", ErrBatch, t, first+i, s.m.cfg.Vocab)
+		if t < 0 || int(t) >= s.m.w.Config.Vocab {
+			return fmt.Errorf("%w: imported token %d at position %d is outside the vocabulary of %d", ErrBatch, t, first+i, s.m.w.Config.Vocab)
 		}
 	}
-	if err := s.cache.ImportBlock(kv, first, len(tokens)); err != nil {
+	if err := s.kv.ImportBlock(kv, first, len(tokens)); err != nil {
 		return err
 	}
 	s.tokens = append(s.tokens, tokens...)
@@ -80,16 +85,18 @@ func (s *Sequence) ImportBlock(tokens []int32, kv []byte) error {
 
 // Fork returns a copy of the sequence sharing nothing with it.
 func (s *Sequence) Fork() (*Sequence, error) {
-	c, err := s.m.NewSequence(s.cache.Max())
+	c, err := s.m.NewSequence(s.kv.Max())
 	if err != nil {
 		return nil, err
 	}
 	if n := len(s.tokens); n > 0 {
-		kv, err := s.cache.ExportBlock(nil, 0, n)
+		kv, err := s.kv.ExportBlock(nil, 0, n)
 		if err != nil {
+			c.Close()
 			return nil, err
 		}
-		if err := c.cache.ImportBlock(kv, 0, n); err != nil {
+		if err := c.kv.ImportBlock(kv, 0, n); err != nil {
+			c.Close()
 			return nil, err
 		}
 	}

@@ -110,6 +110,14 @@ func (c *Cache) Bytes() int64 {
 	return int64(c.cap) * int64(c.rowLen) * int64(2*c.shape.Layers) * int64(c.dtype.Size())
 }
 
+// Close releases the cache's memory: it holds no tokens afterwards and
+// every later Reserve, Import or Export fails as for a cache of Max 0.
+func (c *Cache) Close() error {
+	c.k16, c.v16, c.k32, c.v32 = nil, nil, nil, nil
+	c.max, c.cap = 0, 0
+	return nil
+}
+
 // Reserve makes room for positions [0, n). It returns a *RangeError
 // wrapping ErrFull if n exceeds Max. Rows already written are kept.
 func (c *Cache) Reserve(n int) error {

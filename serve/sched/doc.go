@@ -1,7 +1,9 @@
 // Package sched runs generation requests on one model with continuous
 // batching: a fixed set of slots, a bounded queue, and one goroutine that,
 // at each step, gathers every active slot's work into a single
-// engine.Model.Forward.
+// engine.Model.Forward. It is muser's one generation driver: muser serve
+// runs it with --parallel slots, muser run with one. It knows the engine
+// front only, never a backend's kernels.
 //
 // # Slots and steps
 //
@@ -22,9 +24,10 @@
 //
 // When a request gets a slot, every full block of its prompt that the
 // store holds under (identity, salt) is restored, verified, in a
-// goroutine of its own, so other slots keep decoding meanwhile; if that
-// covers the whole prompt its last token is dropped again (its logits
-// must be computed), and only the rest of the prompt is computed.
+// goroutine of its own, so other slots keep decoding meanwhile, by the
+// engine's one prefix-restore rule (engine.Model.RestorePrefix: if the
+// blocks cover the whole prompt its last token is dropped again, its
+// logits must be computed), and only the rest of the prompt is computed.
 // A refused restore (bad digest, identity mismatch: the store records a
 // receipt) or a failed one is a miss: the prompt is computed in full and
 // the refusal is reported to the Observer. With Config.SlotReuse, an idle

@@ -179,6 +179,7 @@ func (s *Scheduler) onFreed(id int) {
 
 func (s *Scheduler) onRestored(r restoreResult) {
 	sl := r.slot
+	sl.res.Restored = time.Now()
 	if r.remote != nil {
 		s.end(sl, FinishError, r.remote, false)
 		return
@@ -192,7 +193,7 @@ func (s *Scheduler) onRestored(r restoreResult) {
 		} else if sl.task.ctx.Err() == nil {
 			s.log.Warn("prefix restore failed; computing the prompt instead", "request_id", sl.task.req.ID, "err", r.err)
 		}
-		r.n = 0 // restorePrefix left the sequence empty
+		r.n = 0 // RestorePrefix left the sequence empty
 	}
 	if r.n > 0 {
 		sl.res.CachedTokens, sl.res.CacheSource = r.n, "store"
@@ -355,41 +356,8 @@ func (s *Scheduler) restore(sl *slot, t *Task) {
 			return
 		}
 	}
-	n, err := s.restorePrefix(t, sl.seq)
+	n, err := s.cfg.Model.RestorePrefix(t.ctx, s.cfg.Store, s.cfg.Identity, req.Salt, sl.seq, req.Prompt)
 	s.restored <- restoreResult{slot: sl, n: n, err: err}
-}
-
-// restorePrefix fills the empty seq with every full block of the prompt
-// the store holds under (identity, salt), verified by the store, then
-// drops the prompt's last token if it was restored: its logits must be
-// computed, and the KV of the tokens before it does not depend on it. So
-// a prompt whose blocks are all cached costs one token of compute (where
-// engine.Model.RestorePrefix, which never restores the last token's
-// block, would recompute up to a block). On any error seq is left empty
-// (fail closed).
-func (s *Scheduler) restorePrefix(t *Task, seq *engine.Sequence) (int, error) {
-	prompt, b := t.req.Prompt, s.block
-	n, err := s.cfg.Store.Restore(t.ctx, s.cfg.Identity, t.req.Salt, prompt, func(block int, kv []byte) error {
-		if block*b != seq.Len() {
-			return fmt.Errorf("%w: store passed block %d, want block %d", engine.ErrPrefix, block, seq.Len()/b)
-		}
-		if (block+1)*b > len(prompt) {
-			return fmt.Errorf("%w: store passed block %d beyond the prompt's %d tokens", engine.ErrPrefix, block, len(prompt))
-		}
-		return seq.ImportBlock(prompt[block*b:(block+1)*b], kv)
-	})
-	if err == nil && n != seq.Len() {
-		err = fmt.Errorf("%w: store reported %d tokens restored, %d were imported", engine.ErrPrefix, n, seq.Len())
-	}
-	if err == nil && n >= len(prompt) {
-		n = len(prompt) - 1
-		err = seq.Truncate(n)
-	}
-	if err != nil {
-		seq.Truncate(0)
-		return 0, err
-	}
-	return n, nil
 }
 
 func commonPrefix(a, b []int32) int {

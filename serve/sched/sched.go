@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
 	"github.com/muserhq/muser/infer"
 	"github.com/muserhq/muser/infer/engine"
-	"github.com/muserhq/muser/infer/kernels"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/infer/tokenizer"
 	"github.com/muserhq/muser/pack"
@@ -45,27 +43,6 @@ const (
 	DefaultCtx = 4096
 )
 
-// AutoDecodeBatch returns the DecodeBatch that suits m's weights on this
-// CPU: the smallest kernels.MaxRawBatch of its weight matrices, or -1 (no
-// split) when every one is read in place at any batch size. Up to that many
-// tokens the kernels multiply against the quantized weights where they lie;
-// beyond it they first unpack the weights into panels, a cost per call that
-// a few decode tokens do not repay, so a step of more decode tokens is
-// better split (docs/benchmarks.md, "serve"). For a Q8_0 model with AVX-512
-// that is -1; for a Q4_K one (Q4_K, Q5_0, Q6_K rows), 4.
-func AutoDecodeBatch(m *engine.Model) int {
-	n := math.MaxInt
-	for _, ti := range m.File().Tensors {
-		if len(ti.Shape) >= 2 {
-			n = min(n, kernels.MaxRawBatch(ti.Type))
-		}
-	}
-	if n == math.MaxInt {
-		return -1
-	}
-	return n
-}
-
 // Config configures a Scheduler.
 type Config struct {
 	// Model runs the forward passes.
@@ -75,8 +52,8 @@ type Config struct {
 	Tokenizer *tokenizer.Tokenizer
 	// Store is the prefix cache; nil disables restore and publish.
 	Store Store
-	// Identity is the engine's pack identity (Model.Identity with the
-	// tokenizer and template digests and the store's block size).
+	// Identity is the engine's pack identity (engine.Model.Identity with
+	// the store's block size).
 	Identity pack.Identity
 	// Slots is the number of sequences decoded together (--parallel).
 	Slots int
@@ -93,7 +70,8 @@ type Config struct {
 	PrefillChunk, StepTokens int
 	// DecodeBatch is the most decode tokens one Forward call takes when a
 	// step holds decode tokens only; a larger step is split into several
-	// calls. 0 means AutoDecodeBatch(Model); negative means no split.
+	// calls. 0 means the backend's preference (engine.Model.DecodeBatch);
+	// negative means no split.
 	DecodeBatch int
 	// SlotReuse lets a request reuse the KV still held by an idle slot
 	// that last served the same salt, when that covers more of its prompt
@@ -197,7 +175,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg.PublishQueue = DefaultPublishQueue
 	}
 	if cfg.DecodeBatch == 0 {
-		cfg.DecodeBatch = AutoDecodeBatch(cfg.Model)
+		cfg.DecodeBatch = cfg.Model.DecodeBatch()
 	}
 	s := &Scheduler{
 		cfg:      cfg,

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/muserhq/muser/infer/engine"
-	"github.com/muserhq/muser/infer/gguf"
+	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/infertest"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/infer/tokenizer"
@@ -41,7 +41,7 @@ func loadEnv(t testing.TB) *env {
 	}
 	envOnce.Do(func() {
 		var m *engine.Model
-		m, envErr = engine.Open(modelPath, engine.Options{Threads: 2})
+		m, envErr = engine.Open(modelPath, engine.Options{Device: cpu.New(cpu.Options{Threads: 2})})
 		if envErr != nil {
 			return
 		}
@@ -57,11 +57,11 @@ func loadEnv(t testing.TB) *env {
 
 func (e *env) identity(t testing.TB, block int) pack.Identity {
 	t.Helper()
-	tmpl, err := gguf.ChatTemplateDigest(e.model.File())
+	id, err := e.model.Identity(block)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e.model.Identity(e.tok.Digest(), tmpl, block)
+	return id
 }
 
 func (e *env) encode(t testing.TB, text string) []int32 {

@@ -119,6 +119,9 @@ type Result struct {
 	StopWord string
 	// Times: submitted, given a slot, prompt computed, first token, done.
 	Queued, Started, PrefillDone, FirstToken, Done time.Time
+	// Restored is when the prefix restore (and the remote prefill before
+	// it) ended; zero when none ran.
+	Restored time.Time
 	// Pack is, for a PrefillOnly request, the pack that holds its prefix.
 	Pack pack.Digest
 }

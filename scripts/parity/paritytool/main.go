@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/engine/enginetest"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/gguf"
@@ -144,7 +145,7 @@ func tokens(args []string) error {
 	out := fs.String("out", "", "output JSON file")
 	sampled := fs.Bool("sampled", false, "sample the sequence from the model instead of drawing random ids")
 	fs.Parse(args)
-	m, err := engine.Open(*model, engine.Options{})
+	m, err := engine.Open(*model, engine.Options{Device: cpu.New(cpu.Options{})})
 	if err != nil {
 		return err
 	}
@@ -239,7 +240,7 @@ func compare(args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := engine.Open(*model, engine.Options{Threads: *threads})
+	m, err := engine.Open(*model, engine.Options{Device: cpu.New(cpu.Options{Threads: *threads})})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package engine
+package cpu
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/kernels"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 	if path == "" {
 		b.Skip("MUSER_BENCH_MODEL is not set (a GGUF model to benchmark, e.g. servebench's Qwen2.5-0.5B-shaped Q8_0 file)")
 	}
-	m := openModel(b, path, Options{Threads: 2})
+	m := openModel(b, path, 2)
 	V := m.Config().Vocab
 	ctx := context.Background()
 	const prompt, steps = 32, 16
@@ -36,7 +37,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 				var cpu time.Duration
 				for b.Loop() {
 					b.StopTimer()
-					st := make([]Step, n)
+					st := make([]engine.Step, n)
 					for i := range st {
 						seq, err := m.NewSequence(prompt + steps + 1)
 						if err != nil {
@@ -46,10 +47,10 @@ func BenchmarkDecodeBatch(b *testing.B) {
 						for j := range toks {
 							toks[j] = int32((1 + 7919*(j+prompt*i)) % V)
 						}
-						if err := m.Forward(ctx, []Step{{Seq: seq, Tokens: toks, Output: OutputNone}}); err != nil {
+						if err := m.Forward(ctx, []engine.Step{{Seq: seq, Tokens: toks, Output: engine.OutputNone}}); err != nil {
 							b.Fatal(err)
 						}
-						st[i] = Step{Seq: seq, Tokens: []int32{int32(i % V)}, Output: OutputLast}
+						st[i] = engine.Step{Seq: seq, Tokens: []int32{int32(i % V)}, Output: engine.OutputLast}
 					}
 					c0 := processCPU()
 					b.StartTimer()

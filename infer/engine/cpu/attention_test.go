@@ -1,4 +1,4 @@
-package engine
+package cpu
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ import (
 // attentionPerQuery is the phase-1 attention, one query head at a time
 // with the row kernels: the definition the tiled attention must match bit
 // for bit.
-func attentionPerQuery(m *Model, li int, rows []row, q, att []float32) {
-	c := &m.cfg
+func attentionPerQuery(m *backend, li int, rows []row, q, att []float32) {
+	c := m.cfg
 	D, Q, stride := c.HeadDim, c.Heads*c.HeadDim, c.KVRow()
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(D)))
@@ -31,13 +31,13 @@ func attentionPerQuery(m *Model, li int, rows []row, q, att []float32) {
 			off := (h / group) * D
 			copy(qr, q[i*Q+h*D:i*Q+(h+1)*D])
 			roundF16s(qr)
-			kernels.DotF16Rows(sc, r.seq.cache.K16(li)[off:], stride, qr)
+			kernels.DotF16Rows(sc, r.kv.K16(li)[off:], stride, qr)
 			for j := range sc {
 				sc[j] *= scale
 			}
 			kernels.Softmax(sc)
 			roundF16s(sc)
-			kernels.AXPYF16Rows(out, sc, r.seq.cache.V16(li)[off:], stride)
+			kernels.AXPYF16Rows(out, sc, r.kv.V16(li)[off:], stride)
 		}
 	}
 }
@@ -63,23 +63,23 @@ func TestAttentionMatchesPerQuery(t *testing.T) {
 			path = tinyModel(t, arch, ggml.TypeQ8_0)
 		}
 		for _, threads := range []int{1, 3, 16} {
-			m := openModel(t, path, Options{Threads: threads})
+			m := openModel(t, path, threads)
 			c := m.Config()
 			r := rand.New(rand.NewPCG(5, uint64(threads)))
 			const L = 300
-			a, _ := prefill(t, m, randomTokens(r, L, c.Vocab))
-			b, _ := prefill(t, m, randomTokens(r, 90, c.Vocab))
+			a, _ := enginetest.Prefill(t, m, enginetest.RandomTokens(r, L, c.Vocab))
+			b, _ := enginetest.Prefill(t, m, enginetest.RandomTokens(r, 90, c.Vocab))
 			batches := map[string][]row{}
 			var long, mixed, decode, gaps []row
 			for p := range L {
-				long = append(long, row{seq: a, pos: p})
+				long = append(long, row{kv: cacheOf(a), pos: p})
 			}
 			for p := range 90 {
-				mixed = append(mixed, row{seq: a, pos: 150 + p}, row{seq: b, pos: p})
+				mixed = append(mixed, row{kv: cacheOf(a), pos: 150 + p}, row{kv: cacheOf(b), pos: p})
 			}
-			decode = []row{{seq: a, pos: L - 1}, {seq: b, pos: 89}, {seq: a, pos: 17}}
+			decode = []row{{kv: cacheOf(a), pos: L - 1}, {kv: cacheOf(b), pos: 89}, {kv: cacheOf(a), pos: 17}}
 			for p := 3; p < L; p += 7 {
-				gaps = append(gaps, row{seq: a, pos: p})
+				gaps = append(gaps, row{kv: cacheOf(a), pos: p})
 			}
 			batches["long"], batches["mixed"], batches["decode"], batches["gaps"] = long, mixed, decode, gaps
 			Q := c.Heads * c.HeadDim
@@ -90,14 +90,14 @@ func TestAttentionMatchesPerQuery(t *testing.T) {
 				}
 				want := make([]float32, len(q))
 				old := kernels.SetISA(kernels.ISAGeneric)
-				attentionPerQuery(m, 1, rows, q, want)
+				attentionPerQuery(backendOf(m), 1, rows, q, want)
 				kernels.SetISA(old)
 				for v := kernels.ISAGeneric; v <= kernels.BestISA(); v++ {
 					t.Run(fmt.Sprintf("%s/threads%d/%s/%s", arch, threads, name, v), func(t *testing.T) {
 						defer kernels.SetISA(kernels.SetISA(v))
 						got := make([]float32, len(q))
-						m.attention(1, rows, slices.Clone(q), got)
-						requireSame(t, "attention output", got, want)
+						backendOf(m).attention(1, rows, slices.Clone(q), got)
+						enginetest.RequireSame(t, "attention output", got, want)
 					})
 				}
 			}
@@ -123,18 +123,18 @@ func TestExactnessLong(t *testing.T) {
 // same bits on every kernel variant.
 func TestPrefillVariants(t *testing.T) {
 	path := tinyModel(t, "qwen2", ggml.TypeQ8_0)
-	m := openModel(t, path, Options{Threads: 2})
-	p := randomTokens(rand.New(rand.NewPCG(9, 9)), 260, m.Config().Vocab)
+	m := openModel(t, path, 2)
+	p := enginetest.RandomTokens(rand.New(rand.NewPCG(9, 9)), 260, m.Config().Vocab)
 	old := kernels.SetISA(kernels.ISAGeneric)
-	seq, want := prefill(t, m, p)
-	wantKV := kvBytes(t, seq, len(p))
+	seq, want := enginetest.Prefill(t, m, p)
+	wantKV := enginetest.KVBytes(t, seq, len(p))
 	kernels.SetISA(old)
 	for v := kernels.ISAGeneric + 1; v <= kernels.BestISA(); v++ {
 		t.Run(v.String(), func(t *testing.T) {
 			defer kernels.SetISA(kernels.SetISA(v))
-			seq, got := prefill(t, m, p)
-			requireSame(t, "logits", got, want)
-			if !slices.Equal(kvBytes(t, seq, len(p)), wantKV) {
+			seq, got := enginetest.Prefill(t, m, p)
+			enginetest.RequireSame(t, "logits", got, want)
+			if !slices.Equal(enginetest.KVBytes(t, seq, len(p)), wantKV) {
 				t.Fatal("KV differs from the portable variant")
 			}
 		})
