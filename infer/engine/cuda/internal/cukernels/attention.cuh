@@ -1,5 +1,6 @@
 // attention.cuh: causal grouped-query attention over per-sequence KV
-// caches, exactly as forward.go's attendTile computes it.
+// caches, exactly as the CPU engine's attendTile (infer/engine/cpu)
+// computes it.
 //
 // # A batch of rows (the ABI shared by the three kernels)
 //

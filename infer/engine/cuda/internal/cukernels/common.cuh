@@ -1,7 +1,7 @@
 // common.cuh: the exact arithmetic every muser kernel is built from.
 //
 // muser's CUDA exact mode computes bit for bit what the CPU engine computes
-// (infer/kernels, infer/ggml, infer/engine). The rules that make that
+// (infer/kernels, infer/ggml, infer/engine/cpu). The rules that make that
 // possible, and that every file here follows:
 //
 //   - Every float operation whose rounding matters is written with an

@@ -1,7 +1,7 @@
 // Package cukernels holds the CUDA kernels of muser's exact GPU mode, the
 // artifacts built from them (embedded in the binary), and a Go description
 // of every kernel's launch. Exact means bit for bit what the CPU engine
-// computes (infer/kernels, infer/ggml, infer/engine), so KV caches made on
+// computes (infer/kernels, infer/ggml, infer/engine/cpu), so KV caches made on
 // a GPU and on a CPU are interchangeable and carry the same identity.
 //
 // # What is here
@@ -65,12 +65,12 @@
 //   - rowops.cuh: muser_rmsnorm, muser_add_rmsnorm, muser_rmsnorm_heads
 //     (kernels.RMSNorm: the float64 sum of squares is one sequential chain),
 //     muser_add, muser_add_bias (kernels.Add), muser_silu_mul
-//     (kernels.SiLUMul, Exp32 in float64), muser_rope (engine.rotate, the
-//     cos/sin table computed on the host by engine.ropeAngles),
+//     (kernels.SiLUMul, Exp32 in float64), muser_rope (the CPU engine's rotate,
+//     the cos/sin table computed on the host by engine.Rope.Angles),
 //     muser_kv_store_f16/_f32 (the infer/kvcache layout, ggml.F32ToF16),
 //     muser_embed_<type> (ggml.Dequantize of one row per token).
 //   - attention.cuh: muser_attn_scores_f16/_f32, muser_attn_softmax,
-//     muser_attn_wsum_f16/_f32: engine.attendTile (kernels.RoundF16s,
+//     muser_attn_wsum_f16/_f32: the CPU engine's attendTile (kernels.RoundF16s,
 //     DotF16Rows, Softmax, AXPYF16Rows, or Dot and AXPY for an f32 cache),
 //     over a batch of rows each with its own sequence's cache (Attention).
 //   - selftest.cuh: muser_test_* expose the device primitives to the GPU
@@ -119,7 +119,7 @@
 // against kernels.MatMul, the embeddings against ggml.Dequantize, the row
 // operations against kernels.RMSNorm, Add, SiLUMul and engine's rotate,
 // the KV stores against ggml.F32ToF16, the attention against
-// engine.attendTile's sequence of kernels calls over a batch that mixes a
+// the CPU engine's attendTile, its sequence of kernels calls over a batch that mixes a
 // prefill, a chunk after a prefix, a long decode and a first token. A
 // mismatch reports the first index that differs, both values in hex and
 // the shape. gpu_test.go runs it on a GPU at the models' shapes and at

@@ -1,5 +1,5 @@
 // rowops.cuh: the per-token operations of the forward pass
-// (infer/engine/forward.go), each in the CPU's order of operations, and the
+// (infer/engine/cpu/forward.go), each in the CPU's order of operations, and the
 // embedding lookup (infer/ggml/dequant.go).
 #pragma once
 
@@ -59,7 +59,7 @@ muser_rmsnorm(const float* x, const int* __restrict__ rowidx, float* dst, int n,
 }
 
 // muser_add_rmsnorm is the step after the attention output product
-// (forward.go): o = o + bias (when bias is not null), x = x + o, then
+// (infer/engine/cpu): o = o + bias (when bias is not null), x = x + o, then
 // dst = RMSNorm(x)·w, for rows i < n of cols floats. dst may be o.
 //
 // Launch: grid (n), block 256.
@@ -132,9 +132,9 @@ muser_silu_mul(const float* gate, const float* up, float* dst, int count) {
 }
 
 // muser_rope rotates the first ropeDim dimensions of every head of every
-// row in place (engine.rotate): pair k of row t has cos = cs[t·ropeDim +
+// row in place (the CPU engine's rotate): pair k of row t has cos = cs[t·ropeDim +
 // 2k], sin = cs[t·ropeDim + 2k + 1] (the host computes the table with
-// engine.ropeAngles); normal RoPE pairs (2k, 2k+1), NeoX (neox ≠ 0) pairs
+// engine.Rope.Angles); normal RoPE pairs (2k, 2k+1), NeoX (neox ≠ 0) pairs
 // (k, k + ropeDim/2); x0' = x0·cos − x1·sin, x1' = x0·sin + x1·cos, each
 // product rounded. Head h of row t is x[t·stride + h·dim …].
 //

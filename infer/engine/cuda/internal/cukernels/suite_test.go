@@ -625,7 +625,7 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 	}
 }
 
-// refRotate is engine.rotate (forward.go).
+// refRotate is the CPU engine's rotate (infer/engine/cpu/forward.go).
 func refRotate(x, cs []float32, ropeDim int, neox bool) {
 	half := ropeDim / 2
 	for i := range half {
@@ -741,7 +741,7 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 	}
 }
 
-// refAttention is engine.attendTile per row and head, with the kernels
+// refAttention is the CPU engine's attendTile per row and head, with the kernels
 // package's row functions (its tile kernels give the same bits).
 func refAttention(f16 bool, q []float32, seq, pos []int, c attnCase, k16, v16 [][]uint16, k32, v32 [][]float32) []float32 {
 	Q, kvrow, D := c.heads*c.dim, c.kvheads*c.dim, c.dim
