@@ -16,6 +16,35 @@
 // builds its launches (grid, block, shared memory, arguments) for the
 // backend; the package does not call the driver itself.
 //
+// # Using it
+//
+// A backend loads Cubin (or PTX) with cuModuleLoadData, looks up the
+// functions KernelTable names, and launches what the builders return
+// (grid, block, dynamic shared memory, arguments). One forward pass over n
+// rows, in the CPU engine's order (infer/engine/cpu, forward.go):
+//
+//	Embed(token_embd)                                   x = embeddings
+//	per layer:
+//	  RMSNorm(x → xn, attn_norm)
+//	  QuantizeActs(xn), MatMul wq, wk, wv               q, k, v
+//	  AddBias(q, k, v)                                  qwen2
+//	  RMSNormHeads(q, k)                                qwen3
+//	  RoPE(q), RoPE(k)                                  cos/sin from engine.Rope.Angles, uploaded
+//	  KVStore(k, v)                                     into each row's sequence cache
+//	  Attention{…}.Launches()                           scores, softmax, weighted sum → att
+//	  QuantizeActs(att), MatMul wo                      o
+//	  AddRMSNorm(x += o + bo, xn = norm(x), ffn_norm)
+//	  QuantizeActs(xn), MatMul gate, up
+//	  SiLUMul(gate, up)
+//	  QuantizeActs(gate), MatMul down                   o
+//	  Add(x += o)
+//	RMSNorm(x → xn, output_norm, the rows that want logits), QuantizeActs, MatMul output
+//
+// Quantized activations are shared by the products that take the same
+// form (ActOf): wq, wk and wv of one type read one quantization of xn.
+// Weights stay in their GGUF layout (16-byte aligned); activation buffers
+// must be 16-byte aligned (cuMemAlloc's are).
+//
 // # Exactness
 //
 // Every float operation is written with an explicit round-to-nearest

@@ -234,7 +234,7 @@ func ActOf(t ggml.Type) (Act, error) {
 }
 
 // ActBufs are the device buffers of n token rows of activations in one
-// form (ActSizes gives their sizes):
+// form (ActSizes gives their sizes), each 16-byte aligned:
 //
 //	ActF16, ActBF16: X float [n][cols] (may be the input itself)
 //	ActQ8_0: Q int8 [n][cols], D float [n][cols/32] (scales, f16 widened)
