@@ -105,6 +105,49 @@
 //   - selftest.cuh: muser_test_* expose the device primitives to the GPU
 //     tests; the forward pass never launches them.
 //
+// # Kernel ABI
+//
+// Every kernel's parameters in order (p a device address, i an int32, u a
+// uint32, f a float32; "|0" where 0 may be passed), grid (x×y×z), block,
+// and dynamic shared memory where it takes some. KernelTable holds the
+// parameter lists, TestArtifacts checks them against the PTX, and the
+// builders of launch.go compute the grids.
+//
+//	muser_quant_q8_0         p x, i n, i cols, p q, p d, p sum|0, p s1|0    n, 256
+//	muser_quant_q8_k         p x, i n, i cols, p q, p d, p bsums            n, 256
+//	muser_round_f16, _bf16   p x, p y, i count                              ⌈count/256⌉, 256
+//	muser_mmq_<type>         p W, i rows, i cols, p q, p d, p ext|0, p y, i n
+//	                                                     ⌈rows/64⌉×⌈n/64⌉, 128
+//	muser_mmv_<type>         as mmq                      ⌈rows/R⌉×⌈n/8⌉, 128 (R 16 for K-quants, else 4)
+//	muser_mmf_<type>         p W, i rows, i cols, p x, p y, i n             ⌈rows/32⌉×⌈n/32⌉, 256
+//	muser_mmfv_<type>        as mmf                                         ⌈rows/8⌉×⌈n/8⌉, 128
+//	muser_embed_<type>       p W, i rows, i cols, p tokens, i n, p x        n, 256
+//	muser_rmsnorm            p x, p rowidx|0, p dst, i n, i cols, p w, f eps          n, 256
+//	muser_add_rmsnorm        p x, p o, p bias|0, p w, p dst, i n, i cols, f eps       n, 256
+//	muser_rmsnorm_heads      p x, i n, i heads, i dim, i stride, p w, f eps           n×heads, 32
+//	muser_add                p a, p b, p dst, i count                       ⌈count/256⌉, 256
+//	muser_add_bias           p x, p bias, i n, i cols                       ⌈n·cols/256⌉, 256
+//	muser_silu_mul           p gate, p up, p dst, i count                   ⌈count/256⌉, 256
+//	muser_rope               p x, i n, i heads, i dim, i stride, i ropeDim, i neox, p cs   n, 256
+//	muser_kv_store_f16, _f32 p k, p v, i n, i kvrow, p kc, p vc, p pos      n, 256
+//	muser_attn_scores_f16, _f32
+//	                         p q, i heads, i kvheads, i dim, p kc, p pos, p tiles, p S, i ld, f scale
+//	                         ntiles × kvheads·⌈group/gh⌉ × ⌈(max pos+1)/32⌉, 256,
+//	                         shared (qcap+32)·pad·4 bytes
+//	muser_attn_softmax       p S, i ld, p pos, i n, i heads, i round        n×heads, 256
+//	muser_attn_wsum_f16, _f32
+//	                         p S, i ld, p vc, p pos, p tiles, p out, i heads, i kvheads, i dim
+//	                         ntiles × kvheads·⌈group/gh⌉ × ⌈qcap·dim/256⌉, 256,
+//	                         shared (32·dim + 1024)·4 bytes
+//	muser_test_exp32         p x, p y, i count                              ⌈count/256⌉, 256
+//	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni     ⌈count/256⌉, 256
+//	muser_test_small_tables  p f16, p ue                                    256, 256
+//
+// For the attention, group = heads/kvheads, qcap = AttnQueries(dim), gh =
+// min(group, qcap) and pad = dim rounded up to a multiple of 4, plus 4;
+// the batch-of-rows ABI (kc, vc, pos, tiles, S) is attention.cuh's and
+// Attention's.
+//
 // The activations of a product are quantized per token row as ActOf says
 // (QuantizeActs); every kernel's result for a token depends on that token's
 // row only, so batches and tiles never change a bit.
