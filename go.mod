@@ -3,6 +3,7 @@ module github.com/muserhq/muser
 go 1.26.8
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/quic-go/quic-go v0.65.0
 	github.com/spf13/pflag v1.1.0

@@ -1,0 +1,202 @@
+package cukernels
+
+// The emulator tests run the kernel suite (suite_test.go) on the host:
+// testdata/hostemu/emu.cpp compiles muser.cu with g++ over simt.h, a CUDA
+// execution model in which every CUDA thread is an OS thread, barriers
+// are barriers and warp-wide operations (shuffles, ballots, reductions,
+// the integer mma) exchange values between the 32 threads of a warp. The
+// kernels' own code runs, indexing and synchronisation included, at small
+// shapes with ragged edges, against the same Go definitions as on a GPU.
+// What the emulator cannot show is a difference between the GPU's
+// instructions and their C++ stand-ins (shim.h, simt.h); the GPU tests do.
+//
+// They skip where g++ is missing (MUSER_REQUIRE_GXX=1 makes that a
+// failure).
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/muserhq/muser/infer/ggml"
+)
+
+// emuDevice runs sessions through the host emulator.
+type emuDevice struct{ path string }
+
+func (e *emuDevice) String() string { return "the host emulator" }
+
+var emuBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// emu returns the emulator, building it the first time.
+func emu(t testing.TB) *emuDevice {
+	t.Helper()
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		if os.Getenv("MUSER_REQUIRE_GXX") == "1" {
+			t.Fatalf("g++ not found and MUSER_REQUIRE_GXX=1: %v", err)
+		}
+		t.Skipf("g++ not found (%v): the host emulator of the kernels needs it", err)
+	}
+	b := &emuBuild
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "muser-emu-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, "emu")
+		cmd := exec.Command(gxx, "-std=c++20", "-O1", "-pthread", "-ffp-contract=off", "-fno-fast-math",
+			"-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function", "-Wno-unused-variable",
+			"-o", b.path, filepath.Join("testdata", "hostemu", "emu.cpp"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("g++: %v\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return &emuDevice{path: b.path}
+}
+
+// emuBase is where the emulator maps the first allocation; allocations are
+// 2 MiB apart at least.
+const emuBase = 0x200000000000
+
+type emuPending struct {
+	file string
+	b    []byte
+}
+
+// emuOps writes a session as a script for the emulator.
+type emuOps struct {
+	dir     string
+	script  strings.Builder
+	next    uint64
+	files   int
+	pending []emuPending
+}
+
+func (o *emuOps) file() string {
+	o.files++
+	return filepath.Join(o.dir, fmt.Sprintf("f%d", o.files))
+}
+
+func (o *emuOps) alloc(n int) (DevPtr, error) {
+	p := emuBase + o.next
+	o.next += (uint64(n) + 2<<20 - 1) &^ (2<<20 - 1)
+	fmt.Fprintf(&o.script, "alloc %x %d\n", p, n)
+	return DevPtr(p), nil
+}
+
+func (o *emuOps) up(p DevPtr, b []byte) error {
+	f := o.file()
+	if err := os.WriteFile(f, b, 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(&o.script, "up %x %s\n", uint64(p), f)
+	return nil
+}
+
+func (o *emuOps) down(p DevPtr, b []byte) error {
+	f := o.file()
+	fmt.Fprintf(&o.script, "down %x %d %s\n", uint64(p), len(b), f)
+	o.pending = append(o.pending, emuPending{f, b})
+	return nil
+}
+
+func (o *emuOps) launch(l Launch) error {
+	fmt.Fprintf(&o.script, "launch %s %d %d %d %d %d %d %d", l.Kernel, l.Grid[0], l.Grid[1], l.Grid[2],
+		l.Block[0], l.Block[1], l.Block[2], l.Shared)
+	for i, a := range l.Args {
+		switch v := a.(type) {
+		case uint64:
+			fmt.Fprintf(&o.script, " p%x", v)
+		case int32:
+			fmt.Fprintf(&o.script, " i%d", v)
+		case uint32:
+			fmt.Fprintf(&o.script, " u%x", v)
+		case float32:
+			fmt.Fprintf(&o.script, " f%x", math.Float32bits(v))
+		default:
+			return fmt.Errorf("argument %d has type %T", i, a)
+		}
+	}
+	o.script.WriteByte('\n')
+	return nil
+}
+
+// run writes f's session as a script, runs the emulator on it and fills
+// the slices of f's down calls.
+func (e *emuDevice) run(t testing.TB, f func(s *session)) {
+	t.Helper()
+	ops := &emuOps{dir: t.TempDir()}
+	s := &session{ops: ops}
+	f(s)
+	if s.err != nil {
+		t.Fatalf("on %v: %v", e, s.err)
+	}
+	script := filepath.Join(ops.dir, "script")
+	if err := os.WriteFile(script, []byte(ops.script.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(e.path, script).CombinedOutput(); err != nil {
+		t.Fatalf("emulator: %v\n%s\nscript:\n%s", err, out, ops.script.String())
+	}
+	for _, p := range ops.pending {
+		b, err := os.ReadFile(p.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) != len(p.b) {
+			t.Fatalf("emulator wrote %d bytes to %s, want %d", len(b), p.file, len(p.b))
+		}
+		copy(p.b, b)
+	}
+}
+
+// emuMatMulCases: ragged rows and tokens (not multiples of 64, 16, 8 or 4),
+// more than one shared-memory stage and a partial last stage.
+var emuMatMulCases = map[string][]mmCase{
+	"legacy": {{70, 160, []int{3, 70}, false}, {9, 32, []int{9}, false}},
+	"k":      {{70, 512, []int{3, 70}, false}},
+	"nvfp4":  {{70, 192, []int{3, 70}, false}},
+	"float":  {{70, 100, []int{3, 33}, false}, {3, 7, []int{2}, false}},
+}
+
+func TestEmuQuantize(t *testing.T) {
+	runQuantize(t, emu(t), []quantShape{{2, 512}, {3, 96}})
+}
+
+func TestEmuMatMul(t *testing.T) {
+	types := allMatMulTypes
+	if testing.Short() { // one type of each family
+		types = []ggml.Type{ggml.TypeQ8_0, ggml.TypeQ4_K, ggml.TypeNVFP4, ggml.TypeF16}
+	}
+	runMatMul(t, emu(t), types, emuMatMulCases)
+}
+
+func TestEmuEmbed(t *testing.T) { runEmbed(t, emu(t), allMatMulTypes) }
+
+func TestEmuRowOps(t *testing.T) {
+	runRowOps(t, emu(t), rowOpSizes{
+		n: 5, cols: []int{96, 1100}, heads: [][2]int{{4, 64}, {2, 300}}, ffn: 300,
+		ropeDim: [][3]int{{4, 64, 64}, {2, 128, 64}},
+	})
+}
+
+func TestEmuAttention(t *testing.T) {
+	e := emu(t)
+	runAttention(t, e, []attnCase{{"gqa", 4, 2, 64}, {"mha dim 72", 2, 2, 72}},
+		batchOf([3]int{0, 0, 20}, [3]int{1, 40, 3}, [3]int{2, 70, 1}, [3]int{3, 0, 1}))
+	runAttention(t, e, []attnCase{{"group over a block", 32, 2, 256}}, batchOf([3]int{0, 0, 2}, [3]int{1, 40, 1}))
+}

@@ -1,0 +1,656 @@
+package cukernels
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/muserhq/muser/infer/ggml"
+)
+
+// DevPtr is an address in device memory.
+type DevPtr uint64
+
+// Launch is everything cuLaunchKernel needs for one kernel launch except
+// the function handle and the stream: the kernel's name in the module,
+// the grid and block dimensions, the bytes of dynamic shared memory, and
+// the arguments in the kernel's parameter order, each a uint64 (a device
+// address), an int32, a uint32 or a float32 (manifest_test.go checks
+// every builder's arguments against the PTX parameter list). A launch
+// with Shared over 48 KiB needs the function's maximum dynamic shared
+// memory raised first (cuFuncSetAttribute); no builder asks for more
+// than 48 KiB for the head dimensions of current models (up to 188).
+type Launch struct {
+	Kernel      string
+	Grid, Block [3]uint32
+	Shared      uint32
+	Args        []any
+}
+
+// Param is the type of one kernel parameter as its PTX declares it.
+type Param uint8
+
+// The parameter types.
+const (
+	Ptr Param = iota // a device address (.u64); an argument of type uint64
+	I32              // an int or unsigned (.u32, .s32); int32 or uint32
+	F32              // a float (.f32); float32
+)
+
+// Kernel describes one kernel of the module.
+type Kernel struct {
+	Name   string
+	Params []Param
+	// ExactFMA marks the kernels that use fused multiply-adds, each on a
+	// product that is exact (f16 × f16), so that fused and unfused agree.
+	// Only these may hold FFMA in their SASS (TestArtifacts).
+	ExactFMA bool
+	// TensorCores marks the kernels whose SASS must hold integer tensor
+	// core instructions (IMMA).
+	TensorCores bool
+	// SelfTest marks the kernels that exist only for the GPU tests.
+	SelfTest bool
+}
+
+var (
+	intMatMulParams   = []Param{Ptr, I32, I32, Ptr, Ptr, Ptr, Ptr, I32}
+	floatMatMulParams = []Param{Ptr, I32, I32, Ptr, Ptr, I32}
+	embedParams       = []Param{Ptr, I32, I32, Ptr, I32, Ptr}
+	scoresParams      = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, F32}
+	wsumParams        = []Param{Ptr, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32}
+	kvStoreParams     = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}
+)
+
+// intTypes are the weight types of the integer matrix products, with the
+// kernel name suffix.
+var intTypes = []struct {
+	t    ggml.Type
+	name string
+}{
+	{ggml.TypeQ8_0, "q8_0"}, {ggml.TypeQ4_0, "q4_0"}, {ggml.TypeQ5_0, "q5_0"},
+	{ggml.TypeQ4_1, "q4_1"}, {ggml.TypeQ5_1, "q5_1"},
+	{ggml.TypeQ2_K, "q2_k"}, {ggml.TypeQ3_K, "q3_k"}, {ggml.TypeQ4_K, "q4_k"},
+	{ggml.TypeQ5_K, "q5_k"}, {ggml.TypeQ6_K, "q6_k"}, {ggml.TypeNVFP4, "nvfp4"},
+}
+
+var floatTypes = []struct {
+	t    ggml.Type
+	name string
+}{{ggml.TypeF32, "f32"}, {ggml.TypeF16, "f16"}, {ggml.TypeBF16, "bf16"}}
+
+// kernelTable lists every kernel of the module.
+var kernelTable = func() []Kernel {
+	ks := []Kernel{
+		{Name: "muser_quant_q8_0", Params: []Param{Ptr, I32, I32, Ptr, Ptr, Ptr, Ptr}},
+		{Name: "muser_quant_q8_k", Params: []Param{Ptr, I32, I32, Ptr, Ptr, Ptr}},
+		{Name: "muser_round_f16", Params: []Param{Ptr, Ptr, I32}},
+		{Name: "muser_round_bf16", Params: []Param{Ptr, Ptr, I32}},
+		{Name: "muser_rmsnorm", Params: []Param{Ptr, Ptr, Ptr, I32, I32, Ptr, F32}},
+		{Name: "muser_add_rmsnorm", Params: []Param{Ptr, Ptr, Ptr, Ptr, Ptr, I32, I32, F32}},
+		{Name: "muser_rmsnorm_heads", Params: []Param{Ptr, I32, I32, I32, I32, Ptr, F32}},
+		{Name: "muser_add", Params: []Param{Ptr, Ptr, Ptr, I32}},
+		{Name: "muser_add_bias", Params: []Param{Ptr, Ptr, I32, I32}},
+		{Name: "muser_silu_mul", Params: []Param{Ptr, Ptr, Ptr, I32}},
+		{Name: "muser_rope", Params: []Param{Ptr, I32, I32, I32, I32, I32, I32, Ptr}},
+		{Name: "muser_kv_store_f16", Params: kvStoreParams},
+		{Name: "muser_kv_store_f32", Params: kvStoreParams},
+		{Name: "muser_attn_scores_f16", Params: scoresParams, ExactFMA: true},
+		{Name: "muser_attn_scores_f32", Params: scoresParams},
+		{Name: "muser_attn_softmax", Params: []Param{Ptr, I32, Ptr, I32, I32, I32}},
+		{Name: "muser_attn_wsum_f16", Params: wsumParams, ExactFMA: true},
+		{Name: "muser_attn_wsum_f32", Params: wsumParams},
+		{Name: "muser_test_exp32", Params: []Param{Ptr, Ptr, I32}, SelfTest: true},
+		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
+		{Name: "muser_test_small_tables", Params: []Param{Ptr, Ptr}, SelfTest: true},
+	}
+	for _, t := range intTypes {
+		ks = append(ks,
+			Kernel{Name: "muser_mmq_" + t.name, Params: intMatMulParams, TensorCores: true},
+			Kernel{Name: "muser_mmv_" + t.name, Params: intMatMulParams},
+			Kernel{Name: "muser_embed_" + t.name, Params: embedParams})
+	}
+	for _, t := range floatTypes {
+		fma := t.t == ggml.TypeF16
+		ks = append(ks,
+			Kernel{Name: "muser_mmf_" + t.name, Params: floatMatMulParams, ExactFMA: fma},
+			Kernel{Name: "muser_mmfv_" + t.name, Params: floatMatMulParams, ExactFMA: fma},
+			Kernel{Name: "muser_embed_" + t.name, Params: embedParams})
+	}
+	slices.SortFunc(ks, func(a, b Kernel) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return ks
+}()
+
+// KernelTable returns the description of every kernel of the module,
+// sorted by name.
+func KernelTable() []Kernel {
+	out := make([]Kernel, len(kernelTable))
+	for i, k := range kernelTable {
+		k.Params = slices.Clone(k.Params)
+		out[i] = k
+	}
+	return out
+}
+
+// Limits of the grid: CUDA's for x, y and z, and the int32 range of the
+// kernels' counts.
+const (
+	maxGridX = 1<<31 - 1
+	maxGridY = 65535
+	maxInt32 = 1<<31 - 1
+)
+
+// launch assembles a Launch after checking its grid.
+func launch(kernel string, grid [3]int, block int, shared int, args ...any) (Launch, error) {
+	if grid[0] < 1 || grid[1] < 1 || grid[2] < 1 || grid[0] > maxGridX || grid[1] > maxGridY || grid[2] > maxGridY {
+		return Launch{}, shapeErr(kernel, "grid %v is outside CUDA's limits", grid)
+	}
+	return Launch{
+		Kernel: kernel,
+		Grid:   [3]uint32{uint32(grid[0]), uint32(grid[1]), uint32(grid[2])},
+		Block:  [3]uint32{uint32(block), 1, 1},
+		Shared: uint32(shared),
+		Args:   args,
+	}, nil
+}
+
+func shapeErr(kernel, format string, a ...any) error {
+	return &LaunchError{Kernel: kernel, Err: fmt.Errorf("%w: "+format, append([]any{ErrShape}, a...)...)}
+}
+
+// positive checks that every count is in [1, 2^31).
+func positive(kernel string, counts ...int) error {
+	for _, c := range counts {
+		if c < 1 || c > maxInt32 {
+			return shapeErr(kernel, "count %d is not in [1, 2^31)", c)
+		}
+	}
+	return nil
+}
+
+// product checks that a·b fits the kernels' int32 indexing.
+func product(kernel string, a, b int) error {
+	if a > maxInt32/b {
+		return shapeErr(kernel, "%d × %d elements overflow int32", a, b)
+	}
+	return nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func p(d DevPtr) any    { return uint64(d) }
+func i32(v int) any     { return int32(v) }
+func f32(v float32) any { return v }
+func flag(b bool) any {
+	if b {
+		return int32(1)
+	}
+	return int32(0)
+}
+func elems256(n int) int { return ceilDiv(n, 256) }
+
+// ---------------------------------------------------------------------------
+// Activations.
+
+// Act is the form a weight type's matrix product takes its activations in
+// (kernels.MatMul quantizes them the same way).
+type Act uint8
+
+// The activation forms.
+const (
+	ActF32  Act = iota // F32 weights: x as it is
+	ActF16             // F16 weights: x rounded to f16, as float32
+	ActBF16            // BF16 weights: x rounded to bf16, as float32
+	ActQ8_0            // Q8_0, Q4_0, Q5_0, NVFP4 weights
+	ActQ8_1            // Q4_1, Q5_1 weights: Q8_0 plus the sums s
+	ActQ8_K            // K-quant weights
+)
+
+// ActOf returns the activation form of weight type t, or an error
+// wrapping ErrType.
+func ActOf(t ggml.Type) (Act, error) {
+	switch t {
+	case ggml.TypeF32:
+		return ActF32, nil
+	case ggml.TypeF16:
+		return ActF16, nil
+	case ggml.TypeBF16:
+		return ActBF16, nil
+	case ggml.TypeQ8_0, ggml.TypeQ4_0, ggml.TypeQ5_0, ggml.TypeNVFP4:
+		return ActQ8_0, nil
+	case ggml.TypeQ4_1, ggml.TypeQ5_1:
+		return ActQ8_1, nil
+	case ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K:
+		return ActQ8_K, nil
+	}
+	return 0, &LaunchError{Kernel: "matmul " + t.String(), Err: ErrType}
+}
+
+// ActBufs are the device buffers of n token rows of activations in one
+// form (ActSizes gives their sizes), each 16-byte aligned:
+//
+//	ActF16, ActBF16: X float [n][cols] (may be the input itself)
+//	ActQ8_0: Q int8 [n][cols], D float [n][cols/32] (scales, f16 widened)
+//	ActQ8_1: Q, D as Q8_0; Ext float [n][cols/32] (s = f16(d·Σq) widened)
+//	ActQ8_K: Q int8 [n][cols], D float [n][cols/256], Ext int32 [n][cols/16] (bsums)
+type ActBufs struct {
+	X, Q, D, Ext DevPtr
+}
+
+// ActSizes returns the bytes of each of ActBufs's buffers that n rows of
+// cols activations in form a need (0 for a buffer the form does not use).
+func ActSizes(a Act, n, cols int) (x, q, d, ext int64) {
+	N, C := int64(n), int64(cols)
+	switch a {
+	case ActF16, ActBF16:
+		return 4 * N * C, 0, 0, 0
+	case ActQ8_0:
+		return 0, N * C, 4 * N * (C / 32), 0
+	case ActQ8_1:
+		return 0, N * C, 4 * N * (C / 32), 4 * N * (C / 32)
+	case ActQ8_K:
+		return 0, N * C, 4 * N * (C / 256), 4 * N * (C / 16)
+	}
+	return 0, 0, 0, 0
+}
+
+// QuantizeActs returns the launch that turns n rows of cols floats at x
+// into form a in b. ActF32 needs none: it returns ok false.
+func QuantizeActs(a Act, x DevPtr, b ActBufs, n, cols int) (l Launch, ok bool, err error) {
+	switch a {
+	case ActF32:
+		return Launch{}, false, nil
+	case ActF16, ActBF16:
+		k := "muser_round_f16"
+		if a == ActBF16 {
+			k = "muser_round_bf16"
+		}
+		if err := positive(k, n, cols); err != nil {
+			return Launch{}, false, err
+		}
+		if err := product(k, n, cols); err != nil {
+			return Launch{}, false, err
+		}
+		l, err := launch(k, [3]int{elems256(n * cols), 1, 1}, 256, 0, p(x), p(b.X), i32(n*cols))
+		return l, err == nil, err
+	case ActQ8_0, ActQ8_1:
+		const k = "muser_quant_q8_0"
+		if err := positive(k, n, cols); err != nil {
+			return Launch{}, false, err
+		}
+		if cols%32 != 0 {
+			return Launch{}, false, shapeErr(k, "%d columns are not a multiple of 32", cols)
+		}
+		if err := product(k, n, cols); err != nil {
+			return Launch{}, false, err
+		}
+		var s1 DevPtr
+		if a == ActQ8_1 {
+			s1 = b.Ext
+		}
+		l, err := launch(k, [3]int{n, 1, 1}, 256, 0, p(x), i32(n), i32(cols), p(b.Q), p(b.D), p(0), p(s1))
+		return l, err == nil, err
+	case ActQ8_K:
+		const k = "muser_quant_q8_k"
+		if err := positive(k, n, cols); err != nil {
+			return Launch{}, false, err
+		}
+		if cols%256 != 0 {
+			return Launch{}, false, shapeErr(k, "%d columns are not a multiple of 256", cols)
+		}
+		if err := product(k, n, cols); err != nil {
+			return Launch{}, false, err
+		}
+		l, err := launch(k, [3]int{n, 1, 1}, 256, 0, p(x), i32(n), i32(cols), p(b.Q), p(b.D), p(b.Ext))
+		return l, err == nil, err
+	}
+	return Launch{}, false, &LaunchError{Kernel: "quantize", Err: fmt.Errorf("%w: activation form %d", ErrType, a)}
+}
+
+// ---------------------------------------------------------------------------
+// Matrix products.
+
+// MatMul describes y = W·x for N token rows: W is Rows × Cols weights of
+// type Type in their ggml block layout at W (the GGUF bytes, base 16-byte
+// aligned), the activations are in Acts in the form ActOf(Type) (for
+// ActF32, Acts.X is x itself), and Y receives N rows of Rows floats.
+type MatMul struct {
+	Type       ggml.Type
+	W          DevPtr
+	Rows, Cols int
+	Acts       ActBufs
+	Y          DevPtr
+	N          int
+}
+
+// DecodeTokens is the largest batch the decode kernels (mmv, mmfv) are
+// chosen for; larger batches take the tiled kernels (mmq, mmf). Both
+// compute the same bits for every batch size.
+const DecodeTokens = 8
+
+// Launch returns the launch of the product: the decode kernel for N ≤
+// DecodeTokens, the tiled kernel otherwise.
+func (m MatMul) Launch() (Launch, error) { return m.launch(m.N <= DecodeTokens) }
+
+// Tiled returns the launch of the tiled kernel (mmq, mmf) for any N.
+func (m MatMul) Tiled() (Launch, error) { return m.launch(false) }
+
+// Decode returns the launch of the decode kernel (mmv, mmfv) for any N
+// (it runs ceil(N/8) groups of 8 tokens).
+func (m MatMul) Decode() (Launch, error) { return m.launch(true) }
+
+func (m MatMul) launch(decode bool) (Launch, error) {
+	op := "matmul " + m.Type.String()
+	if err := positive(op, m.Rows, m.Cols, m.N); err != nil {
+		return Launch{}, err
+	}
+	if err := product(op, m.N, max(m.Rows, m.Cols)); err != nil {
+		return Launch{}, err
+	}
+	for _, t := range floatTypes {
+		if t.t != m.Type {
+			continue
+		}
+		if decode {
+			k := "muser_mmfv_" + t.name
+			return launch(k, [3]int{ceilDiv(m.Rows, 8), ceilDiv(m.N, 8), 1}, 128, 0,
+				p(m.W), i32(m.Rows), i32(m.Cols), p(m.Acts.X), p(m.Y), i32(m.N))
+		}
+		k := "muser_mmf_" + t.name
+		return launch(k, [3]int{ceilDiv(m.Rows, 32), ceilDiv(m.N, 32), 1}, 256, 0,
+			p(m.W), i32(m.Rows), i32(m.Cols), p(m.Acts.X), p(m.Y), i32(m.N))
+	}
+	for _, t := range intTypes {
+		if t.t != m.Type {
+			continue
+		}
+		if bs := m.Type.BlockSize(); m.Cols%bs != 0 {
+			return Launch{}, shapeErr(op, "%d columns are not a multiple of the block size %d", m.Cols, bs)
+		}
+		if rb, _ := m.Type.RowSize(m.Cols); rb > 0 && m.Rows > math.MaxInt64/rb {
+			return Launch{}, shapeErr(op, "%d rows of %d bytes overflow", m.Rows, rb)
+		}
+		args := []any{p(m.W), i32(m.Rows), i32(m.Cols), p(m.Acts.Q), p(m.Acts.D), p(m.Acts.Ext), p(m.Y), i32(m.N)}
+		if decode {
+			r := 4
+			if m.Type.BlockSize() == 256 {
+				r = 16
+			}
+			return launch("muser_mmv_"+t.name, [3]int{ceilDiv(m.Rows, r), ceilDiv(m.N, 8), 1}, 128, 0, args...)
+		}
+		return launch("muser_mmq_"+t.name, [3]int{ceilDiv(m.Rows, 64), ceilDiv(m.N, 64), 1}, 128, 0, args...)
+	}
+	return Launch{}, &LaunchError{Kernel: op, Err: ErrType}
+}
+
+// Embed returns the launch that writes the embedding rows of n tokens:
+// x[i] = row tokens[i] of the rows × cols matrix W of type t, decoded as
+// ggml.Dequantize decodes it. tokens is int32 [n]; a token outside [0,
+// rows) leaves its row of x unwritten.
+func Embed(t ggml.Type, w DevPtr, rows, cols int, tokens DevPtr, n int, x DevPtr) (Launch, error) {
+	op := "embed " + t.String()
+	if err := positive(op, rows, cols, n); err != nil {
+		return Launch{}, err
+	}
+	if err := product(op, n, cols); err != nil {
+		return Launch{}, err
+	}
+	for _, list := range [][]struct {
+		t    ggml.Type
+		name string
+	}{intTypes, floatTypes} {
+		for _, e := range list {
+			if e.t != t {
+				continue
+			}
+			if cols%t.BlockSize() != 0 {
+				return Launch{}, shapeErr(op, "%d columns are not a multiple of the block size %d", cols, t.BlockSize())
+			}
+			return launch("muser_embed_"+e.name, [3]int{n, 1, 1}, 256, 0, p(w), i32(rows), i32(cols), p(tokens), i32(n), p(x))
+		}
+	}
+	return Launch{}, &LaunchError{Kernel: op, Err: ErrType}
+}
+
+// ---------------------------------------------------------------------------
+// Per-token operations.
+
+// RMSNorm returns the launch of dst[i] = RMSNorm(x[src])·w for i < n rows
+// of cols floats, src = rowidx[i] (int32 [n]) or i when rowidx is 0. dst
+// may be x when rowidx is 0.
+func RMSNorm(x, rowidx, dst, w DevPtr, n, cols int, eps float32) (Launch, error) {
+	const k = "muser_rmsnorm"
+	if err := positive(k, n, cols); err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), p(rowidx), p(dst), i32(n), i32(cols), p(w), f32(eps))
+}
+
+// AddRMSNorm returns the launch of the step after the attention output
+// product: o += bias (when bias is not 0), x += o, dst = RMSNorm(x)·w, for
+// n rows of cols floats. dst may be o.
+func AddRMSNorm(x, o, bias, w, dst DevPtr, n, cols int, eps float32) (Launch, error) {
+	const k = "muser_add_rmsnorm"
+	if err := positive(k, n, cols); err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), p(o), p(bias), p(w), p(dst), i32(n), i32(cols), f32(eps))
+}
+
+// RMSNormHeads returns the launch that normalizes every head of n rows in
+// place with the weights w (dim floats): head h of row i is dim floats at
+// x + (i·stride + h·dim)·4.
+func RMSNormHeads(x DevPtr, n, heads, dim, stride int, w DevPtr, eps float32) (Launch, error) {
+	const k = "muser_rmsnorm_heads"
+	if err := positive(k, n, heads, dim, stride); err != nil {
+		return Launch{}, err
+	}
+	if heads > maxGridY || heads*dim > stride {
+		return Launch{}, shapeErr(k, "%d heads of %d in rows of %d", heads, dim, stride)
+	}
+	return launch(k, [3]int{n, heads, 1}, 32, 0, p(x), i32(n), i32(heads), i32(dim), i32(stride), p(w), f32(eps))
+}
+
+// Add returns the launch of dst[i] = a[i] + b[i] for i < count.
+func Add(a, b, dst DevPtr, count int) (Launch, error) {
+	const k = "muser_add"
+	if err := positive(k, count); err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, p(a), p(b), p(dst), i32(count))
+}
+
+// AddBias returns the launch of x[t][c] += bias[c] for n rows of cols.
+func AddBias(x, bias DevPtr, n, cols int) (Launch, error) {
+	const k = "muser_add_bias"
+	if err := positive(k, n, cols); err != nil {
+		return Launch{}, err
+	}
+	if err := product(k, n, cols); err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{elems256(n * cols), 1, 1}, 256, 0, p(x), p(bias), i32(n), i32(cols))
+}
+
+// SiLUMul returns the launch of dst[i] = silu(gate[i])·up[i] (kernels.SiLUMul).
+func SiLUMul(gate, up, dst DevPtr, count int) (Launch, error) {
+	const k = "muser_silu_mul"
+	if err := positive(k, count); err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, p(gate), p(up), p(dst), i32(count))
+}
+
+// RoPE returns the launch that rotates the first ropeDim dimensions of
+// every head of n rows in place (NeoX pairing when neox), with the cos and
+// sin table cs: float [n][ropeDim], pair k of row t at cs[t·ropeDim + 2k]
+// (cos) and cs[t·ropeDim + 2k + 1] (sin), as the engine computes it.
+func RoPE(x DevPtr, n, heads, dim, stride, ropeDim int, neox bool, cs DevPtr) (Launch, error) {
+	const k = "muser_rope"
+	if err := positive(k, n, heads, dim, stride, ropeDim); err != nil {
+		return Launch{}, err
+	}
+	if ropeDim%2 != 0 || ropeDim > dim || heads*dim > stride {
+		return Launch{}, shapeErr(k, "rope dim %d, %d heads of %d in rows of %d", ropeDim, heads, dim, stride)
+	}
+	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), i32(n), i32(heads), i32(dim), i32(stride), i32(ropeDim), flag(neox), p(cs))
+}
+
+// KVStore returns the launch that writes n rows of K and V (kvrow floats
+// each) to their sequences' caches: row i to position pos[i] of the caches
+// at kc[i] and vc[i] (uint64 [n] device addresses of the layer's caches;
+// pos int32 [n]), converted to f16 when f16 (ggml.F32ToF16).
+func KVStore(f16 bool, k, v DevPtr, n, kvrow int, kc, vc, pos DevPtr) (Launch, error) {
+	name := "muser_kv_store_f32"
+	if f16 {
+		name = "muser_kv_store_f16"
+	}
+	if err := positive(name, n, kvrow); err != nil {
+		return Launch{}, err
+	}
+	return launch(name, [3]int{n, 1, 1}, 256, 0, p(k), p(v), i32(n), i32(kvrow), p(kc), p(vc), p(pos))
+}
+
+// ---------------------------------------------------------------------------
+// Attention.
+
+// Attention shape limits: keys per shared tile and queries per thread block
+// (attention.cuh's attn::KT and attn::QMAX).
+const (
+	attnKT   = 32
+	attnQMax = 32
+)
+
+// MaxAttnDim is the largest head dimension the attention kernels take.
+const MaxAttnDim = 352
+
+// attnPad is attention.cuh's attn_pad.
+func attnPad(dim int) int { return (dim+3)&^3 + 4 }
+
+// AttnQueries returns how many queries one attention thread block takes
+// for head dimension dim (attention.cuh's attn_qcap): the tiles of
+// AttnTiles hold at most AttnQueries(dim)/min(group, AttnQueries(dim))
+// rows.
+func AttnQueries(dim int) int { return min(attnQMax, 12288/attnPad(dim)-attnKT) }
+
+// AttnScale returns the attention scale the engine uses, float32(1/√dim).
+func AttnScale(dim int) float32 { return float32(1 / math.Sqrt(float64(dim))) }
+
+// AttnTiles cuts a batch of attention rows into tiles: runs of consecutive
+// rows of one sequence (the same K cache address kc[i]) with consecutive
+// positions, of at most AttnQueries(dim)/gh rows, gh = min(group,
+// AttnQueries(dim)). It returns the row boundaries: tile t is rows
+// tiles[t] .. tiles[t+1]-1. How rows are cut never changes a result; it
+// only decides how often each K and V row is read.
+func AttnTiles(kc []uint64, pos []int32, heads, kvheads, dim int) []int32 {
+	if len(kc) == 0 || heads < 1 || kvheads < 1 || dim < 1 || dim > MaxAttnDim {
+		return nil
+	}
+	qc := AttnQueries(dim)
+	gh := min(heads/kvheads, qc)
+	per := max(1, qc/max(gh, 1))
+	tiles := []int32{0}
+	lo := 0
+	for i := 1; i <= len(kc); i++ {
+		if i == len(kc) || i-lo >= per || kc[i] != kc[lo] || pos[i] != pos[i-1]+1 {
+			tiles = append(tiles, int32(i))
+			lo = i
+		}
+	}
+	return tiles
+}
+
+// Attention describes one layer's attention over a batch of N rows (the
+// ABI of attention.cuh): Q and Out are float [N][Heads·Dim]; KC and VC
+// are uint64 [N] device addresses of each row's sequence's K and V cache
+// for this layer (f16 when F16, else f32; position p at element
+// p·KVHeads·Dim), Pos int32 [N] the rows' positions (their K and V
+// already stored), Tiles int32 [NTiles+1] from AttnTiles, MaxPos the
+// largest position; S is float scratch [N][Heads][LD], LD > MaxPos.
+type Attention struct {
+	F16                 bool
+	Heads, KVHeads, Dim int
+	N                   int
+	Q, Out              DevPtr
+	KC, VC, Pos, Tiles  DevPtr
+	NTiles, MaxPos      int
+	S                   DevPtr
+	LD                  int
+}
+
+// Launches returns the three launches of the attention, to run in order:
+// the scores, the softmax (and, with an f16 cache, the rounding of the
+// weights to f16), the weighted sum of V rows.
+func (a Attention) Launches() ([3]Launch, error) {
+	sk, wk := "muser_attn_scores_f32", "muser_attn_wsum_f32"
+	if a.F16 {
+		sk, wk = "muser_attn_scores_f16", "muser_attn_wsum_f16"
+	}
+	var ls [3]Launch
+	if err := positive(sk, a.Heads, a.KVHeads, a.Dim, a.N, a.NTiles, a.LD); err != nil {
+		return ls, err
+	}
+	if a.Heads%a.KVHeads != 0 || a.Dim > MaxAttnDim || a.MaxPos < 0 || a.LD <= a.MaxPos || a.NTiles > a.N {
+		return ls, shapeErr(sk, "%d heads over %d KV heads of dim %d (at most %d), %d tiles of %d rows, max position %d, ld %d",
+			a.Heads, a.KVHeads, a.Dim, MaxAttnDim, a.NTiles, a.N, a.MaxPos, a.LD)
+	}
+	if err := product(sk, a.N, a.Heads*a.LD); err != nil {
+		return ls, err
+	}
+	qc := AttnQueries(a.Dim)
+	group := a.Heads / a.KVHeads
+	gh := min(group, qc)
+	hy := a.KVHeads * ceilDiv(group, gh)
+	var err error
+	ls[0], err = launch(sk, [3]int{a.NTiles, hy, ceilDiv(a.MaxPos+1, attnKT)}, 256, (qc+attnKT)*attnPad(a.Dim)*4,
+		p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.Tiles), p(a.S), i32(a.LD), f32(AttnScale(a.Dim)))
+	if err != nil {
+		return ls, err
+	}
+	ls[1], err = launch("muser_attn_softmax", [3]int{a.N, a.Heads, 1}, 256, 0,
+		p(a.S), i32(a.LD), p(a.Pos), i32(a.N), i32(a.Heads), flag(a.F16))
+	if err != nil {
+		return ls, err
+	}
+	ls[2], err = launch(wk, [3]int{a.NTiles, hy, ceilDiv(qc*a.Dim, 256)}, 256, (attnKT*a.Dim+attnQMax*attnKT)*4,
+		p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Tiles), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
+	return ls, err
+}
+
+// ---------------------------------------------------------------------------
+// Self-test kernels (the GPU tests' probes of the device primitives).
+
+// SelfTestExp32 returns the launch of y[i] = Exp32(x[i]) for i < count.
+func SelfTestExp32(x, y DevPtr, count int) (Launch, error) {
+	const k = "muser_test_exp32"
+	if err := positive(k, count); err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, p(x), p(y), i32(count))
+}
+
+// SelfTestF32Bits returns the launch that converts the float32 values with
+// bits base+i, i < count: f16 (uint16 [count], ggml.F32ToF16), bf16
+// (uint16, ggml.F32ToBF16), ra (int8, kernels' roundAway), ni (int32,
+// kernels' nearestInt).
+func SelfTestF32Bits(base uint32, count int, f16, bf16, ra, ni DevPtr) (Launch, error) {
+	const k = "muser_test_f32_bits"
+	if err := positive(k, count); err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, base, i32(count), p(f16), p(bf16), p(ra), p(ni))
+}
+
+// SelfTestSmallTables returns the launch that fills f16 (float [65536],
+// ggml.F16ToF32 of every f16) and ue (float [256], NVFP4's UE4M3 scales
+// halved).
+func SelfTestSmallTables(f16, ue DevPtr) (Launch, error) {
+	return launch("muser_test_small_tables", [3]int{256, 1, 1}, 256, 0, p(f16), p(ue))
+}

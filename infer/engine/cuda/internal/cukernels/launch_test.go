@@ -1,0 +1,339 @@
+package cukernels
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/muserhq/muser/infer/ggml"
+)
+
+// sampleLaunches returns one launch of every kernel from its builder, for
+// TestArtifacts to check their arguments against the PTX.
+func sampleLaunches(t *testing.T) []Launch {
+	t.Helper()
+	var ls []Launch
+	add := func(l Launch, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	b := ActBufs{X: 0x1000, Q: 0x2000, D: 0x3000, Ext: 0x4000}
+	for _, a := range []Act{ActF16, ActBF16, ActQ8_0, ActQ8_K} {
+		l, ok, err := QuantizeActs(a, 0x100, b, 3, 512)
+		if !ok {
+			t.Fatalf("QuantizeActs(%d) launched nothing", a)
+		}
+		add(l, err)
+	}
+	for _, e := range intTypes {
+		m := MatMul{Type: e.t, W: 0x10, Rows: 100, Cols: 512, Acts: b, Y: 0x20, N: 3}
+		add(m.Decode())
+		add(m.Tiled())
+		add(Embed(e.t, 0x10, 100, 512, 0x30, 3, 0x40))
+	}
+	for _, e := range floatTypes {
+		m := MatMul{Type: e.t, W: 0x10, Rows: 100, Cols: 500, Acts: b, Y: 0x20, N: 3}
+		add(m.Decode())
+		add(m.Tiled())
+		add(Embed(e.t, 0x10, 100, 500, 0x30, 3, 0x40))
+	}
+	add(RMSNorm(1, 2, 3, 4, 5, 896, 1e-6))
+	add(AddRMSNorm(1, 2, 3, 4, 5, 6, 896, 1e-6))
+	add(RMSNormHeads(1, 5, 14, 64, 896, 2, 1e-6))
+	add(Add(1, 2, 3, 100))
+	add(AddBias(1, 2, 5, 896))
+	add(SiLUMul(1, 2, 3, 100))
+	add(RoPE(1, 5, 14, 64, 896, 64, true, 2))
+	add(KVStore(true, 1, 2, 5, 128, 3, 4, 5))
+	add(KVStore(false, 1, 2, 5, 128, 3, 4, 5))
+	for _, f16 := range []bool{true, false} {
+		a := Attention{F16: f16, Heads: 14, KVHeads: 2, Dim: 64, N: 5, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,
+			NTiles: 2, MaxPos: 100, S: 7, LD: 104}
+		l3, err := a.Launches()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l3[:]...)
+	}
+	add(SelfTestExp32(1, 2, 100))
+	add(SelfTestF32Bits(0x3f800000, 100, 1, 2, 3, 4))
+	add(SelfTestSmallTables(1, 2))
+	return ls
+}
+
+func TestSampleLaunchesCoverEveryKernel(t *testing.T) {
+	seen := map[string]bool{}
+	for _, l := range sampleLaunches(t) {
+		seen[l.Kernel] = true
+	}
+	for _, k := range kernelTable {
+		if !seen[k.Name] {
+			t.Errorf("no builder launches %s", k.Name)
+		}
+	}
+}
+
+func TestMatMulLaunch(t *testing.T) {
+	b := ActBufs{Q: 1, D: 2, Ext: 3, X: 4}
+	tests := []struct {
+		name   string
+		m      MatMul
+		kernel string
+		grid   [3]uint32
+		block  uint32
+	}{
+		{"q8_0 decode", MatMul{Type: ggml.TypeQ8_0, Rows: 896, Cols: 896, N: 1}, "muser_mmv_q8_0", [3]uint32{224, 1, 1}, 128},
+		{"q8_0 decode 8", MatMul{Type: ggml.TypeQ8_0, Rows: 897, Cols: 896, N: 8}, "muser_mmv_q8_0", [3]uint32{225, 1, 1}, 128},
+		{"q8_0 prefill", MatMul{Type: ggml.TypeQ8_0, Rows: 4864, Cols: 896, N: 2048}, "muser_mmq_q8_0", [3]uint32{76, 32, 1}, 128},
+		{"q8_0 ragged", MatMul{Type: ggml.TypeQ8_0, Rows: 151936, Cols: 896, N: 77}, "muser_mmq_q8_0", [3]uint32{2374, 2, 1}, 128},
+		{"q4_k decode", MatMul{Type: ggml.TypeQ4_K, Rows: 2048, Cols: 8192, N: 3}, "muser_mmv_q4_k", [3]uint32{128, 1, 1}, 128},
+		{"q6_k prefill", MatMul{Type: ggml.TypeQ6_K, Rows: 1000, Cols: 1024, N: 9}, "muser_mmq_q6_k", [3]uint32{16, 1, 1}, 128},
+		{"nvfp4 decode", MatMul{Type: ggml.TypeNVFP4, Rows: 10, Cols: 64, N: 2}, "muser_mmv_nvfp4", [3]uint32{3, 1, 1}, 128},
+		{"f16 decode", MatMul{Type: ggml.TypeF16, Rows: 896, Cols: 896, N: 4}, "muser_mmfv_f16", [3]uint32{112, 1, 1}, 128},
+		{"f16 prefill", MatMul{Type: ggml.TypeF16, Rows: 896, Cols: 896, N: 100}, "muser_mmf_f16", [3]uint32{28, 4, 1}, 256},
+		{"bf16 prefill", MatMul{Type: ggml.TypeBF16, Rows: 33, Cols: 7, N: 33}, "muser_mmf_bf16", [3]uint32{2, 2, 1}, 256},
+		{"f32 decode", MatMul{Type: ggml.TypeF32, Rows: 5, Cols: 3, N: 1}, "muser_mmfv_f32", [3]uint32{1, 1, 1}, 128},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.m.Acts, tc.m.W, tc.m.Y = b, 10, 20
+			l, err := tc.m.Launch()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Kernel != tc.kernel || l.Grid != tc.grid || l.Block != [3]uint32{tc.block, 1, 1} || l.Shared != 0 {
+				t.Errorf("got %s grid %v block %v shared %d, want %s grid %v block [%d 1 1] shared 0",
+					l.Kernel, l.Grid, l.Block, l.Shared, tc.kernel, tc.grid, tc.block)
+			}
+			if got := l.Args[len(l.Args)-1]; got != int32(tc.m.N) {
+				t.Errorf("last argument (n) = %v, want %d", got, tc.m.N)
+			}
+		})
+	}
+}
+
+func TestMatMulLaunchErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		m    MatMul
+		want error
+	}{
+		{"cols not a block multiple", MatMul{Type: ggml.TypeQ8_0, Rows: 10, Cols: 48, N: 1}, ErrShape},
+		{"k-quant cols", MatMul{Type: ggml.TypeQ4_K, Rows: 10, Cols: 896, N: 1}, ErrShape},
+		{"no tokens", MatMul{Type: ggml.TypeQ8_0, Rows: 10, Cols: 64, N: 0}, ErrShape},
+		{"no rows", MatMul{Type: ggml.TypeF16, Rows: 0, Cols: 64, N: 1}, ErrShape},
+		{"too many tokens", MatMul{Type: ggml.TypeQ8_0, Rows: 10, Cols: 64, N: 64 * 65536}, ErrShape},
+		{"int32 overflow", MatMul{Type: ggml.TypeQ8_0, Rows: 10, Cols: 1 << 20, N: 1 << 12}, ErrShape},
+		{"iq type", MatMul{Type: ggml.TypeIQ4_NL, Rows: 10, Cols: 64, N: 1}, ErrType},
+		{"activation type", MatMul{Type: ggml.TypeQ8_K, Rows: 10, Cols: 256, N: 1}, ErrType},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.m.Launch()
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			var le *LaunchError
+			if !errors.As(err, &le) || le.Kernel == "" {
+				t.Errorf("got %T without a kernel name, want *LaunchError naming it", err)
+			}
+		})
+	}
+}
+
+func TestActOfAndSizes(t *testing.T) {
+	tests := []struct {
+		typ          ggml.Type
+		act          Act
+		x, q, d, ext int64
+		n, cols      int
+	}{
+		{ggml.TypeF32, ActF32, 0, 0, 0, 0, 2, 512},
+		{ggml.TypeF16, ActF16, 4096, 0, 0, 0, 2, 512},
+		{ggml.TypeBF16, ActBF16, 4096, 0, 0, 0, 2, 512},
+		{ggml.TypeQ8_0, ActQ8_0, 0, 1024, 128, 0, 2, 512},
+		{ggml.TypeNVFP4, ActQ8_0, 0, 1024, 128, 0, 2, 512},
+		{ggml.TypeQ5_1, ActQ8_1, 0, 1024, 128, 128, 2, 512},
+		{ggml.TypeQ6_K, ActQ8_K, 0, 1024, 16, 256, 2, 512},
+	}
+	for _, tc := range tests {
+		t.Run(tc.typ.String(), func(t *testing.T) {
+			a, err := ActOf(tc.typ)
+			if err != nil || a != tc.act {
+				t.Fatalf("ActOf = %d, %v; want %d", a, err, tc.act)
+			}
+			x, q, d, ext := ActSizes(a, tc.n, tc.cols)
+			if x != tc.x || q != tc.q || d != tc.d || ext != tc.ext {
+				t.Errorf("ActSizes = %d %d %d %d, want %d %d %d %d", x, q, d, ext, tc.x, tc.q, tc.d, tc.ext)
+			}
+		})
+	}
+	if _, err := ActOf(ggml.TypeIQ2_XXS); !errors.Is(err, ErrType) {
+		t.Errorf("ActOf(IQ2_XXS) error = %v, want ErrType", err)
+	}
+}
+
+func TestQuantizeActs(t *testing.T) {
+	b := ActBufs{X: 1, Q: 2, D: 3, Ext: 4}
+	if _, ok, err := QuantizeActs(ActF32, 9, b, 4, 64); ok || err != nil {
+		t.Errorf("ActF32: ok %v err %v, want no launch", ok, err)
+	}
+	l, ok, err := QuantizeActs(ActQ8_1, 9, b, 4, 64)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if l.Kernel != "muser_quant_q8_0" || l.Args[6] != uint64(4) || l.Args[5] != uint64(0) || l.Grid[0] != 4 {
+		t.Errorf("Q8_1: got %s args %v grid %v, want muser_quant_q8_0 with s1 = Ext, no sums, 4 blocks", l.Kernel, l.Args, l.Grid)
+	}
+	l, _, _ = QuantizeActs(ActQ8_0, 9, b, 4, 64)
+	if l.Args[6] != uint64(0) {
+		t.Errorf("Q8_0: s1 = %v, want 0", l.Args[6])
+	}
+	l, _, _ = QuantizeActs(ActF16, 9, b, 3, 300)
+	if l.Kernel != "muser_round_f16" || l.Grid[0] != 4 || l.Args[2] != int32(900) {
+		t.Errorf("F16: got %s grid %v args %v, want muser_round_f16 over 900 values in 4 blocks", l.Kernel, l.Grid, l.Args)
+	}
+	for _, tc := range []struct {
+		a    Act
+		cols int
+	}{{ActQ8_0, 48}, {ActQ8_K, 512 + 32}, {ActF16, 0}} {
+		if _, _, err := QuantizeActs(tc.a, 9, b, 2, tc.cols); !errors.Is(err, ErrShape) {
+			t.Errorf("act %d cols %d: error %v, want ErrShape", tc.a, tc.cols, err)
+		}
+	}
+}
+
+func TestAttnQueries(t *testing.T) {
+	for _, tc := range []struct{ dim, want int }{{64, 32}, {80, 32}, {128, 32}, {188, 32}, {192, 30}, {256, 15}, {352, 2}} {
+		if got := AttnQueries(tc.dim); got != tc.want {
+			t.Errorf("AttnQueries(%d) = %d, want %d", tc.dim, got, tc.want)
+		}
+		if s := (AttnQueries(tc.dim) + attnKT) * attnPad(tc.dim) * 4; s > 48<<10 {
+			t.Errorf("dim %d: scores shared memory %d bytes > 48 KiB", tc.dim, s)
+		}
+	}
+}
+
+func TestAttnTiles(t *testing.T) {
+	tests := []struct {
+		name                string
+		kc                  []uint64
+		pos                 []int32
+		heads, kvheads, dim int
+		want                []int32
+	}{
+		{"prefill qwen2.5", []uint64{7, 7, 7, 7, 7, 7, 7, 7, 7}, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8}, 14, 2, 64, []int32{0, 4, 8, 9}},
+		{"two sequences", []uint64{7, 7, 9, 9, 9}, []int32{3, 4, 0, 1, 2}, 16, 8, 128, []int32{0, 2, 5}},
+		{"gap in positions", []uint64{7, 7, 7}, []int32{3, 4, 9}, 32, 8, 64, []int32{0, 2, 3}},
+		{"decode batch", []uint64{1, 2, 3}, []int32{50, 60, 70}, 14, 2, 64, []int32{0, 1, 2, 3}},
+		{"mha dim 256", []uint64{7, 7, 7, 7}, []int32{0, 1, 2, 3}, 16, 16, 256, []int32{0, 4}},
+		{"group over qcap", []uint64{7, 7}, []int32{0, 1}, 64, 1, 256, []int32{0, 1, 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := AttnTiles(tc.kc, tc.pos, tc.heads, tc.kvheads, tc.dim)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			qc := AttnQueries(tc.dim)
+			gh := min(tc.heads/tc.kvheads, qc)
+			for i := 0; i+1 < len(got); i++ {
+				if rows := int(got[i+1] - got[i]); rows*gh > qc && rows > 1 {
+					t.Errorf("tile %d has %d rows × %d heads > %d queries", i, rows, gh, qc)
+				}
+			}
+		})
+	}
+}
+
+func TestAttentionLaunches(t *testing.T) {
+	a := Attention{F16: true, Heads: 14, KVHeads: 2, Dim: 64, N: 9, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,
+		NTiles: 3, MaxPos: 8, S: 7, LD: 12}
+	ls, err := a.Launches()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		kernel string
+		grid   [3]uint32
+		shared uint32
+	}{
+		{"muser_attn_scores_f16", [3]uint32{3, 2, 1}, (32 + 32) * 68 * 4},
+		{"muser_attn_softmax", [3]uint32{9, 14, 1}, 0},
+		{"muser_attn_wsum_f16", [3]uint32{3, 2, 8}, (32*64 + 32*32) * 4},
+	}
+	for i, w := range want {
+		if ls[i].Kernel != w.kernel || ls[i].Grid != w.grid || ls[i].Shared != w.shared {
+			t.Errorf("launch %d: got %s grid %v shared %d, want %s grid %v shared %d",
+				i, ls[i].Kernel, ls[i].Grid, ls[i].Shared, w.kernel, w.grid, w.shared)
+		}
+	}
+	if got := ls[0].Args[9]; got != AttnScale(64) || AttnScale(64) != 0.125 {
+		t.Errorf("scale argument %v, want 0.125", got)
+	}
+	// A group larger than a block's queries: heads split over blockIdx.y.
+	a.Heads, a.KVHeads, a.Dim = 64, 1, 256
+	ls, err = a.Launches()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls[0].Grid[1] != 5 || ls[2].Grid[1] != 5 { // ceil(64/15)
+		t.Errorf("grid y = %d and %d, want 5 (64 heads, 15 per block)", ls[0].Grid[1], ls[2].Grid[1])
+	}
+	for _, bad := range []Attention{
+		{F16: true, Heads: 14, KVHeads: 3, Dim: 64, N: 1, NTiles: 1, LD: 1},
+		{F16: true, Heads: 8, KVHeads: 8, Dim: 400, N: 1, NTiles: 1, LD: 1},
+		{F16: true, Heads: 8, KVHeads: 8, Dim: 64, N: 1, NTiles: 1, MaxPos: 5, LD: 5},
+		{F16: true, Heads: 8, KVHeads: 8, Dim: 64, N: 1, NTiles: 2, LD: 1},
+		{F16: true, Heads: 8, KVHeads: 8, Dim: 64, N: 0, NTiles: 1, LD: 1},
+	} {
+		if _, err := bad.Launches(); !errors.Is(err, ErrShape) {
+			t.Errorf("%+v: error %v, want ErrShape", bad, err)
+		}
+	}
+}
+
+func TestRowOpLaunchErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"rmsnorm no rows", func() error { _, err := RMSNorm(1, 0, 1, 2, 0, 10, 1e-6); return err }()},
+		{"heads wider than rows", func() error { _, err := RMSNormHeads(1, 2, 16, 64, 1000, 2, 1e-6); return err }()},
+		{"odd rope dim", func() error { _, err := RoPE(1, 2, 2, 64, 128, 63, false, 2); return err }()},
+		{"rope dim over head", func() error { _, err := RoPE(1, 2, 2, 64, 128, 66, false, 2); return err }()},
+		{"embed cols", func() error { _, err := Embed(ggml.TypeQ4_K, 1, 10, 100, 2, 1, 3); return err }()},
+		{"add nothing", func() error { _, err := Add(1, 2, 3, 0); return err }()},
+	}
+	for _, tc := range tests {
+		if !errors.Is(tc.err, ErrShape) {
+			t.Errorf("%s: error %v, want ErrShape", tc.name, tc.err)
+		}
+	}
+	if _, err := Embed(ggml.TypeIQ1_S, 1, 10, 256, 2, 1, 3); !errors.Is(err, ErrType) {
+		t.Errorf("embed IQ1_S: error %v, want ErrType", err)
+	}
+}
+
+func TestKernelTableSorted(t *testing.T) {
+	kt := KernelTable()
+	if !slices.IsSortedFunc(kt, func(a, b Kernel) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	}) {
+		t.Error("KernelTable is not sorted by name")
+	}
+	orig := kernelTable[0].Params[0]
+	kt[0].Params[0] = orig + 1
+	if kernelTable[0].Params[0] != orig {
+		t.Error("changing KernelTable's result changed the table")
+	}
+}

@@ -1,0 +1,440 @@
+// mmq.cuh: matrix products of quantized weights by quantized activations,
+// y[t][r] = Σ_c W[r][c]·x[t][c], in the canonical order of
+// infer/kernels/generic.go (dotLegacy, dotK) and doc.go ("Canonical order").
+//
+// The integer block sums are exact in any order, so they come from int8
+// tensor cores (m16n8k32 for a 32-value block or group, m16n8k16 for a
+// 16-value group or NVFP4 sub-block). The float epilogue of each block runs
+// on CUDA cores, per output element, in block order:
+//
+//   acc = +0; for each unit u in order: acc = acc + p_u
+//
+// where a unit is a 32-value block (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1), a
+// 256-value super-block (K-quants) or a 16-value sub-block (NVFP4), and p_u
+// is the family's product (weights.cuh). Two kernels per type compute the
+// same bits: mmq (tiles of 64 rows × 64 tokens, for prefill) keeps each
+// output's accumulator in a register while the units stream past; mmv (up
+// to 8 tokens, for decode) computes every unit's p in parallel into shared
+// memory and then adds them in order, one thread per output.
+//
+// Arguments of every integer kernel, in order:
+//   W    weights, rows × cols in their ggml block layout (the GGUF bytes),
+//        rows contiguous (row r at r·(cols/QK)·BYTES); base 16-byte aligned
+//   rows, cols   cols a multiple of the block size
+//   aq   int8 [n][cols] quantized activations (quant.cuh)
+//   ad   float activation scales: [n][cols/32] (Q8_0, Q8_1) or [n][cols/256] (Q8_K)
+//   aext Q4_1/Q5_1: float [n][cols/32] Q8_1 sums s; K-quants: int32
+//        [n][cols/16] bsums; other types: unused (pass 0)
+//   y    float [n][rows] output, overwritten
+//   n    tokens
+#pragma once
+
+#include "weights.cuh"
+
+namespace mmq {
+constexpr int BM = 64, BN = 64;          // CTA tile: rows × tokens
+constexpr int WARPS_M = 2, WARPS_N = 2;  // warp grid
+constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+constexpr int MI = WM / 16, NI = WN / 8; // mma tiles per warp
+
+// Stage geometry: SB weight blocks (KS values) per shared-memory stage.
+template <class T> struct Geom {
+	static constexpr int SB = T::QK == 32 ? 4 : (T::QK == 64 ? 2 : 1);
+	static constexpr int KS = SB * T::QK;
+	static constexpr int KSP = KS + 16;              // padded row: conflict-free fragment loads
+	static constexpr int NIX = T::NI > 0 ? T::NI : 1; // integer scales per block in smem
+	static constexpr int NDA = T::FAM == FAM_K ? 1 : KS / 32; // activation scales per stage
+};
+} // namespace mmq
+
+// mmq_tile computes the CTA tile (blockIdx.x: 64 rows, blockIdx.y: 64
+// tokens). Launch: grid (ceil(rows/64), ceil(n/64)), block 128.
+template <class T>
+__device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows, int cols,
+                                         const int8_t* __restrict__ aq, const float* __restrict__ ad,
+                                         const void* __restrict__ aext, float* __restrict__ y, int n) {
+	using namespace mmq;
+	using Gm = Geom<T>;
+	constexpr int SB = Gm::SB, KS = Gm::KS, KSP = Gm::KSP, NIX = Gm::NIX, NDA = Gm::NDA;
+	constexpr int WPB = T::QK / 4; // 32-bit words per block
+
+	__shared__ __align__(16) int8_t As[BM * KSP];
+	__shared__ __align__(16) int8_t Bs[BN * KSP];
+	__shared__ float Af[BM * SB * T::NF];
+	__shared__ int Ai[BM * SB * NIX];
+	__shared__ float Bd[BN * NDA];
+	__shared__ float Bx[T::FAM == FAM_LEGACY_MIN ? BN * NDA : 1];
+	__shared__ int Bb[T::FAM == FAM_K ? BN * 16 : 1];
+
+	const int r0 = blockIdx.x * BM, t0 = blockIdx.y * BN;
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int wm = warp % WARPS_M, wn = warp / WARPS_M;
+	const int g = lane >> 2, tq = lane & 3;
+	const int nb = cols / T::QK;
+	const size_t rowBytes = (size_t)nb * T::BYTES;
+	const int nb32 = cols / 32;
+
+	float acc[MI][NI][4];
+#pragma unroll
+	for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+		for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
+
+	for (int kb = 0; kb < nb; kb += SB) {
+		const int sbn = min(SB, nb - kb);
+		// Weights: decode every word of the stage's blocks.
+		for (int it = tid; it < BM * SB * WPB; it += THREADS) {
+			const int row = it / (SB * WPB), rem = it % (SB * WPB), blk = rem / WPB, w = rem % WPB;
+			const int r = r0 + row;
+			uint32_t v = 0;
+			if (r < rows && blk < sbn) v = T::word(W + (size_t)r * rowBytes + (size_t)(kb + blk) * T::BYTES, w);
+			*(uint32_t*)&As[row * KSP + blk * T::QK + 4 * w] = v;
+		}
+		for (int it = tid; it < BM * SB; it += THREADS) {
+			const int row = it / SB, blk = it % SB, r = r0 + row;
+			float* f = &Af[it * T::NF];
+			int* iv = &Ai[it * NIX];
+			if (r < rows && blk < sbn) {
+				T::scales(W + (size_t)r * rowBytes + (size_t)(kb + blk) * T::BYTES, f, iv);
+			} else {
+				for (int k = 0; k < T::NF; k++) f[k] = 0.0f;
+				for (int k = 0; k < NIX; k++) iv[k] = 0;
+			}
+		}
+		// Activations: 16 bytes at a time.
+		const int k0 = kb * T::QK;
+		for (int it = tid; it < BN * (KS / 16); it += THREADS) {
+			const int tok = it / (KS / 16), c = it % (KS / 16), t = t0 + tok, k = k0 + 16 * c;
+			uint4 v = make_uint4(0, 0, 0, 0);
+			if (t < n && k < cols) v = *(const uint4*)(aq + (size_t)t * cols + k);
+			*(uint4*)&Bs[tok * KSP + 16 * c] = v;
+		}
+		if constexpr (T::FAM == FAM_K) {
+			for (int it = tid; it < BN; it += THREADS) {
+				const int t = t0 + it;
+				Bd[it] = t < n ? ad[(size_t)t * nb + kb] : 0.0f;
+			}
+			const int* bs = (const int*)aext;
+			for (int it = tid; it < BN * 16; it += THREADS) {
+				const int tok = it / 16, t = t0 + tok;
+				Bb[it] = t < n ? bs[(size_t)t * (cols / 16) + kb * 16 + it % 16] : 0;
+			}
+		} else {
+			const int u0 = k0 / 32;
+			for (int it = tid; it < BN * NDA; it += THREADS) {
+				const int tok = it / NDA, u = it % NDA, t = t0 + tok;
+				const bool ok = t < n && u0 + u < nb32;
+				Bd[it] = ok ? ad[(size_t)t * nb32 + u0 + u] : 0.0f;
+				if constexpr (T::FAM == FAM_LEGACY_MIN) Bx[it] = ok ? ((const float*)aext)[(size_t)t * nb32 + u0 + u] : 0.0f;
+			}
+		}
+		__syncthreads();
+
+		if constexpr (T::FAM == FAM_LEGACY || T::FAM == FAM_LEGACY_MIN) {
+			for (int u = 0; u < sbn; u++) {
+				uint32_t a[MI][4], b[NI][2];
+#pragma unroll
+				for (int mi = 0; mi < MI; mi++) {
+					const int8_t* p = &As[(wm * WM + mi * 16 + g) * KSP + u * 32 + 4 * tq];
+					a[mi][0] = *(const uint32_t*)p;
+					a[mi][1] = *(const uint32_t*)(p + 8 * KSP);
+					a[mi][2] = *(const uint32_t*)(p + 16);
+					a[mi][3] = *(const uint32_t*)(p + 8 * KSP + 16);
+				}
+#pragma unroll
+				for (int ni = 0; ni < NI; ni++) {
+					const int8_t* p = &Bs[(wn * WN + ni * 8 + g) * KSP + u * 32 + 4 * tq];
+					b[ni][0] = *(const uint32_t*)p;
+					b[ni][1] = *(const uint32_t*)(p + 16);
+				}
+#pragma unroll
+				for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+					for (int ni = 0; ni < NI; ni++) {
+						int c[4];
+						mma_k32(c, a[mi], b[ni]);
+#pragma unroll
+						for (int e = 0; e < 4; e++) {
+							const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);
+							const int tok = wn * WN + ni * 8 + 2 * tq + (e & 1);
+							const float* f = &Af[(row * SB + u) * T::NF];
+							float p = f32mul(f32mul(f[0], Bd[tok * NDA + u]), i2f_small(c[e]));
+							if constexpr (T::FAM == FAM_LEGACY_MIN) p = f32add(p, f32mul(f[1 % T::NF], Bx[tok * NDA + u]));
+							acc[mi][ni][e] = f32add(acc[mi][ni][e], p);
+						}
+					}
+			}
+		} else if constexpr (T::FAM == FAM_NVFP4) {
+			for (int u = 0; u < 4 * sbn; u++) { // sub-blocks of 16
+				uint32_t a[MI][2], b[NI];
+#pragma unroll
+				for (int mi = 0; mi < MI; mi++) {
+					const int8_t* p = &As[(wm * WM + mi * 16 + g) * KSP + u * 16 + 4 * tq];
+					a[mi][0] = *(const uint32_t*)p;
+					a[mi][1] = *(const uint32_t*)(p + 8 * KSP);
+				}
+#pragma unroll
+				for (int ni = 0; ni < NI; ni++) b[ni] = *(const uint32_t*)&Bs[(wn * WN + ni * 8 + g) * KSP + u * 16 + 4 * tq];
+#pragma unroll
+				for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+					for (int ni = 0; ni < NI; ni++) {
+						int c[4];
+						mma_k16(c, a[mi], b[ni]);
+#pragma unroll
+						for (int e = 0; e < 4; e++) {
+							const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);
+							const int tok = wn * WN + ni * 8 + 2 * tq + (e & 1);
+							const float ws = Af[(row * SB + u / 4) * T::NF + u % 4];
+							const float p = f32mul(f32mul(ws, Bd[tok * NDA + u / 2]), i2f_small(c[e]));
+							acc[mi][ni][e] = f32add(acc[mi][ni][e], p);
+						}
+					}
+			}
+		} else { // FAM_K: one super-block per stage
+			int isum[MI][NI][4];
+#pragma unroll
+			for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+				for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+					for (int e = 0; e < 4; e++) isum[mi][ni][e] = 0;
+			for (int gr = 0; gr < T::NG; gr++) {
+				const int ko = gr * T::G + 4 * tq;
+				if constexpr (T::G == 32) {
+					uint32_t a[MI][4], b[NI][2];
+#pragma unroll
+					for (int mi = 0; mi < MI; mi++) {
+						const int8_t* p = &As[(wm * WM + mi * 16 + g) * KSP + ko];
+						a[mi][0] = *(const uint32_t*)p;
+						a[mi][1] = *(const uint32_t*)(p + 8 * KSP);
+						a[mi][2] = *(const uint32_t*)(p + 16);
+						a[mi][3] = *(const uint32_t*)(p + 8 * KSP + 16);
+					}
+#pragma unroll
+					for (int ni = 0; ni < NI; ni++) {
+						const int8_t* p = &Bs[(wn * WN + ni * 8 + g) * KSP + ko];
+						b[ni][0] = *(const uint32_t*)p;
+						b[ni][1] = *(const uint32_t*)(p + 16);
+					}
+#pragma unroll
+					for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+						for (int ni = 0; ni < NI; ni++) {
+							int c[4];
+							mma_k32(c, a[mi], b[ni]);
+#pragma unroll
+							for (int e = 0; e < 4; e++) {
+								const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);
+								isum[mi][ni][e] += Ai[row * NIX + gr] * c[e];
+							}
+						}
+				} else {
+					uint32_t a[MI][2], b[NI];
+#pragma unroll
+					for (int mi = 0; mi < MI; mi++) {
+						const int8_t* p = &As[(wm * WM + mi * 16 + g) * KSP + ko];
+						a[mi][0] = *(const uint32_t*)p;
+						a[mi][1] = *(const uint32_t*)(p + 8 * KSP);
+					}
+#pragma unroll
+					for (int ni = 0; ni < NI; ni++) b[ni] = *(const uint32_t*)&Bs[(wn * WN + ni * 8 + g) * KSP + ko];
+#pragma unroll
+					for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+						for (int ni = 0; ni < NI; ni++) {
+							int c[4];
+							mma_k16(c, a[mi], b[ni]);
+#pragma unroll
+							for (int e = 0; e < 4; e++) {
+								const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);
+								isum[mi][ni][e] += Ai[row * NIX + gr] * c[e];
+							}
+						}
+				}
+			}
+#pragma unroll
+			for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+				for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);
+						const int tok = wn * WN + ni * 8 + 2 * tq + (e & 1);
+						const float da = Bd[tok];
+						float p = f32mul(f32mul(Af[row * T::NF], da), __int2float_rn(isum[mi][ni][e]));
+						if constexpr (T::HAS_MIN) {
+							int msum = 0;
+							for (int gr = 0; gr < T::NG; gr++) {
+								const int as = T::G == 32 ? Bb[tok * 16 + 2 * gr] + Bb[tok * 16 + 2 * gr + 1] : Bb[tok * 16 + gr];
+								msum += Ai[row * NIX + T::NG + gr] * as;
+							}
+							p = f32sub(p, f32mul(f32mul(Af[row * T::NF + 1 % T::NF], da), __int2float_rn(msum)));
+						}
+						acc[mi][ni][e] = f32add(acc[mi][ni][e], p);
+					}
+		}
+		__syncthreads();
+	}
+
+#pragma unroll
+	for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+		for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				const int r = r0 + wm * WM + mi * 16 + g + 8 * (e >> 1);
+				const int t = t0 + wn * WN + ni * 8 + 2 * tq + (e & 1);
+				if (r < rows && t < n) y[(size_t)t * rows + r] = acc[mi][ni][e];
+			}
+}
+
+namespace mmv {
+constexpr int THREADS = 128;
+constexpr int TOK = 8; // tokens per CTA
+// Rows per CTA (R) and blocks per chunk (CB): R·CB = 128 work items, one
+// (row, block) each.
+template <class T> struct Geom {
+	static constexpr int R = T::FAM == FAM_K ? 16 : 4;
+	static constexpr int CB = T::FAM == FAM_K ? 8 : 32;
+	static constexpr int UPB = T::FAM == FAM_NVFP4 ? 4 : 1; // units (p values) per block
+};
+} // namespace mmv
+
+// mmv_rows computes up to 8 tokens (blockIdx.y·8 …) of R rows (blockIdx.x·R …).
+// Launch: grid (ceil(rows/R), ceil(n/8)), block 128; R is 16 for the
+// K-quants and 4 for the other types.
+template <class T>
+__device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows, int cols,
+                                         const int8_t* __restrict__ aq, const float* __restrict__ ad,
+                                         const void* __restrict__ aext, float* __restrict__ y, int n) {
+	using namespace mmv;
+	using Gm = Geom<T>;
+	constexpr int R = Gm::R, CB = Gm::CB, UPB = Gm::UPB;
+	__shared__ float P[CB * UPB][R][TOK];
+
+	const int r0 = blockIdx.x * R, t0 = blockIdx.y * TOK;
+	const int nt = min(TOK, n - t0);
+	const int tid = threadIdx.x;
+	const int nb = cols / T::QK;
+	const size_t rowBytes = (size_t)nb * T::BYTES;
+	const int nb32 = cols / 32;
+	const int crow = tid / TOK, ctok = tid % TOK; // the output this thread sums, if tid < R·TOK
+	float acc = 0.0f;
+
+	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
+		const int cbn = min(CB, nb - kb0);
+		for (int it = tid; it < R * CB; it += THREADS) {
+			const int row = it / CB, blk = it % CB, r = r0 + row, b = kb0 + blk;
+			if (r >= rows || blk >= cbn) continue;
+			const uint8_t* wb = W + (size_t)r * rowBytes + (size_t)b * T::BYTES;
+			float f[T::NF];
+			int iv[T::NI > 0 ? T::NI : 1];
+			T::scales(wb, f, iv);
+			if constexpr (T::FAM == FAM_LEGACY || T::FAM == FAM_LEGACY_MIN) {
+				uint32_t wv[8];
+#pragma unroll
+				for (int k = 0; k < 8; k++) wv[k] = T::word(wb, k);
+#pragma unroll
+				for (int tk = 0; tk < TOK; tk++) {
+					if (tk >= nt) break;
+					const size_t t = t0 + tk;
+					const int* av = (const int*)(aq + t * cols + (size_t)b * 32);
+					int isum = 0;
+#pragma unroll
+					for (int k = 0; k < 8; k++) isum = __dp4a((int)wv[k], av[k], isum);
+					float p = f32mul(f32mul(f[0], ad[t * nb32 + b]), i2f_small(isum));
+					if constexpr (T::FAM == FAM_LEGACY_MIN) p = f32add(p, f32mul(f[1 % T::NF], ((const float*)aext)[t * nb32 + b]));
+					P[blk][row][tk] = p;
+				}
+			} else if constexpr (T::FAM == FAM_NVFP4) {
+				for (int s = 0; s < 4; s++) {
+					uint32_t wv[4];
+#pragma unroll
+					for (int k = 0; k < 4; k++) wv[k] = T::word(wb, 4 * s + k);
+#pragma unroll
+					for (int tk = 0; tk < TOK; tk++) {
+						if (tk >= nt) break;
+						const size_t t = t0 + tk;
+						const int* av = (const int*)(aq + t * cols + (size_t)b * 64 + 16 * s);
+						int isum = 0;
+#pragma unroll
+						for (int k = 0; k < 4; k++) isum = __dp4a((int)wv[k], av[k], isum);
+						P[blk * 4 + s][row][tk] = f32mul(f32mul(f[s % T::NF], ad[t * nb32 + 2 * b + s / 2]), i2f_small(isum));
+					}
+				}
+			} else { // FAM_K
+				int isum[TOK], msum[TOK];
+#pragma unroll
+				for (int tk = 0; tk < TOK; tk++) isum[tk] = msum[tk] = 0;
+				const int* bs = (const int*)aext;
+#pragma unroll
+				for (int gr = 0; gr < T::NG; gr++) {
+					constexpr int GW = T::G / 4;
+					uint32_t wv[GW];
+#pragma unroll
+					for (int k = 0; k < GW; k++) wv[k] = T::word(wb, gr * GW + k);
+#pragma unroll
+					for (int tk = 0; tk < TOK; tk++) {
+						if (tk >= nt) break;
+						const size_t t = t0 + tk;
+						const int* av = (const int*)(aq + t * cols + (size_t)b * 256 + gr * T::G);
+						int gs = 0;
+#pragma unroll
+						for (int k = 0; k < GW; k++) gs = __dp4a((int)wv[k], av[k], gs);
+						isum[tk] += iv[gr] * gs;
+						if constexpr (T::HAS_MIN) {
+							const int* bt = bs + t * (cols / 16) + (size_t)b * 16;
+							const int as = T::G == 32 ? bt[2 * gr] + bt[2 * gr + 1] : bt[gr];
+							msum[tk] += iv[(T::NG + gr) % (T::NI > 0 ? T::NI : 1)] * as;
+						}
+					}
+				}
+#pragma unroll
+				for (int tk = 0; tk < TOK; tk++) {
+					if (tk >= nt) break;
+					const size_t t = t0 + tk;
+					const float da = ad[t * nb + b];
+					float p = f32mul(f32mul(f[0], da), __int2float_rn(isum[tk]));
+					if constexpr (T::HAS_MIN) p = f32sub(p, f32mul(f32mul(f[1 % T::NF], da), __int2float_rn(msum[tk])));
+					P[blk][row][tk] = p;
+				}
+			}
+		}
+		__syncthreads();
+		if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
+			for (int u = 0; u < cbn * UPB; u++) acc = f32add(acc, P[u][crow][ctok]);
+		}
+		__syncthreads();
+	}
+	if (tid < R * TOK && r0 + crow < rows && ctok < nt) y[(size_t)(t0 + ctok) * rows + r0 + crow] = acc;
+}
+
+#define MUSER_INT_MATMUL(name, T)                                                                          \
+	extern "C" __global__ void __launch_bounds__(mmq::THREADS)                                         \
+	muser_mmq_##name(const uint8_t* __restrict__ W, int rows, int cols, const int8_t* __restrict__ aq, \
+	                 const float* __restrict__ ad, const void* __restrict__ aext, float* __restrict__ y, \
+	                 int n) {                                                                          \
+		mmq_tile<T>(W, rows, cols, aq, ad, aext, y, n);                                            \
+	}                                                                                                  \
+	extern "C" __global__ void __launch_bounds__(mmv::THREADS)                                         \
+	muser_mmv_##name(const uint8_t* __restrict__ W, int rows, int cols, const int8_t* __restrict__ aq, \
+	                 const float* __restrict__ ad, const void* __restrict__ aext, float* __restrict__ y, \
+	                 int n) {                                                                          \
+		mmv_rows<T>(W, rows, cols, aq, ad, aext, y, n);                                            \
+	}
+
+MUSER_INT_MATMUL(q8_0, WQ8_0)
+MUSER_INT_MATMUL(q4_0, WQ4_0)
+MUSER_INT_MATMUL(q5_0, WQ5_0)
+MUSER_INT_MATMUL(q4_1, WQ4_1)
+MUSER_INT_MATMUL(q5_1, WQ5_1)
+MUSER_INT_MATMUL(q2_k, WQ2_K)
+MUSER_INT_MATMUL(q3_k, WQ3_K)
+MUSER_INT_MATMUL(q4_k, WQ4_K)
+MUSER_INT_MATMUL(q5_k, WQ5_K)
+MUSER_INT_MATMUL(q6_k, WQ6_K)
+MUSER_INT_MATMUL(nvfp4, WNVFP4)

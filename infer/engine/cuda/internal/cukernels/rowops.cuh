@@ -1,0 +1,243 @@
+// rowops.cuh: the per-token operations of the forward pass
+// (infer/engine/cpu/forward.go), each in the CPU's order of operations, and the
+// embedding lookup (infer/ggml/dequant.go).
+#pragma once
+
+#include "weights.cuh"
+#include "mmf.cuh"
+
+// rms_scale returns, to every thread of the block, the RMSNorm scale of the
+// row xr of cols floats as kernels.RMSNorm computes it: squares rounded to
+// float32, summed in float64 in index order (one sequential chain, thread
+// 0), mean = sum/cols, s = 1/float32(sqrt(float64(float32(mean + eps)))).
+// sq is shared scratch of CH floats, res one shared float.
+template <int CH>
+__device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps, float* sq, float* res) {
+	const int tid = threadIdx.x, nt = blockDim.x;
+	double sum = 0.0;
+	for (int c0 = 0; c0 < cols; c0 += CH) {
+		const int m = min(CH, cols - c0);
+		for (int i = tid; i < m; i += nt) {
+			const float v = xr[c0 + i];
+			sq[i] = f32mul(v, v);
+		}
+		__syncthreads();
+		if (tid == 0) {
+#pragma unroll 8
+			for (int i = 0; i < m; i++) sum = f64add(sum, (double)sq[i]);
+		}
+		__syncthreads();
+	}
+	if (tid == 0) {
+		const double mean = muser_ddiv_rn(sum, (double)cols);
+		const float t = __double2float_rn(f64add(mean, (double)eps));
+		const float r = __double2float_rn(muser_dsqrt_rn((double)t));
+		*res = muser_fdiv_rn(1.0f, r);
+	}
+	__syncthreads();
+	return *res;
+}
+
+// muser_rmsnorm sets dst[i][c] = (x[src][c]·s)·w[c] (kernels.RMSNorm) for
+// rows i < n of cols floats, where src = rowidx[i], or i when rowidx is
+// null (the final norm of the rows that want logits gathers them this way).
+// dst may be x when rowidx is null.
+//
+// Launch: grid (n), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_rmsnorm(const float* x, const int* __restrict__ rowidx, float* dst, int n, int cols,
+              const float* __restrict__ w, float eps) {
+	__shared__ float sq[1024];
+	__shared__ float res;
+	const int i = blockIdx.x;
+	if (i >= n) return;
+	const int src = rowidx != nullptr ? rowidx[i] : i;
+	const float* xr = x + (size_t)src * cols;
+	const float s = rms_scale<1024>(xr, cols, eps, sq, &res);
+	float* dr = dst + (size_t)i * cols;
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) dr[c] = f32mul(f32mul(xr[c], s), w[c]);
+}
+
+// muser_add_rmsnorm is the step after the attention output product
+// (infer/engine/cpu): o = o + bias (when bias is not null), x = x + o, then
+// dst = RMSNorm(x)·w, for rows i < n of cols floats. dst may be o.
+//
+// Launch: grid (n), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, const float* __restrict__ w,
+                  float* dst, int n, int cols, float eps) {
+	__shared__ float sq[1024];
+	__shared__ float res;
+	const int i = blockIdx.x;
+	if (i >= n) return;
+	float* xr = x + (size_t)i * cols;
+	const float* orow = o + (size_t)i * cols;
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+		float ov = orow[c];
+		if (bias != nullptr) ov = f32add(ov, bias[c]);
+		xr[c] = f32add(xr[c], ov);
+	}
+	__syncthreads();
+	const float s = rms_scale<1024>(xr, cols, eps, sq, &res);
+	float* dr = dst + (size_t)i * cols;
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) dr[c] = f32mul(f32mul(xr[c], s), w[c]);
+}
+
+// muser_rmsnorm_heads normalizes each head of each row in place, with one
+// weight vector w of dim floats for every head (qwen3's attn_q_norm and
+// attn_k_norm): head h of row i is x[i·stride + h·dim …].
+//
+// Launch: grid (n, heads), block 32.
+extern "C" __global__ void __launch_bounds__(32)
+muser_rmsnorm_heads(float* x, int n, int heads, int dim, int stride, const float* __restrict__ w, float eps) {
+	__shared__ float sq[256];
+	__shared__ float res;
+	const int i = blockIdx.x, h = blockIdx.y;
+	if (i >= n || h >= heads) return;
+	float* xr = x + (size_t)i * stride + (size_t)h * dim;
+	const float s = rms_scale<256>(xr, dim, eps, sq, &res);
+	for (int c = threadIdx.x; c < dim; c += blockDim.x) xr[c] = f32mul(f32mul(xr[c], s), w[c]);
+}
+
+// muser_add sets dst[i] = a[i] + b[i] (kernels.Add) for i < count. dst may
+// be a or b.
+//
+// Launch: grid (ceil(count/256)), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_add(const float* a, const float* b, float* dst, int count) {
+	const int i = blockIdx.x * 256 + threadIdx.x;
+	if (i < count) dst[i] = f32add(a[i], b[i]);
+}
+
+// muser_add_bias sets x[t][c] = x[t][c] + bias[c] for t < n, c < cols (the
+// Q, K, V biases: kernels.Add(q, q, bq)).
+//
+// Launch: grid (ceil(n·cols/256)), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_add_bias(float* x, const float* __restrict__ bias, int n, int cols) {
+	const int i = blockIdx.x * 256 + threadIdx.x;
+	if (i < n * cols) x[i] = f32add(x[i], bias[i % cols]);
+}
+
+// muser_silu_mul sets dst[i] = (g/(1 + Exp32(-g)))·up[i], g = gate[i]
+// (kernels.SiLUMul). dst may be gate or up.
+//
+// Launch: grid (ceil(count/256)), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_silu_mul(const float* gate, const float* up, float* dst, int count) {
+	const int i = blockIdx.x * 256 + threadIdx.x;
+	if (i >= count) return;
+	const float g = gate[i];
+	dst[i] = f32mul(muser_fdiv_rn(g, f32add(1.0f, exp32(-g))), up[i]);
+}
+
+// muser_rope rotates the first ropeDim dimensions of every head of every
+// row in place (the CPU engine's rotate): pair k of row t has cos = cs[t·ropeDim +
+// 2k], sin = cs[t·ropeDim + 2k + 1] (the host computes the table with
+// engine.Rope.Angles); normal RoPE pairs (2k, 2k+1), NeoX (neox ≠ 0) pairs
+// (k, k + ropeDim/2); x0' = x0·cos − x1·sin, x1' = x0·sin + x1·cos, each
+// product rounded. Head h of row t is x[t·stride + h·dim …].
+//
+// Launch: grid (n), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_rope(float* x, int n, int heads, int dim, int stride, int ropeDim, int neox, const float* __restrict__ cs) {
+	const int t = blockIdx.x;
+	if (t >= n) return;
+	const int half = ropeDim / 2;
+	const float* c = cs + (size_t)t * ropeDim;
+	for (int it = threadIdx.x; it < heads * half; it += blockDim.x) {
+		const int h = it / half, k = it % half;
+		const float co = c[2 * k], s = c[2 * k + 1];
+		const int a = neox ? k : 2 * k, b = neox ? k + half : 2 * k + 1;
+		float* xh = x + (size_t)t * stride + (size_t)h * dim;
+		const float x0 = xh[a], x1 = xh[b];
+		xh[a] = f32sub(f32mul(x0, co), f32mul(x1, s));
+		xh[b] = f32add(f32mul(x0, s), f32mul(x1, co));
+	}
+}
+
+// muser_kv_store_f16 writes the K and V rows of n tokens to their
+// sequences' f16 caches (infer/kvcache layout: position p of a layer at
+// element p·kvrow): row i goes to kc[i] + pos[i]·kvrow and vc[i] +
+// pos[i]·kvrow (kc, vc: per-row device addresses of the layer's K and V
+// cache), converted with ggml.F32ToF16 (ties to even, NaN → 0x7E00 | sign).
+//
+// Launch: grid (n), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_kv_store_f16(const float* __restrict__ k, const float* __restrict__ v, int n, int kvrow,
+                   const unsigned long long* __restrict__ kc, const unsigned long long* __restrict__ vc,
+                   const int* __restrict__ pos) {
+	const int i = blockIdx.x;
+	if (i >= n) return;
+	uint16_t* kd = (uint16_t*)kc[i] + (size_t)pos[i] * kvrow;
+	uint16_t* vd = (uint16_t*)vc[i] + (size_t)pos[i] * kvrow;
+	for (int c = threadIdx.x; c < kvrow; c += blockDim.x) {
+		kd[c] = (uint16_t)f32_to_f16(k[(size_t)i * kvrow + c]);
+		vd[c] = (uint16_t)f32_to_f16(v[(size_t)i * kvrow + c]);
+	}
+}
+
+// muser_kv_store_f32 is muser_kv_store_f16 for an f32 cache (a copy).
+//
+// Launch: grid (n), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_kv_store_f32(const float* __restrict__ k, const float* __restrict__ v, int n, int kvrow,
+                   const unsigned long long* __restrict__ kc, const unsigned long long* __restrict__ vc,
+                   const int* __restrict__ pos) {
+	const int i = blockIdx.x;
+	if (i >= n) return;
+	float* kd = (float*)kc[i] + (size_t)pos[i] * kvrow;
+	float* vd = (float*)vc[i] + (size_t)pos[i] * kvrow;
+	for (int c = threadIdx.x; c < kvrow; c += blockDim.x) {
+		kd[c] = k[(size_t)i * kvrow + c];
+		vd[c] = v[(size_t)i * kvrow + c];
+	}
+}
+
+// muser_embed_<type> writes the embedding rows of n tokens: x[i][c] =
+// token_embd[tokens[i]][c] for c < cols, decoded as ggml.Dequantize decodes
+// the row (bit for bit). A token outside [0, rows) leaves its row of x
+// unwritten (the engine checks tokens before it runs a batch).
+//
+// Launch: grid (n), block 256.
+#define MUSER_EMBED_Q(name, T)                                                                         \
+	extern "C" __global__ void __launch_bounds__(256)                                              \
+	muser_embed_##name(const uint8_t* __restrict__ W, int rows, int cols, const int* __restrict__ tokens, \
+	                   int n, float* __restrict__ x) {                                             \
+		const int i = blockIdx.x;                                                              \
+		if (i >= n) return;                                                                    \
+		const int tok = tokens[i];                                                             \
+		if (tok < 0 || tok >= rows) return;                                                    \
+		const int nb = cols / T::QK;                                                           \
+		const uint8_t* wr = W + (size_t)tok * nb * T::BYTES;                                   \
+		for (int b = threadIdx.x; b < nb; b += blockDim.x)                                     \
+			deq<T>(wr + (size_t)b * T::BYTES, x + (size_t)i * cols + (size_t)b * T::QK);   \
+	}
+
+MUSER_EMBED_Q(q8_0, WQ8_0)
+MUSER_EMBED_Q(q4_0, WQ4_0)
+MUSER_EMBED_Q(q5_0, WQ5_0)
+MUSER_EMBED_Q(q4_1, WQ4_1)
+MUSER_EMBED_Q(q5_1, WQ5_1)
+MUSER_EMBED_Q(q2_k, WQ2_K)
+MUSER_EMBED_Q(q3_k, WQ3_K)
+MUSER_EMBED_Q(q4_k, WQ4_K)
+MUSER_EMBED_Q(q5_k, WQ5_K)
+MUSER_EMBED_Q(q6_k, WQ6_K)
+MUSER_EMBED_Q(nvfp4, WNVFP4)
+
+#define MUSER_EMBED_F(name, WT)                                                                        \
+	extern "C" __global__ void __launch_bounds__(256)                                              \
+	muser_embed_##name(const uint8_t* __restrict__ W, int rows, int cols, const int* __restrict__ tokens, \
+	                   int n, float* __restrict__ x) {                                             \
+		const int i = blockIdx.x;                                                              \
+		if (i >= n) return;                                                                    \
+		const int tok = tokens[i];                                                             \
+		if (tok < 0 || tok >= rows) return;                                                    \
+		for (int c = threadIdx.x; c < cols; c += blockDim.x)                                   \
+			x[(size_t)i * cols + c] = mmf_weight<WT>(W, (size_t)tok * cols + c);           \
+	}
+
+MUSER_EMBED_F(f32, MMF_F32)
+MUSER_EMBED_F(f16, MMF_F16)
+MUSER_EMBED_F(bf16, MMF_BF16)

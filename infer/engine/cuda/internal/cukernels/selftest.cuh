@@ -1,0 +1,42 @@
+// selftest.cuh: kernels that expose the device primitives of common.cuh
+// and weights.cuh one value at a time, so that the GPU tests can compare
+// them with their Go definitions over every input (gpu_test.go). The
+// forward pass never launches them.
+#pragma once
+
+#include "weights.cuh"
+
+// muser_test_exp32 sets y[i] = exp32(x[i]) (kernels.Exp32).
+// Launch: grid (ceil(count/256)), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_test_exp32(const float* __restrict__ x, float* __restrict__ y, int count) {
+	const int i = blockIdx.x * 256 + threadIdx.x;
+	if (i < count) y[i] = exp32(x[i]);
+}
+
+// muser_test_f32_bits converts the floats whose bits are base+i, i < count:
+// f16[i] = f32_to_f16 (ggml.F32ToF16), bf16[i] = f32_to_bf16
+// (ggml.F32ToBF16), ra[i] = round_away (kernels.roundAway), ni[i] =
+// nearest_int (kernels.nearestInt, the 1.5·2^23 trick; NaN as on amd64).
+// Launch: grid (ceil(count/256)), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_test_f32_bits(unsigned base, int count, uint16_t* __restrict__ f16, uint16_t* __restrict__ bf16,
+                    int8_t* __restrict__ ra, int* __restrict__ ni) {
+	const int i = blockIdx.x * 256 + threadIdx.x;
+	if (i >= count) return;
+	const float v = __uint_as_float(base + (unsigned)i);
+	f16[i] = (uint16_t)f32_to_f16(v);
+	bf16[i] = (uint16_t)f32_to_bf16(v);
+	ra[i] = (int8_t)round_away(v);
+	ni[i] = nearest_int(v);
+}
+
+// muser_test_small_tables sets f16[h] = f16_to_f32(h) (ggml.F16ToF32) for
+// every h < 65536 and ue[x] = ue4m3_half(x) (NVFP4 scales) for x < 256.
+// Launch: grid (256), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_test_small_tables(float* __restrict__ f16, float* __restrict__ ue) {
+	const int i = blockIdx.x * 256 + threadIdx.x;
+	f16[i] = f16_to_f32((uint32_t)i);
+	if (i < 256) ue[i] = ue4m3_half((uint32_t)i);
+}

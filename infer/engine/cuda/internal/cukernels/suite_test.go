@@ -1,0 +1,780 @@
+package cukernels
+
+// The kernel suite: every kernel against its Go definition, bit for bit,
+// run on a device: a GPU (gpu_test.go) or the host emulator of the CUDA
+// execution model (emu_test.go), which runs the kernels' own code on the
+// CPU at small shapes. A mismatch reports the first index that differs,
+// both values in hex and the shape.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/muserhq/muser/infer/engine/cuda/internal/cu"
+	"github.com/muserhq/muser/infer/ggml"
+	"github.com/muserhq/muser/infer/kernels"
+)
+
+// device runs sessions of allocations, copies and launches.
+type device interface {
+	// run runs f, then fails the test if any of its calls failed. The
+	// slices that f's down calls return hold their data once run returns.
+	run(t testing.TB, f func(s *session))
+	// String names the device in messages.
+	String() string
+}
+
+// sessionOps are what a device does for a session.
+type sessionOps interface {
+	alloc(n int) (DevPtr, error) // n bytes, filled with 0xFF (a NaN as float32), so that unwritten outputs show
+	up(p DevPtr, b []byte) error
+	down(p DevPtr, b []byte) error // fills b with the n bytes at p, now or when the session ends
+	launch(l Launch) error
+}
+
+// session is one run: the device's operations and the first error (later
+// calls do nothing). c is set on a GPU (the benchmarks time with events).
+type session struct {
+	ops sessionOps
+	c   *cu.Ctx
+	err error
+}
+
+func (s *session) alloc(n int) DevPtr {
+	if s.err != nil {
+		return 0
+	}
+	p, err := s.ops.alloc(max(n, 1))
+	s.err = err
+	return p
+}
+
+// up copies b to new device memory.
+func (s *session) up(b []byte) DevPtr {
+	p := s.alloc(len(b))
+	if s.err == nil && len(b) > 0 {
+		s.err = s.ops.up(p, b)
+	}
+	return p
+}
+
+// down returns the n bytes at p.
+func (s *session) down(p DevPtr, n int) []byte {
+	b := make([]byte, n)
+	if s.err == nil && n > 0 {
+		s.err = s.ops.down(p, b)
+	}
+	return b
+}
+
+// launch launches l, a builder's result.
+func (s *session) launch(l Launch, err error) {
+	if s.err != nil {
+		return
+	}
+	if err != nil {
+		s.err = err
+		return
+	}
+	if err := s.ops.launch(l); err != nil {
+		s.err = fmt.Errorf("%s grid %v block %v shared %d: %w", l.Kernel, l.Grid, l.Block, l.Shared, err)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Comparisons and data.
+
+// sameBits reports the first element of got that differs from want in its
+// bits (and how many do), naming what and the shape.
+func sameBits(t testing.TB, what string, got, want []float32) bool {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d values, want %d", what, len(got), len(want))
+		return false
+	}
+	first, n := -1, 0
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			if first < 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		t.Errorf("%s: %d of %d values differ; first at index %d: got %#08x (%g), want %#08x (%g)",
+			what, n, len(want), first, math.Float32bits(got[first]), got[first], math.Float32bits(want[first]), want[first])
+		return false
+	}
+	return true
+}
+
+// sameBytes is sameBits for raw bytes.
+func sameBytes(t testing.TB, what string, got, want []byte) bool {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d bytes, want %d", what, len(got), len(want))
+		return false
+	}
+	first, n := -1, 0
+	for i := range want {
+		if got[i] != want[i] {
+			if first < 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		t.Errorf("%s: %d of %d bytes differ; first at byte %d: got %#02x, want %#02x", what, n, len(want), first, got[first], want[first])
+		return false
+	}
+	return true
+}
+
+func u16Bytes(v []uint16) []byte {
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], x)
+	}
+	return b
+}
+
+func i32s(v []int) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(int32(x)))
+	}
+	return b
+}
+
+func u64Bytes(v []uint64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], x)
+	}
+	return b
+}
+
+// parallel runs f(lo, hi) over [0, n) in NumCPU pieces.
+func parallel(n int, f func(lo, hi int)) {
+	p := runtime.NumCPU()
+	var wg sync.WaitGroup
+	for k := range p {
+		lo, hi := n*k/p, n*(k+1)/p
+		wg.Add(1)
+		go func() { defer wg.Done(); f(lo, hi) }()
+	}
+	wg.Wait()
+}
+
+// sweepCheck runs ok over [0, n) in parallel and returns the first index
+// where it is false, or -1.
+func sweepCheck(n int, ok func(i int) bool) int {
+	var mu sync.Mutex
+	first := -1
+	parallel(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if !ok(i) {
+				mu.Lock()
+				if first < 0 || i < first {
+					first = i
+				}
+				mu.Unlock()
+				return
+			}
+		}
+	})
+	return first
+}
+
+// wideFloat returns values over the whole range SiLU and RMSNorm see, edges
+// included.
+func wideFloat(rng *rand.Rand) float32 {
+	switch rng.IntN(16) {
+	case 0:
+		return float32(rng.IntN(241) - 120) // exp overflow, underflow
+	case 1:
+		return float32(rng.NormFloat64()) * 0x1p-130 // subnormal
+	case 2:
+		return float32(math.Copysign(0, -1))
+	case 3:
+		return float32(rng.NormFloat64()) * 1e4
+	}
+	return float32(rng.NormFloat64()) * 4
+}
+
+func wideFloats(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = wideFloat(rng)
+	}
+	return v
+}
+
+// ---------------------------------------------------------------------------
+// Activation quantizers.
+
+type quantShape struct{ n, cols int }
+
+func runQuantize(t *testing.T, d device, shapes []quantShape) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, act := range []Act{ActQ8_0, ActQ8_1, ActQ8_K, ActF16, ActBF16} {
+		for _, sh := range shapes {
+			if act == ActQ8_K && sh.cols%256 != 0 {
+				continue
+			}
+			name := fmt.Sprintf("%s/%d×%d", actName(act), sh.n, sh.cols)
+			t.Run(name, func(t *testing.T) {
+				x := randomActs(rng, sh.n, sh.cols)
+				checkQuantize(t, d, act, x, sh.n, sh.cols, name)
+			})
+		}
+	}
+	// Infinities and NaNs: the quantizers reproduce the CPU's integers and
+	// NaN bits as amd64 computes them (common.cuh, nearest_int and
+	// cpu_f32mul).
+	if runtime.GOARCH != "amd64" {
+		return
+	}
+	for _, act := range []Act{ActQ8_1, ActQ8_K} {
+		t.Run(actName(act)+"/nan-inf", func(t *testing.T) {
+			const n, cols = 6, 512
+			x := randomActs(rng, n, cols)
+			inf, nan := float32(math.Inf(1)), math.Float32frombits(0x7fc01234)
+			x[3], x[40] = nan, -inf                        // row 0: a NaN mid-block, an infinity
+			x[cols+31] = nan                               // row 1: a NaN last in its block
+			x[2*cols+5] = math.Float32frombits(0xffa00001) // row 2: a signalling NaN
+			x[3*cols+300] = inf                            // row 3: +Inf in the second Q8_K block
+			checkQuantize(t, d, act, x, n, cols, actName(act)+" with NaN and Inf")
+		})
+	}
+}
+
+func actName(a Act) string {
+	return [...]string{"f32", "f16", "bf16", "q8_0", "q8_1", "q8_k"}[a]
+}
+
+func checkQuantize(t *testing.T, d device, act Act, x []float32, n, cols int, what string) {
+	t.Helper()
+	want := refQuantize(act, x, n, cols)
+	xs, qs, ds, es := ActSizes(act, n, cols)
+	var gx, gq, gd, ge, gsum []byte
+	d.run(t, func(s *session) {
+		dx := s.up(f32Bytes(x))
+		b := ActBufs{X: s.alloc(int(xs)), Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
+		l, _, err := QuantizeActs(act, dx, b, n, cols)
+		var sums DevPtr
+		if err == nil && (act == ActQ8_0 || act == ActQ8_1) {
+			sums = s.alloc(4 * n * cols / 32) // the kernel's optional block sums
+			l.Args[5] = uint64(sums)
+		}
+		s.launch(l, err)
+		gx, gq, gd, ge = s.down(b.X, int(xs)), s.down(b.Q, int(qs)), s.down(b.D, int(ds)), s.down(b.Ext, int(es))
+		if sums != 0 {
+			gsum = s.down(sums, 4*n*cols/32)
+		}
+	})
+	shape := fmt.Sprintf("%s, %d rows × %d on %v", what, n, cols, d)
+	switch act {
+	case ActF16, ActBF16:
+		sameBits(t, "rounded activations, "+shape, bytesF32(gx), want.x)
+	default:
+		sameBytes(t, "q, "+shape, gq, i8Bytes(want.q))
+		sameBits(t, "d, "+shape, bytesF32(gd), want.d)
+		if act != ActQ8_0 {
+			sameBytes(t, "ext (Q8_1 s or Q8_K bsums), "+shape, ge, want.ext)
+		}
+		if gsum != nil {
+			nb := n * cols / 32
+			sums := make([]int32, nb)
+			for i := range nb {
+				for j := range 32 {
+					sums[i] += int32(want.q[32*i+j])
+				}
+			}
+			sameBytes(t, "block sums, "+shape, gsum, i32Bytes(sums))
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Matrix products.
+
+type mmCase struct {
+	rows, cols int
+	ns         []int
+	q8Only     bool // run for Q8_0 only (the largest shapes: the CPU reference's time)
+}
+
+var allMatMulTypes = []ggml.Type{
+	ggml.TypeQ8_0, ggml.TypeF16, ggml.TypeQ4_K, ggml.TypeQ6_K, ggml.TypeQ5_0, ggml.TypeNVFP4, ggml.TypeF32,
+	ggml.TypeBF16, ggml.TypeQ4_0, ggml.TypeQ4_1, ggml.TypeQ5_1, ggml.TypeQ5_K, ggml.TypeQ2_K, ggml.TypeQ3_K,
+}
+
+// family names the case list a type takes: "legacy", "k", "nvfp4" or "float".
+func family(t ggml.Type) string {
+	switch {
+	case t == ggml.TypeNVFP4:
+		return "nvfp4"
+	case t.BlockSize() == 256:
+		return "k"
+	case t.BlockSize() == 1:
+		return "float"
+	}
+	return "legacy"
+}
+
+// runMatMul checks the decode and the tiled kernel of each type at every
+// shape of its family in cases.
+func runMatMul(t *testing.T, d device, types []ggml.Type, cases map[string][]mmCase) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	pool := kernels.NewPool(runtime.NumCPU())
+	defer pool.Close()
+	for _, typ := range types {
+		for _, c := range cases[family(typ)] {
+			if c.q8Only && typ != ggml.TypeQ8_0 {
+				continue
+			}
+			w := randomWeights(rng, typ, c.rows, c.cols)
+			for _, n := range c.ns {
+				t.Run(fmt.Sprintf("%s/%dx%d/n=%d", typ, c.rows, c.cols, n), func(t *testing.T) {
+					checkMatMul(t, d, pool, rng, typ, w, c.rows, c.cols, n)
+				})
+			}
+		}
+	}
+}
+
+func checkMatMul(t *testing.T, d device, pool *kernels.Pool, rng *rand.Rand, typ ggml.Type, w []byte, rows, cols, n int) {
+	x := randomActs(rng, n, cols)
+	act, err := ActOf(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qa := refQuantize(act, x, n, cols)
+	want := refMatMul(t, pool, typ, w, rows, cols, x, qa, n)
+	var dec, til []byte
+	d.run(t, func(s *session) {
+		dw, dx := s.up(w), s.up(f32Bytes(x))
+		xs, qs, ds, es := ActSizes(act, n, cols)
+		b := ActBufs{X: dx, Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
+		if xs > 0 {
+			b.X = s.alloc(int(xs))
+		}
+		if l, ok, err := QuantizeActs(act, dx, b, n, cols); ok || err != nil {
+			s.launch(l, err)
+		}
+		y1, y2 := s.alloc(4*n*rows), s.alloc(4*n*rows)
+		m := MatMul{Type: typ, W: dw, Rows: rows, Cols: cols, Acts: b, N: n}
+		m.Y = y1
+		s.launch(m.Decode())
+		m.Y = y2
+		s.launch(m.Tiled())
+		dec, til = s.down(y1, 4*n*rows), s.down(y2, 4*n*rows)
+	})
+	shape := fmt.Sprintf("%s %d rows × %d cols × %d tokens on %v (index = token·rows + row)", typ, rows, cols, n, d)
+	sameBits(t, "decode kernel, "+shape, bytesF32(dec), want)
+	sameBits(t, "tiled kernel, "+shape, bytesF32(til), want)
+}
+
+// ---------------------------------------------------------------------------
+// Embeddings.
+
+func runEmbed(t *testing.T, d device, types []ggml.Type) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	const rows = 100
+	tokens := []int{0, rows - 1, 5, 5, 50, rows, -1, 17}
+	for _, typ := range types {
+		cols := 896
+		if typ.BlockSize() == 256 {
+			cols = 1024
+		}
+		t.Run(typ.String(), func(t *testing.T) {
+			w := randomWeights(rng, typ, rows, cols)
+			rb, _ := typ.RowSize(cols)
+			var got []byte
+			d.run(t, func(s *session) {
+				dw, dt, x := s.up(w), s.up(i32s(tokens)), s.alloc(4*len(tokens)*cols)
+				s.launch(Embed(typ, dw, rows, cols, dt, len(tokens), x))
+				got = s.down(x, 4*len(tokens)*cols)
+			})
+			for i, tok := range tokens {
+				row := bytesF32(got[4*i*cols : 4*(i+1)*cols])
+				what := fmt.Sprintf("%s embedding of token %d (output row %d; matrix %d × %d) on %v", typ, tok, i, rows, cols, d)
+				if tok < 0 || tok >= rows {
+					sameBytes(t, what+", out of range: left unwritten", got[4*i*cols:4*(i+1)*cols], slices.Repeat([]byte{0xff}, 4*cols))
+					continue
+				}
+				want := make([]float32, cols)
+				if !typ.CanDequantize() {
+					refDequantNVFP4(w[tok*rb:(tok+1)*rb], want)
+				} else if err := ggml.Dequantize(typ, w[tok*rb:(tok+1)*rb], want); err != nil {
+					t.Fatal(err)
+				}
+				sameBits(t, what, row, want)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Per-token operations.
+
+// rowOpSizes are the shapes runRowOps takes.
+type rowOpSizes struct {
+	n       int   // rows
+	cols    []int // RMSNorm widths
+	heads   [][2]int
+	ffn     int // Add, AddBias, SiLUMul width
+	ropeDim [][3]int
+}
+
+var gpuRowOpSizes = rowOpSizes{
+	n:       77,
+	cols:    []int{896, 1024, 2048, 2500, 8192},
+	heads:   [][2]int{{16, 128}, {8, 128}, {14, 64}, {4, 300}},
+	ffn:     4864,
+	ropeDim: [][3]int{{14, 64, 64}, {32, 64, 64}, {16, 128, 128}, {8, 128, 64}},
+}
+
+func runRowOps(t *testing.T, d device, sz rowOpSizes) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	const eps = 1e-6
+	n := sz.n
+	for _, cols := range sz.cols {
+		t.Run(fmt.Sprintf("rmsnorm/%d", cols), func(t *testing.T) {
+			x, w := wideFloats(rng, n*cols), wideFloats(rng, cols)
+			rowidx := []int{n - 1, 0, n / 2, n / 2}
+			var got, gathered, inplace []byte
+			d.run(t, func(s *session) {
+				dx, dw, dr := s.up(f32Bytes(x)), s.up(f32Bytes(w)), s.up(i32s(rowidx))
+				y, yg := s.alloc(4*n*cols), s.alloc(4*len(rowidx)*cols)
+				s.launch(RMSNorm(dx, 0, y, dw, n, cols, eps))
+				s.launch(RMSNorm(dx, dr, yg, dw, len(rowidx), cols, eps))
+				got, gathered = s.down(y, 4*n*cols), s.down(yg, 4*len(rowidx)*cols)
+				s.launch(RMSNorm(dx, 0, dx, dw, n, cols, eps))
+				inplace = s.down(dx, 4*n*cols)
+			})
+			want := make([]float32, n*cols)
+			for i := range n {
+				kernels.RMSNorm(want[i*cols:(i+1)*cols], x[i*cols:(i+1)*cols], w, eps)
+			}
+			shape := fmt.Sprintf("%d rows × %d on %v", n, cols, d)
+			sameBits(t, "RMSNorm, "+shape, bytesF32(got), want)
+			sameBits(t, "RMSNorm in place, "+shape, bytesF32(inplace), want)
+			var wg []float32
+			for _, r := range rowidx {
+				wg = append(wg, want[r*cols:(r+1)*cols]...)
+			}
+			sameBits(t, fmt.Sprintf("RMSNorm of gathered rows %v, %s", rowidx, shape), bytesF32(gathered), wg)
+		})
+	}
+	for _, bias := range []bool{false, true} {
+		cols := sz.cols[0]
+		t.Run(fmt.Sprintf("add_rmsnorm/bias=%v", bias), func(t *testing.T) {
+			x, o, b, w := wideFloats(rng, n*cols), wideFloats(rng, n*cols), wideFloats(rng, cols), wideFloats(rng, cols)
+			var gx, gd []byte
+			d.run(t, func(s *session) {
+				dx, do, dw := s.up(f32Bytes(x)), s.up(f32Bytes(o)), s.up(f32Bytes(w))
+				var db DevPtr
+				if bias {
+					db = s.up(f32Bytes(b))
+				}
+				s.launch(AddRMSNorm(dx, do, db, dw, do, n, cols, eps))
+				gx, gd = s.down(dx, 4*n*cols), s.down(do, 4*n*cols)
+			})
+			wx, wd := slices.Clone(x), slices.Clone(o)
+			for i := range n {
+				xi, oi := wx[i*cols:(i+1)*cols], wd[i*cols:(i+1)*cols]
+				if bias {
+					kernels.Add(oi, oi, b)
+				}
+				kernels.Add(xi, xi, oi)
+				kernels.RMSNorm(oi, xi, w, eps)
+			}
+			sameBits(t, fmt.Sprintf("residual x, %d × %d on %v", n, cols, d), bytesF32(gx), wx)
+			sameBits(t, fmt.Sprintf("normalized (written over o), %d × %d on %v", n, cols, d), bytesF32(gd), wd)
+		})
+	}
+	for _, c := range sz.heads {
+		heads, dim := c[0], c[1]
+		t.Run(fmt.Sprintf("rmsnorm_heads/%dx%d", heads, dim), func(t *testing.T) {
+			stride := heads*dim + 8
+			x, w := wideFloats(rng, n*stride), wideFloats(rng, dim)
+			var got []byte
+			d.run(t, func(s *session) {
+				dx, dw := s.up(f32Bytes(x)), s.up(f32Bytes(w))
+				s.launch(RMSNormHeads(dx, n, heads, dim, stride, dw, eps))
+				got = s.down(dx, 4*n*stride)
+			})
+			want := slices.Clone(x)
+			for i := range n {
+				for h := range heads {
+					v := want[i*stride+h*dim : i*stride+(h+1)*dim]
+					kernels.RMSNorm(v, v, w, eps)
+				}
+			}
+			sameBits(t, fmt.Sprintf("per-head RMSNorm, %d rows of %d heads × %d, stride %d, on %v", n, heads, dim, stride, d), bytesF32(got), want)
+		})
+	}
+	t.Run("add, add_bias, silu_mul", func(t *testing.T) {
+		cols := sz.ffn
+		a, b, bias := wideFloats(rng, n*cols), wideFloats(rng, n*cols), wideFloats(rng, cols)
+		var sum, biased, silu []byte
+		d.run(t, func(s *session) {
+			da, db, dbias, y := s.up(f32Bytes(a)), s.up(f32Bytes(b)), s.up(f32Bytes(bias)), s.alloc(4*n*cols)
+			s.launch(Add(da, db, y, n*cols))
+			sum = s.down(y, 4*n*cols)
+			s.launch(SiLUMul(da, db, y, n*cols))
+			silu = s.down(y, 4*n*cols)
+			s.launch(AddBias(da, dbias, n, cols))
+			biased = s.down(da, 4*n*cols)
+		})
+		ws, wb, wsl := make([]float32, n*cols), slices.Clone(a), make([]float32, n*cols)
+		kernels.Add(ws, a, b)
+		kernels.SiLUMul(wsl, a, b)
+		for i := range n {
+			kernels.Add(wb[i*cols:(i+1)*cols], wb[i*cols:(i+1)*cols], bias)
+		}
+		shape := fmt.Sprintf("%d × %d on %v", n, cols, d)
+		sameBits(t, "Add, "+shape, bytesF32(sum), ws)
+		sameBits(t, "SiLUMul, "+shape, bytesF32(silu), wsl)
+		sameBits(t, "AddBias, "+shape, bytesF32(biased), wb)
+	})
+	for _, c := range sz.ropeDim {
+		for _, neox := range []bool{true, false} {
+			heads, dim, ropeDim := c[0], c[1], c[2]
+			t.Run(fmt.Sprintf("rope/%dx%d/rot%d/neox=%v", heads, dim, ropeDim, neox), func(t *testing.T) {
+				stride := heads * dim
+				x, cs := wideFloats(rng, n*stride), make([]float32, n*ropeDim)
+				for i := range cs {
+					cs[i] = float32(math.Sin(rng.Float64() * 7))
+				}
+				var got []byte
+				d.run(t, func(s *session) {
+					dx, dc := s.up(f32Bytes(x)), s.up(f32Bytes(cs))
+					s.launch(RoPE(dx, n, heads, dim, stride, ropeDim, neox, dc))
+					got = s.down(dx, 4*n*stride)
+				})
+				want := slices.Clone(x)
+				for i := range n {
+					for h := range heads {
+						refRotate(want[i*stride+h*dim:i*stride+(h+1)*dim], cs[i*ropeDim:(i+1)*ropeDim], ropeDim, neox)
+					}
+				}
+				sameBits(t, fmt.Sprintf("RoPE, %d rows of %d heads × %d, %d rotated, on %v", n, heads, dim, ropeDim, d), bytesF32(got), want)
+			})
+		}
+	}
+	for _, f16 := range []bool{true, false} {
+		t.Run(fmt.Sprintf("kv_store/f16=%v", f16), func(t *testing.T) {
+			const rows, kvrow, capTok = 7, 256, 40
+			k, v := wideFloats(rng, rows*kvrow), wideFloats(rng, rows*kvrow)
+			k[3] = math.Float32frombits(0xffc01234) // a NaN: ggml writes 0xFE00
+			seq := []int{0, 0, 1, 1, 1, 0, 1}
+			pos := []int{5, 6, 0, 1, 39, 7, 2}
+			es := 4
+			if f16 {
+				es = 2
+			}
+			var caches [2][2][]byte
+			d.run(t, func(s *session) {
+				var kc, vc []uint64
+				var bufs [2][2]DevPtr
+				for q := range 2 {
+					bufs[q][0], bufs[q][1] = s.alloc(es*capTok*kvrow), s.alloc(es*capTok*kvrow)
+				}
+				for i := range rows {
+					kc, vc = append(kc, uint64(bufs[seq[i]][0])), append(vc, uint64(bufs[seq[i]][1]))
+				}
+				dk, dv, dkc, dvc, dp := s.up(f32Bytes(k)), s.up(f32Bytes(v)), s.up(u64Bytes(kc)), s.up(u64Bytes(vc)), s.up(i32s(pos))
+				s.launch(KVStore(f16, dk, dv, rows, kvrow, dkc, dvc, dp))
+				for q := range 2 {
+					caches[q][0], caches[q][1] = s.down(bufs[q][0], es*capTok*kvrow), s.down(bufs[q][1], es*capTok*kvrow)
+				}
+			})
+			for q := range 2 {
+				for kv, src := range [2][]float32{k, v} {
+					want := slices.Repeat([]byte{0xff}, es*capTok*kvrow)
+					for i := range rows {
+						if seq[i] != q {
+							continue
+						}
+						row := src[i*kvrow : (i+1)*kvrow]
+						var b []byte
+						if f16 {
+							h := make([]uint16, kvrow)
+							kernels.F32ToF16(h, row)
+							b = u16Bytes(h)
+						} else {
+							b = f32Bytes(row)
+						}
+						copy(want[es*pos[i]*kvrow:], b)
+					}
+					sameBytes(t, fmt.Sprintf("sequence %d's %c cache (%d positions × %d, element size %d) on %v", q, "KV"[kv], capTok, kvrow, es, d), caches[q][kv], want)
+				}
+			}
+		})
+	}
+}
+
+// refRotate is the CPU engine's rotate (infer/engine/cpu/forward.go).
+func refRotate(x, cs []float32, ropeDim int, neox bool) {
+	half := ropeDim / 2
+	for i := range half {
+		co, s := cs[2*i], cs[2*i+1]
+		a, b := 2*i, 2*i+1
+		if neox {
+			a, b = i, i+half
+		}
+		x0, x1 := x[a], x[b]
+		x[a] = float32(x0*co) - float32(x1*s)
+		x[b] = float32(x0*s) + float32(x1*co)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Attention.
+
+type attnCase struct {
+	name                string
+	heads, kvheads, dim int
+}
+
+// attnBatch is a batch of attention rows: row i is sequence seq[i] at
+// position pos[i]; sequences are numbered 0, 1, ….
+type attnBatch struct{ seq, pos []int }
+
+// batchOf builds a batch from runs of consecutive positions.
+func batchOf(runs ...[3]int) attnBatch {
+	var b attnBatch
+	for _, r := range runs { // sequence, first position, rows
+		for p := r[1]; p < r[1]+r[2]; p++ {
+			b.seq, b.pos = append(b.seq, r[0]), append(b.pos, p)
+		}
+	}
+	return b
+}
+
+func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	seq, pos := batch.seq, batch.pos
+	n := len(seq)
+	nseq := slices.Max(seq) + 1
+	maxPos := slices.Max(pos)
+	ld := (maxPos + 4) &^ 3
+	for _, c := range cases {
+		for _, f16 := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/f16=%v", c.name, f16), func(t *testing.T) {
+				Q, kvrow := c.heads*c.dim, c.kvheads*c.dim
+				q := make([]float32, n*Q)
+				for i := range q {
+					q[i] = float32(rng.NormFloat64())
+				}
+				// Each sequence's cache holds positions 0..its last row's.
+				ntok := make([]int, nseq)
+				for i := range n {
+					ntok[seq[i]] = max(ntok[seq[i]], pos[i]+1)
+				}
+				k16, v16 := make([][]uint16, nseq), make([][]uint16, nseq)
+				k32, v32 := make([][]float32, nseq), make([][]float32, nseq)
+				for sq := range nseq {
+					k32[sq], v32[sq] = make([]float32, ntok[sq]*kvrow), make([]float32, ntok[sq]*kvrow)
+					for i := range k32[sq] {
+						k32[sq][i], v32[sq][i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+					}
+					k16[sq], v16[sq] = make([]uint16, len(k32[sq])), make([]uint16, len(v32[sq]))
+					kernels.F32ToF16(k16[sq], k32[sq])
+					kernels.F32ToF16(v16[sq], v32[sq])
+				}
+				want := refAttention(f16, q, seq, pos, c, k16, v16, k32, v32)
+				for _, oneRowTiles := range []bool{false, true} {
+					var got []byte
+					d.run(t, func(s *session) {
+						var kc, vc []uint64
+						bk, bv := make([]DevPtr, nseq), make([]DevPtr, nseq)
+						for sq := range nseq {
+							if f16 {
+								bk[sq], bv[sq] = s.up(u16Bytes(k16[sq])), s.up(u16Bytes(v16[sq]))
+							} else {
+								bk[sq], bv[sq] = s.up(f32Bytes(k32[sq])), s.up(f32Bytes(v32[sq]))
+							}
+						}
+						pos32 := make([]int32, n)
+						for i := range n {
+							kc, vc = append(kc, uint64(bk[seq[i]])), append(vc, uint64(bv[seq[i]]))
+							pos32[i] = int32(pos[i])
+						}
+						tiles := AttnTiles(kc, pos32, c.heads, c.kvheads, c.dim)
+						if oneRowTiles {
+							tiles = tiles[:0]
+							for i := range n + 1 {
+								tiles = append(tiles, int32(i))
+							}
+						}
+						var tl []int
+						for _, x := range tiles {
+							tl = append(tl, int(x))
+						}
+						a := Attention{F16: f16, Heads: c.heads, KVHeads: c.kvheads, Dim: c.dim, N: n,
+							Q: s.up(f32Bytes(q)), Out: s.alloc(4 * n * Q), KC: s.up(u64Bytes(kc)), VC: s.up(u64Bytes(vc)),
+							Pos: s.up(i32s(pos)), Tiles: s.up(i32s(tl)), NTiles: len(tiles) - 1, MaxPos: maxPos,
+							S: s.alloc(4 * n * c.heads * ld), LD: ld}
+						ls, err := a.Launches()
+						for _, l := range ls {
+							s.launch(l, err)
+						}
+						got = s.down(a.Out, 4*n*Q)
+					})
+					sameBits(t, fmt.Sprintf("attention output, %d heads over %d of dim %d, f16 cache %v, one-row tiles %v, rows at positions %v, on %v (index = row·heads·dim + head·dim + d)",
+						c.heads, c.kvheads, c.dim, f16, oneRowTiles, pos, d), bytesF32(got), want)
+				}
+			})
+		}
+	}
+}
+
+// refAttention is the CPU engine's attendTile per row and head, with the kernels
+// package's row functions (its tile kernels give the same bits).
+func refAttention(f16 bool, q []float32, seq, pos []int, c attnCase, k16, v16 [][]uint16, k32, v32 [][]float32) []float32 {
+	Q, kvrow, D := c.heads*c.dim, c.kvheads*c.dim, c.dim
+	group := c.heads / c.kvheads
+	scale := float32(1 / math.Sqrt(float64(D)))
+	out := make([]float32, len(seq)*Q)
+	for i := range seq {
+		m := pos[i] + 1
+		for h := range c.heads {
+			off := (h / group) * D
+			qh := slices.Clone(q[i*Q+h*D : i*Q+(h+1)*D])
+			y := out[i*Q+h*D : i*Q+(h+1)*D]
+			s := make([]float32, m)
+			if f16 {
+				kernels.RoundF16s(qh)
+				for j := range m {
+					s[j] = kernels.DotF16(k16[seq[i]][j*kvrow+off:j*kvrow+off+D], qh) * scale
+				}
+				kernels.Softmax(s)
+				kernels.RoundF16s(s)
+				for j := range m {
+					kernels.AXPYF16(y, s[j], v16[seq[i]][j*kvrow+off:j*kvrow+off+D])
+				}
+			} else {
+				for j := range m {
+					s[j] = kernels.Dot(k32[seq[i]][j*kvrow+off:j*kvrow+off+D], qh) * scale
+				}
+				kernels.Softmax(s)
+				for j := range m {
+					kernels.AXPY(y, s[j], v32[seq[i]][j*kvrow+off:j*kvrow+off+D])
+				}
+			}
+		}
+	}
+	return out
+}
