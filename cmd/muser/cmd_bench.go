@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/muserhq/muser/infer/engine"
-	"github.com/muserhq/muser/infer/engine/cpu"
 )
 
 // benchOptions are the flags of `muser bench`.
@@ -27,6 +26,7 @@ type benchOptions struct {
 	reps    int
 	json    bool
 	cpuProf string
+	device  string
 }
 
 func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -36,6 +36,7 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.gen, "gen-tokens", 128, "tokens decoded one at a time for the decode measurement")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions; the fastest is reported")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
+	addDeviceFlag(fs, &o.device)
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof)")
 }
 
@@ -45,6 +46,7 @@ type benchResult struct {
 	Engine       string  `json:"engine"`
 	Model        string  `json:"model"`
 	Threads      int     `json:"threads"`
+	Device       string  `json:"device"`
 	PromptTokens int     `json:"prompt_tokens"`
 	GenTokens    int     `json:"gen_tokens"`
 	PrefillTokS  float64 `json:"prefill_tok_s"`
@@ -90,7 +92,16 @@ llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.`,
 			}
 			defer pprof.StopCPUProfile()
 		}
-		res, err := runBench(ctx, o)
+		kind, ordinal, err := parseDevice(o.device)
+		if err != nil {
+			return usagef(cmd, "%v", err)
+		}
+		dev, closeDev, err := openDevice(kind, ordinal, o.threads)
+		if err != nil {
+			return err
+		}
+		defer closeDev()
+		res, err := runBench(ctx, o, dev)
 		if err != nil {
 			return err
 		}
@@ -99,16 +110,16 @@ llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.`,
 			fmt.Fprintln(env.stdout, string(b))
 			return nil
 		}
-		fmt.Fprintf(env.stdout, "model    %s (%s)\nthreads  %d\nprefill  %.1f tok/s (%d tokens)\ndecode   %.2f tok/s (%d tokens)\npeak RSS %.1f MiB (file %.1f MiB, KV %.1f MiB)\n",
-			res.Model, humanBytes(res.FileBytes), res.Threads, res.PrefillTokS, res.PromptTokens, res.DecodeTokS, res.GenTokens,
+		fmt.Fprintf(env.stdout, "model    %s (%s)\ndevice   %s\nthreads  %d\nprefill  %.1f tok/s (%d tokens)\ndecode   %.2f tok/s (%d tokens)\npeak RSS %.1f MiB (file %.1f MiB, KV %.1f MiB)\n",
+			res.Model, humanBytes(res.FileBytes), res.Device, res.Threads, res.PrefillTokS, res.PromptTokens, res.DecodeTokS, res.GenTokens,
 			float64(res.PeakRSS)/(1<<20), float64(res.FileBytes)/(1<<20), float64(res.KVBytes)/(1<<20))
 		return nil
 	}
 	return cmd
 }
 
-func runBench(ctx context.Context, o *benchOptions) (*benchResult, error) {
-	m, err := engine.Open(o.model, engine.Options{Device: cpu.New(cpu.Options{Threads: o.threads})})
+func runBench(ctx context.Context, o *benchOptions, dev engine.Device) (*benchResult, error) {
+	m, err := engine.Open(o.model, engine.Options{Device: dev})
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +130,7 @@ func runBench(ctx context.Context, o *benchOptions) (*benchResult, error) {
 		prompt[i] = int32((1 + 7919*int64(i)) % int64(V))
 	}
 	res := &benchResult{
-		Engine: m.Numerics(), Model: o.model, Threads: o.threads,
+		Engine: m.Numerics(), Model: o.model, Threads: o.threads, Device: dev.Name(),
 		PromptTokens: o.prompt, GenTokens: o.gen, FileBytes: m.File().Size(),
 	}
 	var bestPrefill, bestDecode time.Duration

@@ -17,7 +17,6 @@ import (
 
 	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/engine"
-	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
 	"github.com/muserhq/muser/infer/sample"
@@ -45,6 +44,7 @@ type runOptions struct {
 	kv        string
 	noCache   bool
 	verbose   bool
+	device    string
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -62,6 +62,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "worker threads (results do not depend on it)")
 	fs.IntVar(&o.ctx, "ctx", 4096, "context length in tokens (capped at the model's)")
 	fs.StringVar(&o.kv, "kv", "f16", "KV cache element type: f16 or f32")
+	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.noCache, "no-cache", false, "neither reuse nor publish KV in the store under --home")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "report cached tokens, time to first token and speed on stderr")
 }
@@ -104,6 +105,15 @@ output on every run and platform.`,
 		if err != nil {
 			return usagef(cmd, "--kv: %v", err)
 		}
+		kind, ordinal, err := parseDevice(o.device)
+		if err != nil {
+			return usagef(cmd, "%v", err)
+		}
+		dev, closeDev, err := openDevice(kind, ordinal, o.threads)
+		if err != nil {
+			return err
+		}
+		defer closeDev()
 		if o.prompt == "-" {
 			b, err := io.ReadAll(env.stdin)
 			if err != nil {
@@ -111,19 +121,19 @@ output on every run and platform.`,
 			}
 			o.prompt = string(b)
 		}
-		return runRun(ctx, env, o, kv)
+		return runRun(ctx, env, o, kv, dev)
 	}
 	return cmd
 }
 
-func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType) error {
+func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType, dev engine.Device) error {
 	logf := func(format string, a ...any) {
 		if o.verbose {
 			fmt.Fprintf(env.stderr, format+"\n", a...)
 		}
 	}
 	t0 := time.Now()
-	opts := engine.Options{Device: cpu.New(cpu.Options{Threads: o.threads}), KV: kv}
+	opts := engine.Options{Device: dev, KV: kv}
 	var m *engine.Model
 	if o.model == "" {
 		f, err := defaultmodel.File()

@@ -149,3 +149,29 @@ func TestRunDefaultModel(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceFlag: --device takes cpu, cuda or cuda:N (anything else is a
+// usage error), and a GPU that cannot be opened fails with exit status 1
+// and an error naming the library tried; nothing is computed.
+func TestDeviceFlag(t *testing.T) {
+	t.Setenv("MUSER_LIBCUDA", filepath.Join(t.TempDir(), "libcuda.so.1"))
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"run", "--device", "gpu", "-p", "hi", "--no-cache"}, exitUsage, "--device"},
+		{[]string{"run", "--device", "cuda:x", "-p", "hi", "--no-cache"}, exitUsage, "cuda:N"},
+		{[]string{"bench", "--device", "tpu", "--model", "x.gguf"}, exitUsage, "--device"},
+		{[]string{"run", "--device", "cuda", "-p", "hi", "--no-cache"}, exitFailure, "libcuda.so.1"},
+		{[]string{"bench", "--device", "cuda:0", "--model", stories(t)}, exitFailure, "no CUDA driver"},
+	} {
+		code, out, errOut := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.msg) || (code == exitFailure && out != "") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d mentioning %q", c.args, code, out, errOut, c.code, c.msg)
+		}
+	}
+	if code, out, errOut := runCLI(t, "run", "--device", "cpu", "--model", stories(t), "-p", "Once", "-n", "3", "--no-cache"); code != exitOK || !strings.HasPrefix(out, "Once") {
+		t.Errorf("--device cpu: exit %d, %q, %q", code, out, errOut)
+	}
+}

@@ -33,6 +33,7 @@ type serveOptions struct {
 	maxQueue      int
 	storeMaxBytes string
 	threads       int
+	device        string
 	slotReuse     bool
 	grace         time.Duration
 	maxBody       string
@@ -50,6 +51,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.maxQueue, "max-queue", sched.DefaultMaxQueue, "requests waiting for a slot before 429 (0: none wait)")
 	fs.StringVar(&o.storeMaxBytes, "store-max-bytes", "", "byte budget for the store, kept by gc after publishes, e.g. 20GB (default: none)")
 	fs.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "engine worker threads")
+	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.slotReuse, "slot-reuse", true, "reuse an idle slot's KV for the same tenant when it covers more than the store")
 	fs.DurationVar(&o.grace, "shutdown-grace", serve.DefaultShutdownGrace, "how long in-flight requests may finish after SIGINT/SIGTERM")
 	fs.StringVar(&o.maxBody, "max-body", "8MB", "largest request body")
@@ -141,6 +143,15 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	if err != nil {
 		return usagef(cmd, "%v", err)
 	}
+	kind, ordinal, err := parseDevice(o.device)
+	if err != nil {
+		return usagef(cmd, "%v", err)
+	}
+	dev, closeDev, err := openDevice(kind, ordinal, o.threads)
+	if err != nil {
+		return err
+	}
+	defer closeDev()
 	opts := serve.Options{
 		ModelPath:     o.model,
 		Addr:          o.addr,
@@ -150,6 +161,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		Parallel:      o.parallel,
 		MaxQueue:      o.maxQueue,
 		Threads:       o.threads,
+		Device:        dev,
 		SlotReuse:     o.slotReuse,
 		ShutdownGrace: o.grace,
 		Version:       muserVersion(),

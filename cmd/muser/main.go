@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/muserhq/muser/infer/engine/cuda"
 	"github.com/muserhq/muser/net/cluster"
 	"github.com/muserhq/muser/net/wire"
 	"github.com/muserhq/muser/pack"
@@ -52,6 +53,10 @@ func exitCode(err error) int {
 		return exitLocked
 	case errors.Is(err, pack.ErrRefused):
 		return exitRefused
+	case errors.Is(err, cuda.ErrNoDriver), errors.Is(err, cuda.ErrNoDevice):
+		// A GPU that cannot be used is a failure, even where the cause
+		// is a library file that does not exist.
+		return exitFailure
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAmbiguousID),
 		errors.Is(err, cluster.ErrNodeNotFound), errors.Is(err, &wire.Error{Code: wire.CodeNotFound}),
 		errors.Is(err, os.ErrNotExist):

@@ -138,6 +138,10 @@ func (m *Model) Numerics() string { return m.be.Numerics() }
 // (Backend.DecodeBatch), or -1 for no preference.
 func (m *Model) DecodeBatch() int { return m.be.DecodeBatch() }
 
+// MaxRows returns the most tokens one backend call computes
+// (Options.BatchSize, at most the backend's MaxRows).
+func (m *Model) MaxRows() int { return m.batch }
+
 // KVType returns the element type of the model's KV caches.
 func (m *Model) KVType() kvcache.DType { return m.kv }
 

@@ -35,8 +35,6 @@ type Store interface {
 const (
 	DefaultSlots        = 1
 	DefaultMaxQueue     = 64
-	DefaultPrefillChunk = 512
-	DefaultStepTokens   = 512
 	DefaultPublishQueue = 16
 	// DefaultCtx is the context per slot when neither Config.Ctx nor the
 	// model's training context is smaller.
@@ -66,7 +64,8 @@ type Config struct {
 	// PrefillChunk is the most prompt tokens one slot computes in one
 	// step, and StepTokens the most prompt tokens all slots compute in one
 	// step, so a long prompt delays the others' next token by a bounded
-	// amount. Decode tokens are always included.
+	// amount. Decode tokens are always included. 0 means the rows one
+	// backend call takes (engine.Model.MaxRows: 512 on the CPU).
 	PrefillChunk, StepTokens int
 	// DecodeBatch is the most decode tokens one Forward call takes when a
 	// step holds decode tokens only; a larger step is split into several
@@ -166,10 +165,10 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg.MaxQueue = DefaultMaxQueue
 	}
 	if cfg.PrefillChunk <= 0 {
-		cfg.PrefillChunk = DefaultPrefillChunk
+		cfg.PrefillChunk = cfg.Model.MaxRows()
 	}
 	if cfg.StepTokens <= 0 {
-		cfg.StepTokens = DefaultStepTokens
+		cfg.StepTokens = cfg.Model.MaxRows()
 	}
 	if cfg.PublishQueue <= 0 {
 		cfg.PublishQueue = DefaultPublishQueue

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cpu"
+	"github.com/muserhq/muser/infer/engine/cuda"
+)
+
+// deviceHelp is the --device flag's usage, shared by serve, run and bench.
+const deviceHelp = "where the engine computes: cpu, or cuda[:N] (GPU N, 0 by default; exact mode, the same bits as the CPU)"
+
+// addDeviceFlag registers --device on fs.
+func addDeviceFlag(fs *pflag.FlagSet, dst *string) {
+	fs.StringVar(dst, "device", "cpu", deviceHelp)
+}
+
+// parseDevice splits a --device value into "cpu" or "cuda" and a GPU
+// ordinal.
+func parseDevice(s string) (kind string, ordinal int, err error) {
+	switch {
+	case s == "cpu":
+		return "cpu", 0, nil
+	case s == "cuda":
+		return "cuda", 0, nil
+	case strings.HasPrefix(s, "cuda:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(s, "cuda:"))
+		if err != nil || n < 0 {
+			return "", 0, fmt.Errorf("--device %q: want cuda:N with N a GPU number from 0", s)
+		}
+		return "cuda", n, nil
+	}
+	return "", 0, fmt.Errorf("--device %q: want cpu, cuda or cuda:N", s)
+}
+
+// openDevice opens the device a valid --device value names (threads is the
+// CPU engine's worker count). close releases it once every model bound on
+// it is closed. A GPU that cannot be opened (no libcuda.so.1, no such GPU)
+// is an error naming the library or the device: exit status 1.
+func openDevice(kind string, ordinal, threads int) (dev engine.Device, close func() error, err error) {
+	if kind == "cuda" {
+		d, err := cuda.New(cuda.Options{Ordinal: ordinal})
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.Close, nil
+	}
+	return cpu.New(cpu.Options{Threads: threads}), func() error { return nil }, nil
+}

@@ -1,0 +1,182 @@
+package cuda
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cuda/internal/cu"
+	"github.com/muserhq/muser/infer/engine/cuda/internal/cukernels"
+	"github.com/muserhq/muser/infer/kvcache"
+)
+
+// MaxRows is the most rows one Forward call takes (Backend.MaxRows): a
+// long prefill is computed in windows of this many tokens.
+const MaxRows = 2048
+
+// logitRows is the most rows whose logits one output product computes.
+const logitRows = 256
+
+// mat is a weight matrix in device memory.
+type mat struct {
+	t   *engine.Tensor
+	p   cu.DevicePtr
+	act cukernels.Act
+}
+
+// layer is one block's weights in device memory; a vector the model
+// lacks is 0.
+type layer struct {
+	attnNorm, ffnNorm cu.DevicePtr
+	bq, bk, bv, bo    cu.DevicePtr
+	qNorm, kNorm      cu.DevicePtr
+	wq, wk, wv, wo    mat
+	gate, up, down    mat
+}
+
+// backend is one model bound on a GPU.
+type backend struct {
+	d   *Device
+	w   *engine.Weights
+	cfg *engine.Config
+	kv  kvcache.DType
+
+	tokEmbd, output mat
+	outNorm         cu.DevicePtr
+	layers          []layer
+	weights         []cu.DevicePtr // every upload, freed by Close
+
+	mu     sync.Mutex // guards ws, rope and closed
+	ws     workspace
+	rope   []float32 // host table of Rope.Angles: [positions][RopeDim]
+	closed bool
+}
+
+// upload copies the weights to the device (on the device's thread).
+func (b *backend) upload(c *cu.Ctx) error {
+	put := func(data []byte) (cu.DevicePtr, error) {
+		p, err := c.Alloc(uint64(len(data)))
+		if err != nil {
+			return 0, err
+		}
+		b.weights = append(b.weights, p)
+		return p, c.CopyHtoD(p, data)
+	}
+	vec := func(v []float32) (cu.DevicePtr, error) {
+		if v == nil {
+			return 0, nil
+		}
+		return put(f32Bytes(v))
+	}
+	matrix := func(t *engine.Tensor) (mat, error) {
+		m := mat{t: t}
+		var err error
+		if m.act, err = cukernels.ActOf(t.Type); err != nil && t != &b.w.TokEmbd {
+			return m, err
+		}
+		if m.p, err = put(t.Data); err != nil {
+			return m, fmt.Errorf("uploading %s: %w", t.Name, err)
+		}
+		return m, nil
+	}
+	w := b.w
+	var err error
+	if b.tokEmbd, err = matrix(&w.TokEmbd); err != nil {
+		return err
+	}
+	b.output = b.tokEmbd
+	if !w.Tied {
+		if b.output, err = matrix(&w.Output); err != nil {
+			return err
+		}
+	}
+	if b.outNorm, err = vec(w.OutNorm); err != nil {
+		return err
+	}
+	b.layers = make([]layer, len(w.Layers))
+	for i := range w.Layers {
+		l, d := &w.Layers[i], &b.layers[i]
+		for _, v := range []struct {
+			dst *cu.DevicePtr
+			src []float32
+		}{{&d.attnNorm, l.AttnNorm}, {&d.ffnNorm, l.FFNNorm}, {&d.bq, l.Bq}, {&d.bk, l.Bk}, {&d.bv, l.Bv},
+			{&d.bo, l.Bo}, {&d.qNorm, l.QNorm}, {&d.kNorm, l.KNorm}} {
+			if *v.dst, err = vec(v.src); err != nil {
+				return err
+			}
+		}
+		for _, m := range []struct {
+			dst *mat
+			src *engine.Tensor
+		}{{&d.wq, &l.Wq}, {&d.wk, &l.Wk}, {&d.wv, &l.Wv}, {&d.wo, &l.Wo}, {&d.gate, &l.Gate}, {&d.up, &l.Up}, {&d.down, &l.Down}} {
+			if *m.dst, err = matrix(m.src); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// f32Bytes returns the bytes of v (the device and every host muser
+// builds for are little-endian).
+func f32Bytes(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}
+
+// Numerics returns engine.EngineName: every kernel computes the CPU
+// engine's bits (internal/cukernels, "Exactness").
+func (b *backend) Numerics() string { return engine.EngineName }
+
+// MaxRows returns MaxRows.
+func (b *backend) MaxRows() int { return MaxRows }
+
+// DecodeBatch returns -1: the decode kernels take any number of tokens,
+// in groups of 8, at one read of the weights per group.
+func (b *backend) DecodeBatch() int { return -1 }
+
+// NewKV returns an empty device-memory cache for up to maxTokens tokens.
+func (b *backend) NewKV(maxTokens int) (engine.KV, error) {
+	c := b.cfg
+	if maxTokens <= 0 {
+		return nil, fmt.Errorf("%w: a cache of %d tokens", kvcache.ErrBadShape, maxTokens)
+	}
+	n := c.Layers
+	return &kv{b: b, max: maxTokens, rowBytes: c.KVRow() * b.kv.Size(), k: make([]cu.DevicePtr, n), v: make([]cu.DevicePtr, n)}, nil
+}
+
+// Close frees the weights and buffers on the device.
+func (b *backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	bufs := append(b.weights, b.ws.all()...)
+	b.weights, b.ws = nil, workspace{}
+	return b.d.dev.Do(func(c *cu.Ctx) error {
+		if err := c.SyncAll(); err != nil {
+			return err
+		}
+		for _, p := range bufs {
+			if err := c.Free(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ropeTable returns the host table of Rope.Angles for positions [0, n).
+func (b *backend) ropeTable(n int) []float32 {
+	d := b.cfg.RopeDim
+	for have := len(b.rope) / max(d, 1); have < n; have++ {
+		b.rope = append(b.rope, make([]float32, d)...)
+		b.w.Rope.Angles(b.rope[have*d:(have+1)*d], have)
+	}
+	return b.rope
+}

@@ -1,0 +1,131 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cuda/internal/cu"
+	"github.com/muserhq/muser/infer/engine/cuda/internal/cukernels"
+	"github.com/muserhq/muser/infer/kvcache"
+)
+
+// ErrNoDriver is returned by New when no usable CUDA driver library
+// (libcuda.so.1) can be loaded; the error names every path tried.
+var ErrNoDriver = cu.ErrNoDriver
+
+// ErrNoDevice is returned by New when the driver loads but the device
+// asked for does not exist.
+var ErrNoDevice = cu.ErrNoDevice
+
+// Options configures the CUDA device.
+type Options struct {
+	// Ordinal is the GPU to use, 0 for the first.
+	Ordinal int
+	// PTX loads the kernels' PTX (compiled by the driver) instead of the
+	// sm_90 cubin; it is chosen anyway on a GPU other than sm_90.
+	PTX bool
+}
+
+// Device is one NVIDIA GPU as an engine.Device: it binds models whose
+// backends compute muser's exact numerics (engine.EngineName) there.
+type Device struct {
+	dev   *cu.Device
+	info  cu.Info
+	image string
+
+	mu     sync.Mutex
+	fns    map[string]cu.Function
+	closed bool
+}
+
+// New loads the CUDA driver, opens GPU o.Ordinal and loads the kernels.
+// Without a driver it fails with an error matching ErrNoDriver that names
+// the library and every path tried.
+func New(o Options) (*Device, error) {
+	drv, err := cu.Open()
+	if err != nil {
+		return nil, fmt.Errorf("--device cuda: %w", err)
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return nil, fmt.Errorf("--device cuda: %w", err)
+	}
+	if o.Ordinal < 0 || o.Ordinal >= n {
+		return nil, fmt.Errorf("--device cuda:%d: %w (the driver %s sees %d)", o.Ordinal, ErrNoDevice, drv, n)
+	}
+	dev, err := drv.OpenDevice(o.Ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("--device cuda:%d: %w", o.Ordinal, err)
+	}
+	d := &Device{dev: dev, info: dev.Info(), fns: map[string]cu.Function{}}
+	img := cukernels.Cubin()
+	d.image = "cubin"
+	if o.PTX || d.info.ComputeMajor != 9 || d.info.ComputeMinor != 0 {
+		img, d.image = cukernels.PTX(), "ptx"
+	}
+	err = dev.Do(func(c *cu.Ctx) error {
+		m, err := c.LoadModule(img)
+		if err != nil {
+			return fmt.Errorf("loading the kernels' %s: %w", d.image, err)
+		}
+		for _, k := range cukernels.KernelTable() {
+			if k.SelfTest {
+				continue
+			}
+			f, err := c.Function(m, k.Name)
+			if err != nil {
+				return err
+			}
+			d.fns[k.Name] = f
+		}
+		return nil
+	})
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("--device cuda:%d: %w", o.Ordinal, err)
+	}
+	return d, nil
+}
+
+// Name returns "cuda:N NAME (sm_XY, cubin|ptx)".
+func (d *Device) Name() string {
+	return fmt.Sprintf("cuda:%d %s (sm_%d%d, %s)", d.info.Ordinal, d.info.Name, d.info.ComputeMajor, d.info.ComputeMinor, d.image)
+}
+
+// Close releases the GPU: every model bound on it must be closed first.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	return d.dev.Close()
+}
+
+// Bind uploads w's weights to the GPU (each matrix in its GGUF bytes) and
+// returns a backend of the exact numerics.
+func (d *Device) Bind(w *engine.Weights, kv kvcache.DType) (engine.Backend, error) {
+	c := &w.Config
+	if c.HeadDim > cukernels.MaxAttnDim {
+		return nil, &engine.HParamError{Key: c.Arch + ".attention.key_length", Err: engine.ErrUnsupported,
+			Reason: fmt.Sprintf("is %d; the CUDA attention kernels take at most %d", c.HeadDim, cukernels.MaxAttnDim)}
+	}
+	for _, t := range w.Matrices() {
+		if t == &w.TokEmbd && !w.Tied {
+			continue // only looked up (Embed decodes every type)
+		}
+		if _, err := cukernels.ActOf(t.Type); err != nil {
+			return nil, &engine.TensorError{Name: t.Name, Err: errors.Join(engine.ErrUnsupported, err),
+				Reason: fmt.Sprintf("type %v has no CUDA kernel", t.Type)}
+		}
+	}
+	b := &backend{d: d, w: w, cfg: c, kv: kv}
+	if err := d.dev.Do(b.upload); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}

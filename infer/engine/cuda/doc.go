@@ -1,0 +1,43 @@
+// Package cuda is muser's GPU backend: an engine.Device for NVIDIA GPUs
+// whose backends compute muser's exact numerics (engine.EngineName) bit
+// for bit, so KV prefilled on a GPU and on a CPU is one cache, under one
+// identity.
+//
+//	dev, err := cuda.New(cuda.Options{})   // fails with ErrNoDriver where there is no libcuda.so.1
+//	m, err := engine.Open(path, engine.Options{Device: dev})
+//
+// # No cgo
+//
+// The CUDA driver (libcuda.so.1) is loaded at run time without cgo
+// (internal/cu, through purego): the binary builds and its tests run on
+// machines with no GPU and no CUDA, where New fails with an error naming
+// the library and every path tried, and the GPU tests skip saying why.
+// One goroutine locked to its OS thread owns the context; a Forward is one
+// hand-over to it, however many kernels it launches.
+//
+// # Kernels
+//
+// The kernels are CUDA C in internal/cukernels, compiled ahead of time to
+// an sm_90 cubin and compute_90 PTX (scripts/cuda/build-kernels.sh) and
+// embedded; the PTX is loaded on a GPU other than sm_90 (or with
+// Options.PTX). Each reproduces its Go definition's order of float
+// operations with explicit round-to-nearest intrinsics and no contraction,
+// and takes integer block sums from int8 tensor cores (cukernels,
+// "Exactness"). A forward pass launches them in the CPU engine's order:
+// embedding, then per layer RMSNorm, the Q/K/V products (activations
+// quantized per row as the CPU quantizes them), biases, Q/K norms, RoPE
+// with the front's host-computed angles (engine.Rope.Angles, uploaded per
+// batch), the KV store into each row's own cache, attention, the output
+// product, the residual and the feed-forward block; the logits of the rows
+// that want them are computed logitRows at a time and copied back.
+//
+// # Memory
+//
+// Weights are uploaded once, each matrix in its GGUF bytes. A sequence's
+// KV lives in device memory in the infer/kvcache layout (per layer, K and
+// V rows of [positions][kv_heads·head_dim], f16 or f32), grown by
+// doubling; a block exports to and imports from the lkv1 payload with one
+// copy per layer and half. The only host copies per step are the batch's
+// tokens, positions, cache addresses and RoPE angles up, and the wanted
+// logits down.
+package cuda

@@ -1,0 +1,187 @@
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cpu"
+	"github.com/muserhq/muser/infer/engine/enginetest"
+	"github.com/muserhq/muser/infer/ggml"
+	"github.com/muserhq/muser/infer/kvcache"
+)
+
+var (
+	gpuOnce sync.Once
+	gpuDev  *Device
+	gpuWhy  string
+)
+
+// gpu returns the test GPU, or skips saying why there is none
+// (MUSER_REQUIRE_CUDA=1 fails instead).
+func gpu(t testing.TB) *Device {
+	t.Helper()
+	gpuOnce.Do(func() {
+		d, err := New(Options{PTX: os.Getenv("MUSER_CUDA_IMAGE") == "ptx"})
+		if err != nil {
+			gpuWhy = err.Error()
+			return
+		}
+		gpuDev = d
+	})
+	if gpuDev == nil {
+		if os.Getenv("MUSER_REQUIRE_CUDA") == "1" {
+			t.Fatalf("MUSER_REQUIRE_CUDA=1 and no GPU: %s", gpuWhy)
+		}
+		t.Skipf("no GPU: %s", gpuWhy)
+	}
+	return gpuDev
+}
+
+func open(t testing.TB, path string, dev engine.Device, kv kvcache.DType) *engine.Model {
+	t.Helper()
+	m, err := engine.Open(path, engine.Options{Device: dev, KV: kv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func cpuDev() engine.Device { return cpu.New(cpu.Options{}) }
+
+const shared = "../../../../shared"
+
+// TestNewWithoutDriver: with MUSER_LIBCUDA naming a missing file, New
+// fails with ErrNoDriver and names the file (what --device cuda reports
+// on a machine without a GPU).
+func TestNewWithoutDriver(t *testing.T) {
+	lib := filepath.Join(t.TempDir(), "libcuda.so.1")
+	t.Setenv("MUSER_LIBCUDA", lib)
+	d, err := New(Options{})
+	if err == nil {
+		d.Close()
+		t.Fatal("New succeeded with MUSER_LIBCUDA naming a missing file")
+	}
+	if !errors.Is(err, ErrNoDriver) || !strings.Contains(err.Error(), lib) {
+		t.Errorf("New: %v; want ErrNoDriver naming %s", err, lib)
+	}
+}
+
+// TestGPUNumericsGolden: the GPU computes the recorded digests of the CPU
+// engine's exact numerics (enginetest.Goldens), KV and logits.
+func TestGPUNumericsGolden(t *testing.T) {
+	d := gpu(t)
+	for _, g := range enginetest.Goldens {
+		t.Run(g.Name, func(t *testing.T) {
+			m := open(t, enginetest.GoldenModel(t, g, shared), d, kvcache.DTypeF16)
+			kv, logits := enginetest.NumericsDigests(t, m)
+			if kv != g.KV || logits != g.Logits {
+				t.Errorf("GPU: KV digest %s (CPU %s), logits digest %s (CPU %s)", kv, g.KV, logits, g.Logits)
+			}
+		})
+	}
+}
+
+var gpuQuants = []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeBF16, ggml.TypeQ8_0, ggml.TypeQ4_K, ggml.TypeQ5_0, ggml.TypeQ6_K, ggml.TypeNVFP4}
+
+// TestGPUExactness runs the exactness property test with the GPU model
+// as the subject and the CPU engine as the variant: every split point,
+// decode, mixed batches and the prefix store on the GPU, and the GPU's
+// logits and KV equal to the CPU's, for each architecture and weight type
+// (and an f32 cache).
+func TestGPUExactness(t *testing.T) {
+	d := gpu(t)
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
+		for _, q := range gpuQuants {
+			if !q.CanQuantize() {
+				continue
+			}
+			t.Run(arch+"/"+q.String(), func(t *testing.T) {
+				path := enginetest.TinyModel(t, arch, q)
+				enginetest.CheckExactness(t, open(t, path, d, kvcache.DTypeF16), open(t, path, cpuDev(), kvcache.DTypeF16), 5, 1, 40)
+			})
+		}
+	}
+	t.Run("stories260K/f32-cache", func(t *testing.T) {
+		g := enginetest.Goldens[0]
+		path := enginetest.GoldenModel(t, g, shared)
+		enginetest.CheckExactness(t, open(t, path, d, kvcache.DTypeF32), open(t, path, cpuDev(), kvcache.DTypeF32), 6, 2, 70)
+	})
+}
+
+// TestGPUCrossDevice moves KV between the devices mid-prompt: a prefix
+// computed on one and continued on the other gives the logits and KV of
+// a whole prefill on either.
+func TestGPUCrossDevice(t *testing.T) {
+	d := gpu(t)
+	path := enginetest.TinyModel(t, "qwen2", ggml.TypeQ8_0)
+	g, c := open(t, path, d, kvcache.DTypeF16), open(t, path, cpuDev(), kvcache.DTypeF16)
+	V := g.Config().Vocab
+	p := enginetest.RandomTokens(rand.New(rand.NewPCG(1, 2)), 150, V)
+	cseq, full := enginetest.Prefill(t, c, p)
+	fullKV := enginetest.KVBytes(t, cseq, len(p))
+	for _, s := range []int{1, 64, 77, 128, 149} {
+		for _, dir := range []struct {
+			name     string
+			from, to *engine.Model
+		}{{"cpu→gpu", c, g}, {"gpu→cpu", g, c}} {
+			t.Run(fmt.Sprintf("%s/%d", dir.name, s), func(t *testing.T) {
+				a, _ := dir.from.NewSequence(len(p))
+				defer a.Close()
+				if err := dir.from.Forward(context.Background(), []engine.Step{{Seq: a, Tokens: p[:s]}}); err != nil {
+					t.Fatal(err)
+				}
+				kv, err := a.ExportBlock(0, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := dir.to.NewSequence(len(p))
+				defer b.Close()
+				if err := b.ImportBlock(p[:s], kv); err != nil {
+					t.Fatal(err)
+				}
+				st := []engine.Step{{Seq: b, Tokens: p[s:], Output: engine.OutputAll}}
+				if err := dir.to.Forward(context.Background(), st); err != nil {
+					t.Fatal(err)
+				}
+				enginetest.RequireSame(t, "logits after the move", st[0].Logits, full[s*V:])
+				if !slices.Equal(enginetest.KVBytes(t, b, len(p)), fullKV) {
+					t.Fatal("KV after the move differs from the CPU's whole prefill")
+				}
+			})
+		}
+	}
+}
+
+// TestGPUKVErrors: a cache refuses positions past its maximum and a
+// payload of the wrong size, leaving what it holds.
+func TestGPUKVErrors(t *testing.T) {
+	d := gpu(t)
+	m := open(t, enginetest.TinyModel(t, "llama", ggml.TypeQ8_0), d, kvcache.DTypeF16)
+	s, err := m.NewSequence(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.KV().Reserve(9); !errors.Is(err, kvcache.ErrFull) {
+		t.Errorf("Reserve(9) of an 8-token cache: %v, want ErrFull", err)
+	}
+	if err := s.ImportBlock([]int32{1, 2}, make([]byte, 3)); !errors.Is(err, kvcache.ErrChunkSize) || s.Len() != 0 {
+		t.Errorf("import of 3 bytes: %v (sequence %d tokens), want ErrChunkSize and nothing imported", err, s.Len())
+	}
+	if err := m.Forward(context.Background(), []engine.Step{{Seq: s, Tokens: []int32{1, 2, 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.KV().ExportBlock(nil, 2, 300); !errors.Is(err, kvcache.ErrFull) {
+		t.Errorf("export past the maximum: %v, want ErrFull", err)
+	}
+}
