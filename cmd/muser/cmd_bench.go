@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cuda"
 )
 
 // benchOptions are the flags of `muser bench`.
@@ -27,6 +29,7 @@ type benchOptions struct {
 	json    bool
 	cpuProf string
 	device  string
+	profile bool
 }
 
 func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -37,6 +40,7 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.reps, "reps", 3, "repetitions; the fastest is reported")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
 	addDeviceFlag(fs, &o.device)
+	fs.BoolVar(&o.profile, "profile", false, "with --device cuda: time every kernel (device events) and print where the time went, on stderr")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof)")
 }
 
@@ -96,7 +100,7 @@ llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.`,
 		if err != nil {
 			return usagef(cmd, "%v", err)
 		}
-		dev, closeDev, err := openDevice(kind, ordinal, o.threads)
+		dev, closeDev, err := openDevice(kind, ordinal, o.threads, o.profile)
 		if err != nil {
 			return err
 		}
@@ -104,6 +108,9 @@ llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.`,
 		res, err := runBench(ctx, o, dev)
 		if err != nil {
 			return err
+		}
+		if d, ok := dev.(*cuda.Device); ok && o.profile {
+			printProfile(env.stderr, d.Profile())
 		}
 		if o.json {
 			b, _ := json.Marshal(res)
@@ -211,4 +218,16 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// printProfile prints where a GPU's device time went, kernel by kernel.
+func printProfile(w io.Writer, kts []cuda.KernelTime) {
+	var total time.Duration
+	for _, kt := range kts {
+		total += kt.Time
+	}
+	fmt.Fprintf(w, "device time by kernel (all repetitions): %v\n", total.Round(time.Microsecond))
+	for _, kt := range kts {
+		fmt.Fprintf(w, "  %-28s %8d launches %12v %5.1f%%\n", kt.Kernel, kt.Launches, kt.Time.Round(time.Microsecond), 100*float64(kt.Time)/float64(max(total, 1)))
+	}
 }

@@ -109,7 +109,7 @@ output on every run and platform.`,
 		if err != nil {
 			return usagef(cmd, "%v", err)
 		}
-		dev, closeDev, err := openDevice(kind, ordinal, o.threads)
+		dev, closeDev, err := openDevice(kind, ordinal, o.threads, false)
 		if err != nil {
 			return err
 		}

@@ -147,7 +147,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	if err != nil {
 		return usagef(cmd, "%v", err)
 	}
-	dev, closeDev, err := openDevice(kind, ordinal, o.threads)
+	dev, closeDev, err := openDevice(kind, ordinal, o.threads, false)
 	if err != nil {
 		return err
 	}

@@ -39,12 +39,12 @@ func parseDevice(s string) (kind string, ordinal int, err error) {
 }
 
 // openDevice opens the device a valid --device value names (threads is the
-// CPU engine's worker count). close releases it once every model bound on
+// CPU engine's worker count; profile times a GPU's kernels). close releases it once every model bound on
 // it is closed. A GPU that cannot be opened (no libcuda.so.1, no such GPU)
 // is an error naming the library or the device: exit status 1.
-func openDevice(kind string, ordinal, threads int) (dev engine.Device, close func() error, err error) {
+func openDevice(kind string, ordinal, threads int, profile bool) (dev engine.Device, close func() error, err error) {
 	if kind == "cuda" {
-		d, err := cuda.New(cuda.Options{Ordinal: ordinal})
+		d, err := cuda.New(cuda.Options{Ordinal: ordinal, Profile: profile})
 		if err != nil {
 			return nil, nil, err
 		}

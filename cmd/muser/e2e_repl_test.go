@@ -44,6 +44,11 @@ func newE2E(t *testing.T) *e2e {
 	if _, err := os.Stat(storiesModel); err != nil {
 		t.Skipf("skipping: %s is absent: %v", storiesModel, err)
 	}
+	if bin := os.Getenv("MUSER_E2E_BIN"); bin != "" {
+		// A machine with no Go toolchain (the GPU machine) runs the
+		// tests against a muser binary built elsewhere.
+		return &e2e{t: t, bin: bin}
+	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		// go test runs with the toolchain's bin directory in GOROOT.
@@ -394,7 +399,9 @@ func TestE2EReplication(t *testing.T) {
 }
 
 // TestE2ERemotePrefill: a producer P, a consumer C (--prefill-node P) and
-// a single local node L answer the same requests byte for byte; C's
+// a single local node L answer the same requests byte for byte (with
+// MUSER_E2E_PRODUCER_DEVICE=cuda, P prefills on a GPU and C and L compute
+// on the CPU); C's
 // prompts come from the store; with P stopped C falls back locally (same
 // output, a log line saying why), and with --prefill-fallback fail the
 // request fails with 502.
@@ -403,7 +410,13 @@ func TestE2ERemotePrefill(t *testing.T) {
 	homeP, homeC, addrP, _ := e.cluster2("producer", "consumer")
 	homeL := filepath.Join(t.TempDir(), "local")
 
-	p := e.serve("producer", homeP, "--role", "producer", "--repl-addr", addrP)
+	pargs := []string{"--role", "producer", "--repl-addr", addrP}
+	if d := os.Getenv("MUSER_E2E_PRODUCER_DEVICE"); d != "" {
+		// The disaggregated lane: a GPU producer (--device cuda) for a
+		// consumer and a local reference on the CPU.
+		pargs = append(pargs, "--device", d)
+	}
+	p := e.serve("producer", homeP, pargs...)
 	c := e.serve("consumer", homeC, "--prefill-node", "producer")
 	// L computes every prompt (no slot reuse): the local-prefill reference.
 	l := e.serve("local", homeL, "--slot-reuse=false")

@@ -66,6 +66,7 @@ func main() {
 		consumers = flag.Int("consumers", 3, "with -remote: fresh consumers, one remote measurement each")
 		muserBin  = flag.String("muser", "", "with -remote: the muser binary (default: go build ./cmd/muser)")
 		warmConn  = flag.Bool("warm-conn", true, "with -remote: open each consumer's connection to the producer before the measured request")
+		prodDev   = flag.String("producer-device", "", "with -remote: the producer's --device (e.g. cuda); each consumer then sends a prompt the producer has not seen (it prefills it cold), and local cold is a CPU server of its own")
 	)
 	flag.Parse()
 	if *remote {
@@ -84,7 +85,7 @@ func main() {
 				}
 			}
 		}
-		if err := runRemote(*muserBin, model, ints(*depthsArg), max(*consumers, 1), *threads, *warmConn); err != nil {
+		if err := runRemote(*muserBin, model, ints(*depthsArg), max(*consumers, 1), *threads, *warmConn, *prodDev); err != nil {
 			fmt.Fprintln(os.Stderr, "servebench:", err)
 			os.Exit(1)
 		}

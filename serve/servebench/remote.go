@@ -148,7 +148,7 @@ type remoteRow struct {
 	remoteCached, warmCached       int
 }
 
-func runRemote(bin, modelPath string, depths []int, consumers, threads int, warmConn bool) error {
+func runRemote(bin, modelPath string, depths []int, consumers, threads int, warmConn bool, producerDevice string) error {
 	tmp, err := os.MkdirTemp("", "servebench-remote-")
 	if err != nil {
 		return err
@@ -201,36 +201,57 @@ func runRemote(bin, modelPath string, depths []int, consumers, threads int, warm
 		maxDepth = max(maxDepth, d)
 	}
 	ctx := maxDepth + 64
-	p, err := startServe(bin, "producer", homeP, modelPath, ctx, threads, "--role", "producer", "--repl-addr", addrP)
+	rng := rand.New(rand.NewPCG(7, 7))
+	pargs := []string{"--role", "producer", "--repl-addr", addrP}
+	if producerDevice != "" {
+		pargs = append(pargs, "--device", producerDevice)
+	}
+	p, err := startServe(bin, "producer", homeP, modelPath, ctx, threads, pargs...)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-
-	fmt.Printf("Model: %s (%s), %d engine threads per server, %d CPUs, muser binary %s; load average at start: %s\n\n",
-		filepath.Base(modelPath), size(modelPath), threads, runtimeCPUs(), bin, loadavg())
-	rng := rand.New(rand.NewPCG(7, 7))
-	var rows []remoteRow
-	for _, d := range depths {
+	// cold is where local cold is measured: the producer, or, when the
+	// producer computes on another device, a CPU server of its own.
+	cold := p
+	if producerDevice != "" {
+		homeL, err := home("local")
+		if err != nil {
+			return err
+		}
+		if cold, err = startServe(bin, "local", homeL, modelPath, ctx, threads); err != nil {
+			return err
+		}
+		defer cold.stop()
+	}
+	fresh := func(d int) []int32 {
 		prompt := make([]int32, d)
 		for i := range prompt {
 			prompt[i] = int32(3 + rng.IntN(150000))
 		}
+		return prompt
+	}
+
+	fmt.Printf("Model: %s (%s), %d engine threads per server, %d CPUs, muser binary %s; load average at start: %s\n\n",
+		filepath.Base(modelPath), size(modelPath), threads, runtimeCPUs(), bin, loadavg())
+	var rows []remoteRow
+	for _, d := range depths {
+		prompt := fresh(d)
 		r := remoteRow{depth: d}
-		logf("depth %d: cold on the producer", d)
-		cpu0 := p.cpu()
-		cold, c0, err := (&bench{url: p.url}).firstToken(prompt)
+		logf("depth %d: cold on %s", d, cold.name)
+		cpu0 := cold.cpu()
+		coldT, c0, err := (&bench{url: cold.url}).firstToken(prompt)
 		if err != nil {
 			return err
 		}
-		r.cold, r.coldCPU = cold, p.cpu()-cpu0
+		r.cold, r.coldCPU = coldT, cold.cpu()-cpu0
 		if c0 != 0 {
 			return fmt.Errorf("depth %d: the cold request had %d cached tokens", d, c0)
 		}
-		if err := p.waitPublished(); err != nil {
+		if err := cold.waitPublished(); err != nil {
 			return err
 		}
-		logf("depth %d: cold %v (cpu %v)", d, cold, r.coldCPU)
+		logf("depth %d: cold %v (cpu %v)", d, coldT, r.coldCPU)
 		for i, h := range homesC {
 			c, err := startServe(bin, fmt.Sprintf("consumer%d", i+1), h, modelPath, ctx, threads, "--prefill-node", "producer",
 				"--prefill-fallback", "fail")
@@ -254,6 +275,9 @@ func runRemote(bin, modelPath string, depths []int, consumers, threads int, warm
 				if err := c.waitPublished(); err != nil {
 					return err
 				}
+			}
+			if producerDevice != "" {
+				prompt = fresh(d) // the producer has not seen it: it prefills cold
 			}
 			pc0, cc0 := p.cpu(), c.cpu()
 			t, cached, err := cb.firstToken(prompt)
@@ -282,7 +306,7 @@ func runRemote(bin, modelPath string, depths []int, consumers, threads int, warm
 		}
 		rows = append(rows, r)
 	}
-	printRemote(rows, consumers, warmConn)
+	printRemote(rows, consumers, warmConn, producerDevice)
 	fmt.Printf("Load average at the end: %s\n", loadavg())
 	return nil
 }
@@ -298,15 +322,19 @@ func runtimeCPUs() int {
 	return n
 }
 
-func printRemote(rows []remoteRow, consumers int, warmConn bool) {
+func printRemote(rows []remoteRow, consumers int, warmConn bool, producerDevice string) {
 	fmt.Println("### Time to first token: remote producer vs local prefill (streamed /v1/completions, prompt as token ids)")
 	fmt.Println()
 	conn := "the first request of each consumer: it includes the QUIC + mTLS handshake"
 	if warmConn {
 		conn = "each consumer's connection to the producer already open (a one-block request before)"
 	}
-	fmt.Printf("Remote: median over %d fresh consumers, %s; local warm hit: median of 3 requests on each consumer (%d in all); local cold: one request on the producer.\n\n", consumers, conn, 3*consumers)
-	fmt.Println("| prompt tokens | local cold | remote producer (holds the prefix) | local warm hit | cached tokens (remote / warm) | **cold / remote** | remote / warm |")
+	remoteCol, coldWhere := "remote producer (holds the prefix)", "one request on the producer"
+	if producerDevice != "" {
+		remoteCol, coldWhere = "remote producer (--device "+producerDevice+", prefills it cold)", "one request on a CPU server of its own"
+	}
+	fmt.Printf("Remote: median over %d fresh consumers, %s; local warm hit: median of 3 requests on each consumer (%d in all); local cold: %s.\n\n", consumers, conn, 3*consumers, coldWhere)
+	fmt.Printf("| prompt tokens | local cold | %s | local warm hit | cached tokens (remote / warm) | **cold / remote** | remote / warm |\n", remoteCol)
 	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range rows {
 		rm, wm := median(r.remote), median(r.warm)

@@ -26,6 +26,9 @@ type Options struct {
 	// PTX loads the kernels' PTX (compiled by the driver) instead of the
 	// sm_90 cubin; it is chosen anyway on a GPU other than sm_90.
 	PTX bool
+	// Profile times every kernel launch with device events (Profile
+	// returns the totals); it slows the forward passes a little.
+	Profile bool
 }
 
 // Device is one NVIDIA GPU as an engine.Device: it binds models whose
@@ -34,6 +37,8 @@ type Device struct {
 	dev   *cu.Device
 	info  cu.Info
 	image string
+
+	prof *profiler // nil unless Options.Profile
 
 	mu     sync.Mutex
 	fns    map[string]cu.Function
@@ -60,6 +65,9 @@ func New(o Options) (*Device, error) {
 		return nil, fmt.Errorf("--device cuda:%d: %w", o.Ordinal, err)
 	}
 	d := &Device{dev: dev, info: dev.Info(), fns: map[string]cu.Function{}}
+	if o.Profile {
+		d.prof = &profiler{}
+	}
 	img := cukernels.Cubin()
 	d.image = "cubin"
 	if o.PTX || d.info.ComputeMajor != 9 || d.info.ComputeMinor != 0 {

@@ -215,6 +215,9 @@ func (b *backend) Forward(ctx context.Context, rows []engine.Row) error {
 			r.layer(li)
 		}
 		r.logits(rows)
+		if r.err == nil && b.d.prof != nil {
+			r.err = b.d.prof.collect(c)
+		}
 		return r.err
 	})
 }
@@ -250,7 +253,16 @@ func (r *run) launch(l cukernels.Launch, err error) {
 			return
 		}
 	}
+	prof := r.b.d.prof
+	if prof != nil {
+		if r.err = prof.begin(r.c, l.Kernel); r.err != nil {
+			return
+		}
+	}
 	r.err = r.c.Launch(f, l.Grid, l.Block, l.Shared, r.c.Stream(), l.Args...)
+	if prof != nil && r.err == nil {
+		r.err = prof.end(r.c)
+	}
 }
 
 func (r *run) up(dst cu.DevicePtr, src []byte) {

@@ -258,60 +258,155 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 	}
 }
 
-// attn_wsum: grid (ntiles, kvheads·ceil(group/gh), ceil(qcap·dim/256)),
-// block 256, dynamic shared memory (32·dim + 32·32)·4 bytes. Thread tid of
-// blockIdx.z computes output element o = z·256 + tid of the block's
-// queries: query o / dim, dimension o % dim.
+// attn_wsum: grid (ntiles, kvheads·ceil(group/gh)), block 256, dynamic
+// shared memory (32·min(dim, 128) + 32·33)·4 bytes.
+//
+// The weighted sums of the block's queries are a small matrix product,
+// out[q][d] = Σ_j w[q][j]·V[j][d], computed as a SIMT product whose
+// reduction runs in position order: thread (qg, dl) = (tid / 32, tid % 32)
+// holds the outputs of queries 4qg .. 4qg+3 at dimensions dl, dl+32, …
+// (up to 128 dimensions a pass; a larger head takes several passes),
+// and for each tile of 32 positions adds w·V for j = j0, j0+1, … in turn
+// (each output is the one chain y = y + w_j·V_j of the CPU's AXPYF16Rows,
+// j ascending, positions past the query's own skipped). A query's chain
+// never depends on which thread, tile or block computes it. The weights of
+// the tile are staged in shared memory as [query][33] (a broadcast read per
+// query), the V rows as [32][dim] (consecutive dimensions per warp).
 template <bool F16>
 __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                                           const int* __restrict__ pos, const int* __restrict__ tiles,
                                           float* __restrict__ out, int heads, int kvheads, int dim) {
 	using namespace attn;
+	constexpr int QT = 4;                 // queries per thread
+	constexpr int DP = 128;               // dimensions per pass
+	constexpr int DT = DP / 32;           // dimension slots per thread
+	constexpr int WL = KT + 1;            // padded row of the staged weights
+	constexpr int VR = KT * DP / THREADS; // V elements a thread stages per tile
+	constexpr int WR = QMAX * KT / THREADS;
 	MUSER_DYNAMIC_SMEM(smem);
-	float* Vs = smem;            // [KT][dim]
-	float* Ws = smem + KT * dim; // [QMAX][KT]
+	float* Vs = smem;           // [KT][dw]
+	float* Ws = smem + KT * DP; // [QMAX][WL]
 	const AttnCTA cta = attn_cta(tiles, heads, kvheads, dim);
 	const int nq = cta.nq;
 	const int kvrow = kvheads * dim;
 	const int tid = threadIdx.x;
-	if (blockIdx.z * THREADS >= nq * dim) return;
-	const int o = blockIdx.z * THREADS + tid;
-	const int qi = o / dim, d = o % dim;
-	const bool mine = qi < nq;
-	const int row = cta.row(mine ? qi : 0), h = cta.head(mine ? qi : 0);
-	const int m = pos[row] + 1;
-	const int mlast = pos[cta.hi - 1] + 1;
-	float y = 0.0f;
-	for (int j0 = 0; j0 < mlast; j0 += KT) {
-		for (int it = tid; it < KT * dim; it += THREADS) {
-			const int jj = it / dim, i = it % dim, j = j0 + jj;
-			float v = 0.0f;
-			if (j < mlast) {
-				const size_t e = (size_t)j * kvrow + (size_t)cta.kvh * dim + i;
-				v = F16 ? f16_to_f32(((const uint16_t*)vc[cta.lo])[e]) : ((const float*)vc[cta.lo])[e];
-			}
-			Vs[jj * dim + i] = v;
-		}
-		for (int it = tid; it < QMAX * KT; it += THREADS) {
-			const int wq = it / KT, jj = it % KT, j = j0 + jj;
-			float v = 0.0f;
-			if (wq < nq) {
-				const int wr = cta.row(wq);
-				if (j <= pos[wr]) v = S[((size_t)wr * heads + cta.head(wq)) * ld + j];
-			}
-			Ws[wq * KT + jj] = v;
-		}
-		__syncthreads();
-		if (mine) {
-			const int jn = min(KT, m - j0);
-			for (int jj = 0; jj < jn; jj++) {
-				const float w = Ws[qi * KT + jj], v = Vs[jj * dim + d];
-				y = F16 ? __fmaf_rn(w, v, y) : f32add(y, f32mul(w, v));
-			}
-		}
-		__syncthreads();
+	const int qg = tid / 32, dl = tid % 32;
+	int m[QT]; // positions each of the thread's queries attends to
+#pragma unroll
+	for (int k = 0; k < QT; k++) {
+		const int qi = QT * qg + k;
+		m[k] = qi < nq ? pos[cta.row(qi)] + 1 : 0;
 	}
-	if (mine) out[(size_t)row * heads * dim + (size_t)h * dim + d] = y;
+	const int mlast = pos[cta.hi - 1] + 1;
+	const unsigned short* v16 = (const unsigned short*)vc[cta.lo];
+	const float* v32 = (const float*)vc[cta.lo];
+	// Dimensions d0 .. d0+dw-1 per pass (one pass for dim ≤ 128).
+	for (int d0 = 0; d0 < dim; d0 += DP) {
+		const int dw = min(DP, dim - d0);
+		const int nd = max(0, (dw - dl + 31) / 32); // this thread's dimensions: d0 + dl + 32c, c < nd
+		const int vn = KT * dw;
+		float y[QT][DT];
+#pragma unroll
+		for (int k = 0; k < QT; k++)
+#pragma unroll
+			for (int c = 0; c < DT; c++) y[k][c] = 0.0f;
+		// The next tile of V rows and weights is loaded into registers
+		// while the current one is multiplied (the loads do not wait on
+		// the sums).
+		float rv[VR], rw[WR];
+		auto fetch = [&](int j0) {
+#pragma unroll
+			for (int k = 0; k < VR; k++) {
+				const int it = tid + k * THREADS;
+				if (it < vn) {
+					const int jj = it / dw, i = it - jj * dw, j = j0 + jj;
+					float v = 0.0f;
+					if (j < mlast) {
+						const size_t e = (size_t)j * kvrow + (size_t)cta.kvh * dim + d0 + i;
+						v = F16 ? f16_to_f32(v16[e]) : v32[e];
+					}
+					rv[k] = v;
+				}
+			}
+#pragma unroll
+			for (int k = 0; k < WR; k++) {
+				const int it = tid + k * THREADS;
+				const int wq = it / KT, jj = it % KT, j = j0 + jj;
+				float v = 0.0f;
+				if (wq < nq) {
+					const int wr = cta.row(wq);
+					if (j <= pos[wr]) v = S[((size_t)wr * heads + cta.head(wq)) * ld + j];
+				}
+				rw[k] = v;
+			}
+		};
+		fetch(0);
+		for (int j0 = 0; j0 < mlast; j0 += KT) {
+#pragma unroll
+			for (int k = 0; k < VR; k++) {
+				const int it = tid + k * THREADS;
+				if (it < vn) Vs[it] = rv[k];
+			}
+#pragma unroll
+			for (int k = 0; k < WR; k++) {
+				const int it = tid + k * THREADS;
+				Ws[(it / KT) * WL + it % KT] = rw[k];
+			}
+			__syncthreads();
+			if (j0 + KT < mlast) fetch(j0 + KT);
+			int jn[QT];
+			bool all = true;
+#pragma unroll
+			for (int k = 0; k < QT; k++) {
+				jn[k] = max(0, min(KT, m[k] - j0));
+				all = all && jn[k] == KT;
+			}
+			const float* w0 = Ws + (QT * qg) * WL;
+			if (all) {
+#pragma unroll 8
+				for (int jj = 0; jj < KT; jj++) {
+					float w[QT];
+#pragma unroll
+					for (int k = 0; k < QT; k++) w[k] = w0[k * WL + jj];
+#pragma unroll
+					for (int c = 0; c < DT; c++) {
+						if (c < nd) {
+							const float v = Vs[jj * dw + dl + 32 * c];
+#pragma unroll
+							for (int k = 0; k < QT; k++)
+								y[k][c] = F16 ? __fmaf_rn(w[k], v, y[k][c]) : f32add(y[k][c], f32mul(w[k], v));
+						}
+					}
+				}
+			} else {
+				for (int jj = 0; jj < KT; jj++) {
+					float w[QT];
+#pragma unroll
+					for (int k = 0; k < QT; k++) w[k] = w0[k * WL + jj];
+#pragma unroll
+					for (int c = 0; c < DT; c++) {
+						if (c < nd) {
+							const float v = Vs[jj * dw + dl + 32 * c];
+#pragma unroll
+							for (int k = 0; k < QT; k++) {
+								if (jj < jn[k]) y[k][c] = F16 ? __fmaf_rn(w[k], v, y[k][c]) : f32add(y[k][c], f32mul(w[k], v));
+							}
+						}
+					}
+				}
+			}
+			__syncthreads();
+		}
+#pragma unroll
+		for (int k = 0; k < QT; k++) {
+			const int qi = QT * qg + k;
+			if (qi >= nq) continue;
+			const size_t base = (size_t)cta.row(qi) * heads * dim + (size_t)cta.head(qi) * dim + d0;
+#pragma unroll
+			for (int c = 0; c < DT; c++)
+				if (c < nd) out[base + dl + 32 * c] = y[k][c];
+		}
+	}
 }
 
 extern "C" __global__ void __launch_bounds__(256)

@@ -137,8 +137,8 @@
 //	muser_attn_softmax       p S, i ld, p pos, i n, i heads, i round        n×heads, 256
 //	muser_attn_wsum_f16, _f32
 //	                         p S, i ld, p vc, p pos, p tiles, p out, i heads, i kvheads, i dim
-//	                         ntiles × kvheads·⌈group/gh⌉ × ⌈qcap·dim/256⌉, 256,
-//	                         shared (32·dim + 1024)·4 bytes
+//	                         ntiles × kvheads·⌈group/gh⌉, 256,
+//	                         shared (32·min(dim, 128) + 32·33)·4 bytes
 //	muser_test_exp32         p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni     ⌈count/256⌉, 256
 //	muser_test_small_tables  p f16, p ue                                    256, 256

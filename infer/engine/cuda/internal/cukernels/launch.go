@@ -619,7 +619,7 @@ func (a Attention) Launches() ([3]Launch, error) {
 	if err != nil {
 		return ls, err
 	}
-	ls[2], err = launch(wk, [3]int{a.NTiles, hy, ceilDiv(qc*a.Dim, 256)}, 256, (attnKT*a.Dim+attnQMax*attnKT)*4,
+	ls[2], err = launch(wk, [3]int{a.NTiles, hy, 1}, 256, (attnKT*min(a.Dim, 128)+attnQMax*(attnKT+1))*4,
 		p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Tiles), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
 	return ls, err
 }

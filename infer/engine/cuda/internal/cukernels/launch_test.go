@@ -263,7 +263,7 @@ func TestAttentionLaunches(t *testing.T) {
 	}{
 		{"muser_attn_scores_f16", [3]uint32{3, 2, 1}, (32 + 32) * 68 * 4},
 		{"muser_attn_softmax", [3]uint32{9, 14, 1}, 0},
-		{"muser_attn_wsum_f16", [3]uint32{3, 2, 8}, (32*64 + 32*32) * 4},
+		{"muser_attn_wsum_f16", [3]uint32{3, 2, 1}, (32*64 + 32*33) * 4},
 	}
 	for i, w := range want {
 		if ls[i].Kernel != w.kernel || ls[i].Grid != w.grid || ls[i].Shared != w.shared {
