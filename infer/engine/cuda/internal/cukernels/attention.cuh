@@ -284,8 +284,8 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, int ld, c
 	constexpr int VR = KT * DP / THREADS; // V elements a thread stages per tile
 	constexpr int WR = QMAX * KT / THREADS;
 	MUSER_DYNAMIC_SMEM(smem);
-	float* Vs = smem;           // [KT][dw]
-	float* Ws = smem + KT * DP; // [QMAX][WL]
+	float* Vs = smem;                     // [KT][dw], dw ≤ min(dim, DP)
+	float* Ws = smem + KT * min(dim, DP); // [QMAX][WL]: the launch's shared memory ends there
 	const AttnCTA cta = attn_cta(tiles, heads, kvheads, dim);
 	const int nq = cta.nq;
 	const int kvrow = kvheads * dim;

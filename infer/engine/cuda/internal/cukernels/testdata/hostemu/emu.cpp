@@ -10,6 +10,7 @@
 // Addresses are the "device addresses" the Go side chose; the memory is
 // mapped there (MAP_FIXED_NOREPLACE), so that pointers stored in buffers
 // (the attention's per-row cache addresses) are host pointers too.
+#include <cstring>
 #include "simt.h"
 
 #include "../../muser.cu"
@@ -127,7 +128,14 @@ int main(int argc, char** argv) {
 				}
 				args.push_back(x);
 			}
+			// Bytes past the launch's dynamic shared memory hold a canary: a
+			// kernel that writes there would be out of bounds on a GPU.
+			unsigned char* smem = (unsigned char*)muser_emu_dynamic_smem;
+			const size_t total = sizeof muser_emu_dynamic_smem;
+			std::memset(smem + shared, 0xa5, total - shared);
 			muser_emu_launch(g, b, [&] { k->second(args); });
+			for (size_t i = shared; i < total; i++)
+				if (smem[i] != 0xa5) die("kernel wrote past its " + std::to_string(shared) + " bytes of dynamic shared memory: " + line);
 		} else if (!op.empty()) {
 			die("bad line " + line);
 		}
