@@ -121,9 +121,6 @@ func readArch(f *gguf.File) (Arch, *Config, error) {
 // Config returns the model's hyperparameters.
 func (m *Model) Config() Config { return m.w.Config }
 
-// Weights returns the model's bound weights (read-only).
-func (m *Model) Weights() *Weights { return m.w }
-
 // File returns the GGUF file the model reads its weights from.
 func (m *Model) File() *gguf.File { return m.file }
 

@@ -21,9 +21,6 @@ type Tensor struct {
 	Data       []byte
 }
 
-// RowBytes returns the bytes of one row.
-func (t *Tensor) RowBytes() int { return len(t.Data) / t.Rows }
-
 // Layer holds one transformer block's weights. Vectors are decoded to
 // float32; an optional vector the model lacks is nil.
 type Layer struct {

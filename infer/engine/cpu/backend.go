@@ -44,9 +44,6 @@ func New(o Options) *Device {
 // Name returns "cpu (N threads)".
 func (d *Device) Name() string { return fmt.Sprintf("cpu (%d threads)", d.opts.Threads) }
 
-// Threads returns the number of worker goroutines of the device's backends.
-func (d *Device) Threads() int { return d.opts.Threads }
-
 // backend is one model bound for the CPU kernels.
 type backend struct {
 	w       *engine.Weights

@@ -165,8 +165,7 @@
 // ignored). Activations are Q8_0. The dot product: for each block in
 // order, for each sub-block s = 0..3: isum = Σ v·a (exact), t = ws·da (da
 // the scale of Q8_0 block 2b + s/2), p = t·float32(isum), acc = acc + p.
-// Where infer/ggml or infer/kernels cannot yet decode NVFP4, the tests
-// compare with ref_test.go's copy of that definition.
+// The tests compare with ggml.Dequantize and kernels.MatMul.
 //
 // # Performance notes
 //

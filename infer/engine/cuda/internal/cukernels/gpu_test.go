@@ -294,7 +294,7 @@ func TestGPUPrimitives(t *testing.T) {
 		sameBits(t, "f16_to_f32 of every f16 (ggml.F16ToF32)", bytesF32(f16), want)
 		wue := make([]float32, 256)
 		for x := range wue {
-			wue[x] = refUE4M3Half(byte(x))
+			wue[x] = ggml.UE4M3Half(byte(x))
 		}
 		sameBits(t, "ue4m3_half of every byte (NVFP4 scales)", bytesF32(ue), wue)
 	})

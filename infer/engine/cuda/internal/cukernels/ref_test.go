@@ -2,7 +2,6 @@ package cukernels
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -15,9 +14,7 @@ import (
 // definitions live unexported in infer/kernels; the quantizers and the
 // rounding helpers are ported here line for line from quant.go (the
 // matrix-product tests compare with kernels.MatMul, which quantizes with
-// the originals, so a port that drifted would show there). NVFP4 is not in
-// infer/kernels yet: refDotNVFP4 and refDequantNVFP4 follow the
-// definition muser's NVFP4 work was given (doc.go, "NVFP4").
+// the originals, so a port that drifted would show there).
 
 // refRoundAway is kernels.roundAway.
 func refRoundAway(v float32) int8 {
@@ -165,82 +162,11 @@ func refQuantize(a Act, x []float32, n, cols int) quantActs {
 	return out
 }
 
-// ---------------------------------------------------------------------------
-// NVFP4 (ggml type 40): blocks of 64 = 36 bytes, d[4] UE4M3 then qs[32];
-// sub-block s: qs[8s+j] low nibble = element j, high nibble = element j+8.
-
-var nvfp4Values = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
-
-// refUE4M3Half is ggml's ggml_ue4m3_to_fp32 (the scale halved, the E2M1
-// table doubled).
-func refUE4M3Half(x byte) float32 {
-	if x == 0 || x == 0x7f {
-		return 0
-	}
-	e, m := int(x>>3)&15, int(x&7)
-	var raw float64
-	if e == 0 {
-		raw = math.Ldexp(float64(m), -9)
-	} else {
-		raw = math.Ldexp(1+float64(m)/8, e-7)
-	}
-	return float32(raw) * 0.5
-}
-
-func nvfp4Value(b []byte, i int) int8 {
-	s, j := i/16, i%16
-	if j < 8 {
-		return nvfp4Values[b[4+8*s+j]&15]
-	}
-	return nvfp4Values[b[4+8*s+j-8]>>4]
-}
-
-// refDequantNVFP4 decodes whole blocks: value × scale.
-func refDequantNVFP4(src []byte, dst []float32) {
-	for b := 0; b < len(dst)/64; b++ {
-		blk := src[b*36 : b*36+36]
-		for i := range 64 {
-			dst[b*64+i] = float32(nvfp4Value(blk, i)) * refUE4M3Half(blk[i/16])
-		}
-	}
-}
-
-// refDotNVFP4 is the canonical NVFP4 dot product of one row with one
-// token's Q8_0 activations: for each block, for each sub-block s:
-// isum = Σ v·a; p = (ws·da)·float32(isum); acc = acc + p.
-func refDotNVFP4(row []byte, q []int8, d []float32) float32 {
-	var acc float32
-	for b := 0; b < len(row)/36; b++ {
-		blk := row[b*36 : b*36+36]
-		for s := range 4 {
-			isum := int32(0)
-			for j := range 16 {
-				i := 16*s + j
-				isum += int32(nvfp4Value(blk, i)) * int32(q[b*64+i])
-			}
-			t := refUE4M3Half(blk[s]) * d[2*b+s/2]
-			acc = acc + float32(t*float32(isum))
-		}
-	}
-	return acc
-}
-
-// refMatMul returns y = W·x (n rows) as the CPU computes it:
-// kernels.MatMul, or refDotNVFP4 on the quantized activations qa for NVFP4
-// while infer/kernels has no NVFP4 kernel.
+// refMatMul returns y = W·x (n rows) as the CPU computes it: kernels.MatMul.
 func refMatMul(t *testing.T, pool *kernels.Pool, typ ggml.Type, w []byte, rows, cols int, x []float32, qa quantActs, n int) []float32 {
 	t.Helper()
 	y := make([]float32, n*rows)
 	m, err := kernels.NewMatrix(typ, rows, cols, w)
-	if errors.Is(err, kernels.ErrUnsupportedType) && typ == ggml.TypeNVFP4 {
-		rb, _ := typ.RowSize(cols)
-		for tk := range n {
-			for r := range rows {
-				y[tk*rows+r] = refDotNVFP4(w[r*rb:(r+1)*rb], qa.q[tk*cols:(tk+1)*cols], qa.d[tk*cols/32:(tk+1)*cols/32])
-			}
-		}
-		return y
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

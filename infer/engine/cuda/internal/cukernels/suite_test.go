@@ -413,9 +413,7 @@ func runEmbed(t *testing.T, d device, types []ggml.Type) {
 					continue
 				}
 				want := make([]float32, cols)
-				if !typ.CanDequantize() {
-					refDequantNVFP4(w[tok*rb:(tok+1)*rb], want)
-				} else if err := ggml.Dequantize(typ, w[tok*rb:(tok+1)*rb], want); err != nil {
+				if err := ggml.Dequantize(typ, w[tok*rb:(tok+1)*rb], want); err != nil {
 					t.Fatal(err)
 				}
 				sameBits(t, what, row, want)
