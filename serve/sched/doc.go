@@ -51,6 +51,16 @@
 // prefill); a PrefillOnly request computes and publishes a prompt's KV and
 // returns the pack (the producer side).
 //
+// # Embeddings
+//
+// A request with Request.Hidden set is an embeddings request: a prefill
+// in a slot, chunk by chunk beside the other slots' work, that collects
+// the final-normed hidden states of its prompt (the last token's or every
+// token's) into Result.Hidden and ends without sampling. Its blocks are
+// published like any prefill's. One that wants every token's state never
+// restores a prefix nor reuses a slot's KV (restored tokens have no
+// states); one that wants the last token's does both as usual.
+//
 // # Cancellation
 //
 // A task's context ends when the client goes away or Task.Cancel is

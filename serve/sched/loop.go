@@ -96,6 +96,7 @@ func (s *Scheduler) loop() {
 		}
 		now := time.Now()
 		for i, sl := range owners {
+			collectHidden(sl, &steps[i])
 			s.after(sl, steps[i].Logits, now)
 			steps[i].Logits = nil
 		}
@@ -296,7 +297,7 @@ func (s *Scheduler) start(t *Task) {
 		best  *slot
 		reuse int
 	)
-	if s.cfg.SlotReuse && !req.NoCache {
+	if s.cfg.SlotReuse && !req.NoCache && !req.everyRow() {
 		for _, sl := range s.slots {
 			if sl.state != stIdle || sl.salt == nil || !bytes.Equal(sl.salt, req.Salt) {
 				continue
@@ -337,7 +338,7 @@ func (s *Scheduler) start(t *Task) {
 		sl.seq.Truncate(0)
 	}
 	sl.salt = slices.Clone(req.Salt)
-	if reuse == 0 && s.cfg.Store != nil && !req.NoCache && len(req.Prompt) >= s.block {
+	if reuse == 0 && s.cfg.Store != nil && !req.NoCache && !req.everyRow() && len(req.Prompt) >= s.block {
 		s.setState(sl, stRestoring)
 		go s.restore(sl, t)
 		return
@@ -394,10 +395,11 @@ func (s *Scheduler) gather(rr *int) ([]engine.Step, []*slot) {
 		rest := prompt[sl.seq.Len():]
 		c := min(len(rest), s.cfg.PrefillChunk, budget)
 		out := engine.OutputNone
-		if c == len(rest) && !sl.task.req.PrefillOnly {
+		if c == len(rest) && !sl.task.req.PrefillOnly && sl.task.req.Hidden == engine.OutputNone {
 			out = engine.OutputLast
 		}
-		steps = append(steps, engine.Step{Seq: sl.seq, Tokens: rest[:c], Output: out, Logits: sl.logits})
+		steps = append(steps, engine.Step{Seq: sl.seq, Tokens: rest[:c], Output: out, Logits: sl.logits,
+			Hidden: hiddenOutput(sl.task.req, c == len(rest))})
 		owners = append(owners, sl)
 		budget -= c
 	}
@@ -416,7 +418,7 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 			return // more chunks to come
 		}
 		sl.res.PrefillDone = now
-		if req.PrefillOnly {
+		if req.PrefillOnly || req.Hidden != engine.OutputNone {
 			s.end(sl, FinishStop, nil, true)
 			return
 		}
