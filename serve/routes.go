@@ -24,6 +24,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /slots", s.handleSlots)
 	mux.HandleFunc("POST /embedding", s.handleLlamaEmbedding)
 	mux.HandleFunc("POST /embeddings", s.handleLlamaEmbedding)
+	mux.HandleFunc("POST /apply-template", s.handleApplyTemplate)
+	mux.HandleFunc("POST /infill", s.handleInfill)
 	// Ollama.
 	mux.HandleFunc("POST /api/generate", s.handleOllamaGenerate)
 	mux.HandleFunc("POST /api/chat", s.handleOllamaChat)
@@ -48,7 +50,7 @@ var knownPaths = map[string]string{
 	"/metrics": "GET",
 	// Embeddings (embed.go).
 	"/v1/embeddings": "POST", "/embedding": "POST", "/embeddings": "POST", "/api/embed": "POST", "/api/embeddings": "POST",
-	"/api/ps": "GET",
+	"/api/ps": "GET", "/apply-template": "POST", "/infill": "POST",
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
