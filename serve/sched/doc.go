@@ -61,6 +61,14 @@
 // restores a prefix nor reuses a slot's KV (restored tokens have no
 // states); one that wants the last token's does both as usual.
 //
+// # Slot operations
+//
+// WithSlot hands an idle slot's sequence, and the salt of the KV it
+// holds, to an operation (llama-server's slot save, restore and erase) in
+// a goroutine of its own; the slot is in state "maintenance" meanwhile
+// and no request is admitted to it. A slot serving a request is refused
+// at once (ErrSlotBusy), never waited for.
+//
 // # Cancellation
 //
 // A task's context ends when the client goes away or Task.Cancel is

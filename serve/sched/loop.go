@@ -23,10 +23,11 @@ const (
 	stPrefill              // computing the prompt, a chunk per step
 	stDecode               // generating, a token per step
 	stPublishing           // a goroutine is copying new blocks out of seq
+	stSlotOp               // a WithSlot operation owns seq (slotops.go)
 )
 
 func (st slotState) String() string {
-	return [...]string{"idle", "restoring", "prefill", "decode", "publishing"}[st]
+	return [...]string{"idle", "restoring", "prefill", "decode", "publishing", "maintenance"}[st]
 }
 
 // slot is one sequence and the request it serves. Only the loop goroutine
@@ -49,6 +50,8 @@ type slot struct {
 	lastAt  time.Time
 	res     Result
 	lastUse time.Time
+	// opDone answers the WithSlot call whose operation holds the slot.
+	opDone chan error
 }
 
 type restoreResult struct {
@@ -154,6 +157,8 @@ func (s *Scheduler) waitSignal() {
 		s.onRestored(r)
 	case id := <-s.freed:
 		s.onFreed(id)
+	case op := <-s.ops:
+		s.onSlotOp(op)
 	case <-done:
 	}
 }
@@ -166,6 +171,8 @@ func (s *Scheduler) drain() {
 			s.onRestored(r)
 		case id := <-s.freed:
 			s.onFreed(id)
+		case op := <-s.ops:
+			s.onSlotOp(op)
 		default:
 			return
 		}
@@ -175,6 +182,7 @@ func (s *Scheduler) drain() {
 func (s *Scheduler) onFreed(id int) {
 	sl := s.slots[id]
 	s.setState(sl, stIdle)
+	slotOpDone(sl)
 	s.poke()
 }
 
@@ -553,7 +561,7 @@ func (s *Scheduler) setState(sl *slot, st slotState) {
 
 func (s *Scheduler) infoLocked(sl *slot) {
 	in := SlotInfo{ID: sl.id, State: sl.state.String(), Ctx: s.cfg.Ctx}
-	if sl.state != stRestoring && sl.state != stPublishing {
+	if sl.state != stRestoring && sl.state != stPublishing && sl.state != stSlotOp {
 		in.Tokens = sl.seq.Len()
 	}
 	if t := sl.task; t != nil {
