@@ -26,6 +26,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /embeddings", s.handleLlamaEmbedding)
 	mux.HandleFunc("POST /apply-template", s.handleApplyTemplate)
 	mux.HandleFunc("POST /infill", s.handleInfill)
+	mux.HandleFunc("POST /slots/{id}", s.handleSlotAction)
 	// Ollama.
 	mux.HandleFunc("POST /api/generate", s.handleOllamaGenerate)
 	mux.HandleFunc("POST /api/chat", s.handleOllamaChat)
