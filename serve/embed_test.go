@@ -14,6 +14,8 @@ import (
 
 	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cpu"
+	"github.com/muserhq/muser/infer/kvcache"
 	"github.com/muserhq/muser/infer/tokenizer"
 )
 
@@ -311,4 +313,33 @@ func TestPoolingOption(t *testing.T) {
 	if !errors.As(err, &oe) || oe.Option != "--pooling" {
 		t.Fatalf("got %v, want an *OptionError naming --pooling", err)
 	}
+}
+
+// plainDevice binds backends that hide engine.HiddenBackend, as a device
+// that returns no hidden states (the CUDA backend today) does.
+type plainDevice struct{ engine.Device }
+
+func (d plainDevice) Bind(w *engine.Weights, kv kvcache.DType) (engine.Backend, error) {
+	be, err := d.Device.Bind(w, kv)
+	return struct{ engine.Backend }{be}, err
+}
+
+func TestEmbeddingsDeviceWithoutHiddenStates(t *testing.T) {
+	ts := startServer(t, func(o *Options) {
+		o.Pooling = "mean"
+		o.Device = plainDevice{cpu.New(cpu.Options{Threads: 1})}
+	})
+	for _, c := range []struct{ path, body string }{
+		{"/v1/embeddings", `{"input": "hello"}`},
+		{"/embedding", `{"content": "hello"}`},
+		{"/api/embed", `{"input": "hello"}`},
+	} {
+		resp, body := ts.post(t, c.path, c.body)
+		if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(body), "device cpu") {
+			t.Errorf("%s: got %d %s, want 501 naming the device", c.path, resp.StatusCode, body)
+		}
+	}
+	// Generation still works on that device.
+	var r map[string]any
+	ts.postJSON(t, "/completion", map[string]any{"prompt": "Once", "n_predict": 2}, &r)
 }

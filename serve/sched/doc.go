@@ -67,7 +67,9 @@
 // holds, to an operation (llama-server's slot save, restore and erase) in
 // a goroutine of its own; the slot is in state "maintenance" meanwhile
 // and no request is admitted to it. A slot serving a request is refused
-// at once (ErrSlotBusy), never waited for.
+// at once (ErrSlotBusy), never waited for; one whose finished request's
+// blocks are being copied out for the publisher is taken as soon as they
+// are.
 //
 // # Cancellation
 //

@@ -50,8 +50,10 @@ type slot struct {
 	lastAt  time.Time
 	res     Result
 	lastUse time.Time
-	// opDone answers the WithSlot call whose operation holds the slot.
-	opDone chan error
+	// opDone answers the WithSlot call whose operation holds the slot;
+	// pendingOp waits for the slot's publish to end (slotops.go).
+	opDone    chan error
+	pendingOp *slotOp
 }
 
 type restoreResult struct {
@@ -182,7 +184,7 @@ func (s *Scheduler) drain() {
 func (s *Scheduler) onFreed(id int) {
 	sl := s.slots[id]
 	s.setState(sl, stIdle)
-	slotOpDone(sl)
+	s.slotOpDone(sl)
 	s.poke()
 }
 

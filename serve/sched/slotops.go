@@ -23,7 +23,9 @@ type slotOp struct {
 }
 
 // WithSlot runs op on slot id's sequence. It fails at once with a
-// *SlotError wrapping ErrSlotBusy when the slot serves a request, wrapping
+// *SlotError wrapping ErrSlotBusy when the slot serves a request (a slot
+// whose finished request's blocks are being copied out is waited for),
+// wrapping
 // ErrBadRequest when there is no such slot, and with ErrClosed once the
 // scheduler stopped. The slot shows the state "maintenance" while op
 // runs; afterwards it is idle again, holding what op left in it (later
@@ -53,6 +55,12 @@ func (s *Scheduler) WithSlot(ctx context.Context, id int, op SlotOp) error {
 // to a goroutine that runs the op and frees it.
 func (s *Scheduler) onSlotOp(o slotOp) {
 	sl := s.slots[o.id]
+	if sl.state == stPublishing && sl.pendingOp == nil {
+		// The request that just finished is copying its blocks out:
+		// run the op as soon as it is done (onFreed).
+		sl.pendingOp = &o
+		return
+	}
 	if sl.state != stIdle {
 		o.done <- &SlotError{Slot: o.id, Reason: fmt.Sprintf("is %s; try again when it is idle", sl.state), Err: ErrSlotBusy}
 		return
@@ -69,10 +77,16 @@ func (s *Scheduler) onSlotOp(o slotOp) {
 }
 
 // slotOpDone answers the WithSlot call whose operation held sl, if one
-// did (from onFreed, in the loop goroutine).
-func slotOpDone(sl *slot) {
+// did, and starts the operation that waited for the slot's publish, if
+// one does (from onFreed, in the loop goroutine, before any request is
+// admitted to the slot).
+func (s *Scheduler) slotOpDone(sl *slot) {
 	if sl.opDone != nil {
 		sl.opDone <- nil
 		sl.opDone = nil
+	}
+	if o := sl.pendingOp; o != nil {
+		sl.pendingOp = nil
+		s.onSlotOp(*o)
 	}
 }

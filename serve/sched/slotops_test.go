@@ -76,3 +76,28 @@ func TestWithSlot(t *testing.T) {
 		t.Errorf("after Close: got %v, want ErrClosed", err)
 	}
 }
+
+// TestWithSlotAfterPublish takes the slot right after each request: a
+// slot still copying its blocks out for the publisher is waited for, not
+// refused, and the op sees the request's tokens.
+func TestWithSlotAfterPublish(t *testing.T) {
+	e := loadEnv(t)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	s := e.newSched(t, st, nil)
+	for i := range 10 {
+		prompt := e.encode(t, infertest.Story(i, 100))
+		out := run(t, s, &Request{ID: "r", Salt: []byte("s"), Prompt: prompt, MaxTokens: 2, Sampling: sampling(uint64(i))})
+		if out.err != nil {
+			t.Fatal(out.err)
+		}
+		n := -1
+		err := s.WithSlot(context.Background(), 0, func(ctx context.Context, seq *engine.Sequence, old []byte) []byte {
+			n = seq.Len()
+			return old
+		})
+		if err != nil || n < len(prompt) {
+			t.Fatalf("request %d: WithSlot right after: %v, saw %d tokens, want at least %d", i, err, n, len(prompt))
+		}
+	}
+}
