@@ -69,15 +69,22 @@ func newServeCommand() *command {
 		help: `Loads the model, opens the store under --home and serves HTTP:
   OpenAI     POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings,
              GET /v1/models[/ID]
-  llama.cpp  POST /completion, /tokenize, /detokenize, /embedding, /embeddings;
+  llama.cpp  POST /completion, /infill, /tokenize, /detokenize, /apply-template,
+             /embedding, /embeddings, /slots/ID?action=save|restore|erase;
              GET /props, /health, /slots
   Ollama     POST /api/generate, /api/chat, /api/show, /api/embed, /api/embeddings;
-             GET /api/tags, /api/version
+             GET /api/tags, /api/ps, /api/version
   metrics    GET /metrics (Prometheus)
 Every request's prompt is matched against the store: the longest cached
 prefix is restored (verified) and only the rest is computed; the new full
 blocks of prompt and output are published in the background, so later
 requests, and the server after a restart, reuse them.
+
+Embeddings pool the model's final hidden states by its pooling_type, or
+--pooling (the embedded default model: mean; a model without one: none,
+and the pooled routes answer 400). --alias NAME names the model NAME in
+every API; requests may use NAME or the model's own names. Slot files
+(save/restore) are pack export files under HOME/slots/TENANT/.
 
 Without --api-keys the server serves one local tenant and refuses to listen
 beyond loopback. With it, every request but GET /health, /metrics and
