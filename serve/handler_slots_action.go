@@ -1,10 +1,12 @@
 package serve
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -200,9 +202,9 @@ func (s *Server) exportFile(ctx context.Context, id pack.Digest, dir, name strin
 	return n, nil
 }
 
-// slotRestore imports dir/name into the store (verified as any import:
-// structure, seal, identity, every chunk and the Merkle root) and
-// restores its tokens' KV into the slot.
+// slotRestore restores the KV of the pack in dir/name into the slot
+// (slotPack verifies the file), through the store like any prefix
+// restore (every chunk re-hashed, the Merkle root checked).
 func (s *Server) slotRestore(w http.ResponseWriter, r *http.Request, id int, dir, name string) {
 	start := time.Now()
 	f, err := os.Open(filepath.Join(dir, name))
@@ -221,19 +223,14 @@ func (s *Server) slotRestore(w http.ResponseWriter, r *http.Request, id int, dir
 		s.fail(w, r, badRequest("invalid_value", "filename", "slot file %q is not a regular file", name))
 		return
 	}
-	res, err := s.store.Import(r.Context(), f, store.ImportOptions{Expect: &s.identity, Source: "slot:" + name})
-	if err != nil {
-		var re *store.RefusalError
-		if errors.As(err, &re) {
-			s.fail(w, r, badRequest("invalid_value", "filename", "slot file %q refused: %v", name, err))
-		} else {
-			s.fail(w, r, &apiError{Status: 500, Type: typeServer, Code: "internal_error", Message: fmt.Sprintf("importing slot file %q: %v", name, err)})
-		}
+	m, e := s.slotPack(r.Context(), f, name)
+	if e != nil {
+		s.fail(w, r, e)
 		return
 	}
-	m, err := s.store.Manifest(res.Pack)
-	if err != nil {
-		s.fail(w, r, &apiError{Status: 500, Type: typeServer, Code: "internal_error", Message: err.Error()})
+	salt := s.salter.Salt(info(r).tenant, "")
+	if m.Tenant != pack.TenantTag(salt) {
+		s.fail(w, r, badRequest("invalid_value", "filename", "slot file %q holds no KV of this tenant", name))
 		return
 	}
 	tokens := m.Tokens
@@ -241,11 +238,7 @@ func (s *Server) slotRestore(w http.ResponseWriter, r *http.Request, id int, dir
 		s.fail(w, r, badRequest("context_length_exceeded", "filename", "slot file %q holds %d tokens; a slot holds %d", name, len(tokens), s.sched.Ctx()))
 		return
 	}
-	salt := s.salter.Salt(info(r).tenant, "")
-	var (
-		restored int
-		e        *apiError
-	)
+	restored := 0
 	err = s.sched.WithSlot(r.Context(), id, func(ctx context.Context, seq *engine.Sequence, old []byte) []byte {
 		seq.Truncate(0)
 		// One more token after the pack's: RestorePrefix keeps the last
@@ -255,7 +248,8 @@ func (s *Server) slotRestore(w http.ResponseWriter, r *http.Request, id int, dir
 		case err != nil:
 			e = &apiError{Status: 500, Type: typeServer, Code: "internal_error", Message: fmt.Sprintf("restoring slot %d: %v", id, err)}
 		case n != len(tokens):
-			e = badRequest("invalid_value", "filename", "slot file %q holds no KV of this tenant", name)
+			e = &apiError{Status: 500, Type: typeServer, Code: "internal_error",
+				Message: fmt.Sprintf("restoring slot %d: the store restored %d of the %d tokens of %q", id, n, len(tokens), name)}
 		}
 		if e != nil {
 			seq.Truncate(0)
@@ -301,4 +295,55 @@ func (s *Server) slotErase(w http.ResponseWriter, r *http.Request, id int) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id_slot": id, "n_erased": erased})
+}
+
+// slotPack verifies the slot file f and returns its pack's manifest, the
+// pack then being in the store. The file is read whole: its structure,
+// every chunk against its ID and the file digest (pack.FileReader). When
+// the store already holds the pack (a file this server saved, or
+// restored before), the store's copy is used: importing it again would
+// be refused by the replay ledger, and the file is then only a name for
+// verified content. Otherwise the file is imported like `muser pack
+// import` (seal, replay ledger, identity, chunks, root; a refusal leaves
+// a receipt).
+func (s *Server) slotPack(ctx context.Context, f *os.File, name string) (*pack.Manifest, *apiError) {
+	refused := func(err error) *apiError {
+		return badRequest("invalid_value", "filename", "slot file %q refused: %v", name, err)
+	}
+	internal := func(err error) *apiError {
+		return &apiError{Status: 500, Type: typeServer, Code: "internal_error", Message: fmt.Sprintf("slot file %q: %v", name, err)}
+	}
+	fr, err := pack.NewFileReader(bufio.NewReader(f))
+	for err == nil {
+		if _, _, err = fr.Next(); err == io.EOF {
+			err = fr.Finish()
+			break
+		}
+	}
+	if err == nil {
+		id := fr.PackID()
+		if diff := s.identity.Diff(fr.Manifest().Identity); len(diff) > 0 {
+			return nil, badRequest("invalid_value", "filename", "slot file %q holds KV of another model or engine (identity fields %v differ)", name, diff)
+		}
+		if m, err := s.store.Manifest(id); err == nil {
+			return m, nil
+		}
+	}
+	// Not in the store, or damaged: import it (a refusal leaves a receipt).
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, internal(err)
+	}
+	res, err := s.store.Import(ctx, bufio.NewReader(f), store.ImportOptions{Expect: &s.identity, Source: "slot:" + name})
+	if err != nil {
+		var re *store.RefusalError
+		if errors.As(err, &re) {
+			return nil, refused(err)
+		}
+		return nil, internal(err)
+	}
+	m, err := s.store.Manifest(res.Pack)
+	if err != nil {
+		return nil, internal(err)
+	}
+	return m, nil
 }
