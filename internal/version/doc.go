@@ -13,6 +13,11 @@
 //
 //	go build -ldflags "-X github.com/muserhq/muser/internal/version.Version=0.2.0" ./cmd/muser
 //
+// The go command stamps the revision (vcs.revision, vcs.modified) when it
+// builds the main module from a git clone with -buildvcs on (its default
+// auto mode, unless GOFLAGS says -buildvcs=false); a git worktree, whose
+// .git is a file, is not stamped.
+//
 // A Version that already carries build metadata ("+...") is used as it
 // is. String is what `muser version` prints first, what GET /api/version
 // (Ollama's, which clients parse as semver) and /props report.
