@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -12,11 +13,12 @@ import (
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/template"
 	"github.com/muserhq/muser/infer/tokenizer"
+	"github.com/muserhq/muser/serve/strictjson"
 )
 
 // fimModel writes the tiny qwen2 test model with FIM prefix, suffix and
 // middle tokens (ids 300, 301, 302) and, when sep, a file separator (303).
-func fimModel(t *testing.T, sep bool) string {
+func fimModel(t testing.TB, sep bool) string {
 	t.Helper()
 	b, err := enginetest.Build(enginetest.Tiny("qwen2"), ggml.TypeQ8_0, 7)
 	if err != nil {
@@ -153,3 +155,44 @@ func TestApplyTemplate(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// FuzzInfill feeds bodies to /infill's decoding and prompt layout on a
+// model with FIM tokens: nothing may panic, and an accepted body lays out
+// a prompt within the vocabulary that ends with FIM_MID and holds FIM_PRE
+// before FIM_SUF.
+func FuzzInfill(f *testing.F) {
+	for _, s := range []string{`{"input_prefix":"t1","input_suffix":"t2"}`, `{"prompt":"t3","input_extra":[{"filename":"a","text":"b"}]}`,
+		`{"input_prefix":"","input_extra":[{}]}`, `{"prompt":[1,2]}`, `{}`} {
+		f.Add(s)
+	}
+	path := fimModel(f, true)
+	s, err := New(Options{ModelPath: path, Home: f.TempDir(), StoreNoSync: true, Ctx: 256, Threads: 1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	fim := s.fimTokens()
+	vocab := s.model.tok.VocabSize()
+	f.Fuzz(func(t *testing.T, body string) {
+		var q infillRequest
+		if strictjson.Decode([]byte(body), &q) != nil {
+			return
+		}
+		ids, e := s.infillPrompt(&q, fim)
+		if e != nil {
+			if e.Status != 400 || e.Param == "" {
+				t.Fatalf("refused with %d, param %q: %s", e.Status, e.Param, e.Message)
+			}
+			return
+		}
+		pre, suf := slices.Index(ids, fim.pre), slices.Index(ids, fim.suf)
+		if len(ids) == 0 || ids[len(ids)-1] != fim.mid || pre < 0 || suf < pre {
+			t.Fatalf("layout %v: want FIM_PRE, then FIM_SUF, and FIM_MID last", ids)
+		}
+		for _, id := range ids {
+			if id < 0 || int(id) >= vocab {
+				t.Fatalf("token %d outside the vocabulary", id)
+			}
+		}
+	})
+}
