@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -84,6 +85,11 @@ func (s *Server) parseEmbedInputs(raw json.RawMessage, param string) ([][]int32,
 	// One input of token ids?
 	var ids []int32
 	if items[0][0] != '[' && items[0][0] != '"' {
+		for i, it := range items {
+			if c := it[0]; c != '-' && (c < '0' || c > '9') {
+				return nil, badRequest("invalid_type", fmt.Sprintf("%s[%d]", param, i), "%s[%d] must be a token id", param, i)
+			}
+		}
 		if err := json.Unmarshal(raw, &ids); err != nil {
 			return nil, badRequest("invalid_type", param, "%s mixes token ids with other values; want an array of token ids", param)
 		}
@@ -102,7 +108,7 @@ func (s *Server) parseEmbedInputs(raw json.RawMessage, param string) ([][]int32,
 				return nil, e
 			}
 			out[i] = x
-		case json.Unmarshal(it, &ids) == nil && it[0] == '[':
+		case it[0] == '[' && json.Unmarshal(it, &ids) == nil && !bytes.Contains(it, []byte("null")):
 			if len(ids) == 0 {
 				return nil, badRequest("invalid_value", at, "%s is empty", at)
 			}
