@@ -23,10 +23,11 @@ const (
 	stPrefill              // computing the prompt, a chunk per step
 	stDecode               // generating, a token per step
 	stPublishing           // a goroutine is copying new blocks out of seq
+	stSlotOp               // a WithSlot operation owns seq (slotops.go)
 )
 
 func (st slotState) String() string {
-	return [...]string{"idle", "restoring", "prefill", "decode", "publishing"}[st]
+	return [...]string{"idle", "restoring", "prefill", "decode", "publishing", "maintenance"}[st]
 }
 
 // slot is one sequence and the request it serves. Only the loop goroutine
@@ -49,6 +50,10 @@ type slot struct {
 	lastAt  time.Time
 	res     Result
 	lastUse time.Time
+	// opDone answers the WithSlot call whose operation holds the slot;
+	// pendingOp waits for the slot's publish to end (slotops.go).
+	opDone    chan error
+	pendingOp *slotOp
 }
 
 type restoreResult struct {
@@ -96,6 +101,7 @@ func (s *Scheduler) loop() {
 		}
 		now := time.Now()
 		for i, sl := range owners {
+			collectHidden(sl, &steps[i])
 			s.after(sl, steps[i].Logits, now)
 			steps[i].Logits = nil
 		}
@@ -153,6 +159,8 @@ func (s *Scheduler) waitSignal() {
 		s.onRestored(r)
 	case id := <-s.freed:
 		s.onFreed(id)
+	case op := <-s.ops:
+		s.onSlotOp(op)
 	case <-done:
 	}
 }
@@ -165,6 +173,8 @@ func (s *Scheduler) drain() {
 			s.onRestored(r)
 		case id := <-s.freed:
 			s.onFreed(id)
+		case op := <-s.ops:
+			s.onSlotOp(op)
 		default:
 			return
 		}
@@ -174,6 +184,7 @@ func (s *Scheduler) drain() {
 func (s *Scheduler) onFreed(id int) {
 	sl := s.slots[id]
 	s.setState(sl, stIdle)
+	s.slotOpDone(sl)
 	s.poke()
 }
 
@@ -296,7 +307,7 @@ func (s *Scheduler) start(t *Task) {
 		best  *slot
 		reuse int
 	)
-	if s.cfg.SlotReuse && !req.NoCache {
+	if s.cfg.SlotReuse && !req.NoCache && !req.everyRow() {
 		for _, sl := range s.slots {
 			if sl.state != stIdle || sl.salt == nil || !bytes.Equal(sl.salt, req.Salt) {
 				continue
@@ -337,7 +348,7 @@ func (s *Scheduler) start(t *Task) {
 		sl.seq.Truncate(0)
 	}
 	sl.salt = slices.Clone(req.Salt)
-	if reuse == 0 && s.cfg.Store != nil && !req.NoCache && len(req.Prompt) >= s.block {
+	if reuse == 0 && s.cfg.Store != nil && !req.NoCache && !req.everyRow() && len(req.Prompt) >= s.block {
 		s.setState(sl, stRestoring)
 		go s.restore(sl, t)
 		return
@@ -394,10 +405,11 @@ func (s *Scheduler) gather(rr *int) ([]engine.Step, []*slot) {
 		rest := prompt[sl.seq.Len():]
 		c := min(len(rest), s.cfg.PrefillChunk, budget)
 		out := engine.OutputNone
-		if c == len(rest) && !sl.task.req.PrefillOnly {
+		if c == len(rest) && !sl.task.req.PrefillOnly && sl.task.req.Hidden == engine.OutputNone {
 			out = engine.OutputLast
 		}
-		steps = append(steps, engine.Step{Seq: sl.seq, Tokens: rest[:c], Output: out, Logits: sl.logits})
+		steps = append(steps, engine.Step{Seq: sl.seq, Tokens: rest[:c], Output: out, Logits: sl.logits,
+			Hidden: hiddenOutput(sl.task.req, c == len(rest))})
 		owners = append(owners, sl)
 		budget -= c
 	}
@@ -416,7 +428,7 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 			return // more chunks to come
 		}
 		sl.res.PrefillDone = now
-		if req.PrefillOnly {
+		if req.PrefillOnly || req.Hidden != engine.OutputNone {
 			s.end(sl, FinishStop, nil, true)
 			return
 		}
@@ -551,7 +563,7 @@ func (s *Scheduler) setState(sl *slot, st slotState) {
 
 func (s *Scheduler) infoLocked(sl *slot) {
 	in := SlotInfo{ID: sl.id, State: sl.state.String(), Ctx: s.cfg.Ctx}
-	if sl.state != stRestoring && sl.state != stPublishing {
+	if sl.state != stRestoring && sl.state != stPublishing && sl.state != stSlotOp {
 		in.Tokens = sl.seq.Len()
 	}
 	if t := sl.task; t != nil {
