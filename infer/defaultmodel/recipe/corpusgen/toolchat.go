@@ -94,7 +94,8 @@ type toolSet struct {
 // toolChat returns one tool conversation: one to four tools offered in a
 // random order; in 85% of conversations the user asks for something one of
 // them does (call, tool response, answer), otherwise a question none of
-// them covers, answered directly; a quarter go on with a second request.
+// them covers, answered directly; with one or two tools, 40% go on with a
+// second request.
 func toolChat(r *rng, ts toolSet) toolConv {
 	k := 1 + pickWeighted(r, []int{20, 35, 30, 15})
 	offered := make([]int, 0, k)
@@ -108,7 +109,10 @@ func toolChat(r *rng, ts toolSet) toolConv {
 			offered = append(offered, i)
 		}
 	}
-	withDesc := r.chance(0.25)
+	// Parameter descriptions and a second request make a conversation
+	// longer; they are drawn only with few tools, so that nearly every
+	// conversation fits the default model's 512-token context.
+	withDesc := k <= 3 && r.chance(0.25)
 	var conv toolConv
 	for _, i := range offered {
 		conv.tools = append(conv.tools, ts.cat[i].json(withDesc))
@@ -121,7 +125,7 @@ func toolChat(r *rng, ts toolSet) toolConv {
 		conv.msgs = append(conv.msgs, cmsg{role: "system", content: sys})
 	}
 	n := 1
-	if r.chance(0.25) {
+	if k <= 2 && r.chance(0.4) {
 		n = 2
 	}
 	for e := 0; e < n; e++ {
