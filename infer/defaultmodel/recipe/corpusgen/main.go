@@ -8,6 +8,7 @@
 //	corpusgen -eval FILE
 //	corpusgen -tool-eval FILE
 //	corpusgen -template FILE
+//	corpusgen -template-cases FILE
 //
 // Each output line is a JSON object {"kind": "story"|"chat"|"tool"|"json",
 // "text": ...}. A story's text is plain English. The text of the other kinds
@@ -28,7 +29,10 @@
 // tool request of package evalset. -eval writes the held-out questions as
 // JSON for the evaluation scripts, -tool-eval the held-out tool requests
 // with their prompts rendered by the chat template, and -template the chat
-// template itself (for the GGUF export).
+// template itself (for the GGUF export). -template-cases writes 500 tool
+// conversations of the corpus as OpenAI-style messages and tools with
+// their corpus text, for checking other Jinja engines (recipe/verify's
+// template.mjs).
 package main
 
 import (
@@ -67,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	eval := fs.String("eval", "", "write the held-out evaluation set as JSON to this file and exit")
 	toolEval := fs.String("tool-eval", "", "write the held-out tool requests as JSON to this file and exit")
 	tmpl := fs.String("template", "", "write the chat template to this file and exit")
+	cases := fs.String("template-cases", "", "write 500 tool conversations with their rendered text as JSON to this file and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,6 +83,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *toolEval != "" {
 		return writeFile(*toolEval, stdout, writeToolEval)
+	}
+	if *cases != "" {
+		return writeFile(*cases, stdout, writeTemplateCases)
 	}
 	if *tmpl != "" {
 		return writeFile(*tmpl, stdout, func(w io.Writer) error {
@@ -247,4 +255,59 @@ func writeToolEval(w io.Writer) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(items)
+}
+
+// templateCase is one tool conversation as a client sends it (OpenAI chat
+// messages and tools) with the text the corpus holds for it.
+type templateCase struct {
+	Messages []caseMessage     `json:"messages"`
+	Tools    []json.RawMessage `json:"tools"`
+	Text     string            `json:"text"`
+}
+
+// caseMessage is an OpenAI-style chat message; an assistant message that
+// calls tools has null content.
+type caseMessage struct {
+	Role      string     `json:"role"`
+	Content   *string    `json:"content"`
+	ToolCalls []caseCall `json:"tool_calls,omitempty"`
+}
+
+type caseCall struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+func writeTemplateCases(w io.Writer) error {
+	ts := toolSet{cat: catalog(), tasks: tasks(), excluded: excludedPrompts()}
+	var out []templateCase
+	for seed := uint64(1); seed <= 500; seed++ {
+		conv := toolChat(newRNG(seed), ts)
+		c := templateCase{Text: conv.render()}
+		for _, t := range conv.tools {
+			c.Tools = append(c.Tools, json.RawMessage(t))
+		}
+		for _, m := range conv.msgs {
+			cm := caseMessage{Role: m.role}
+			if len(m.calls) == 0 {
+				content := m.content
+				cm.Content = &content
+			}
+			for _, cl := range m.calls {
+				var cc caseCall
+				cc.Type = "function"
+				cc.Function.Name = cl.name
+				cc.Function.Arguments = json.RawMessage(argsJSON(cl.args))
+				cm.ToolCalls = append(cm.ToolCalls, cc)
+			}
+			c.Messages = append(c.Messages, cm)
+		}
+		out = append(out, c)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
 }

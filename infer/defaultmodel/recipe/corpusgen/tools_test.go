@@ -488,3 +488,47 @@ func TestTemplateFlag(t *testing.T) {
 		t.Fatalf("-template wrote %d bytes, want defaultmodel.ChatTemplate (%d bytes)", b.Len(), len(defaultmodel.ChatTemplate))
 	}
 }
+
+// TestTemplateCases checks -template-cases: every case, converted to
+// infer/template's messages, renders through the chat template to its text.
+func TestTemplateCases(t *testing.T) {
+	var b bytes.Buffer
+	if err := run([]string{"-template-cases", "-"}, &b, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var cases []templateCase
+	if err := json.Unmarshal(b.Bytes(), &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) != 500 {
+		t.Fatalf("got %d cases, want 500", len(cases))
+	}
+	tm, err := template.Parse(defaultmodel.ChatTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for i, c := range cases {
+		var ctx template.Context
+		for _, tl := range c.Tools {
+			ctx.Tools = append(ctx.Tools, tl)
+		}
+		for _, m := range c.Messages {
+			tmm := template.Message{Role: m.Role, NullContent: m.Content == nil}
+			if m.Content != nil {
+				tmm.Content = *m.Content
+			}
+			for _, cl := range m.ToolCalls {
+				tmm.ToolCalls = append(tmm.ToolCalls, template.ToolCall{Name: cl.Function.Name, Arguments: cl.Function.Arguments})
+				calls++
+			}
+			ctx.Messages = append(ctx.Messages, tmm)
+		}
+		if got, err := tm.Render(ctx); err != nil || got != c.Text {
+			t.Fatalf("case %d renders %q, %v; want %q", i, got, err, c.Text)
+		}
+	}
+	if calls == 0 {
+		t.Fatal("no case has a tool call")
+	}
+}
