@@ -25,10 +25,10 @@ const (
 	FileName = "model.gguf"
 
 	// SHA256 is the hex SHA-256 of the embedded GGUF file.
-	SHA256 = "e2924f27e65e0ee1ad5f60c883be389eeee59fe84d129518beb78309fc89d3c9"
+	SHA256 = "9f65abfc924b5fbdfc00639cd89ce5d6baabf35d9db205e9fcef84f48cdf1567"
 
 	// Size is the size of the embedded GGUF file in bytes.
-	Size = 7308896
+	Size = 7310656
 
 	// ChatTemplate is the model's tokenizer.chat_template: ChatML with no
 	// default system prompt, and the tool-calling sections of Qwen2.5's
