@@ -122,6 +122,13 @@ type Result struct {
 	// Restored is when the prefix restore (and the remote prefill before
 	// it) ended; zero when none ran.
 	Restored time.Time
+	// RemoteDone is when Config.RemotePrefill returned; zero when it was
+	// not called. The restore itself ran from RemoteDone to Restored.
+	RemoteDone time.Time
+	// PrefillAt names the producer node that computed the prompt's
+	// uncached blocks, as Config.RemotePrefill reported it with
+	// NotePrefillAt; "" when the prefill ran here.
+	PrefillAt string
 	// Pack is, for a PrefillOnly request, the pack that holds its prefix.
 	Pack pack.Digest
 }
