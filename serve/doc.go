@@ -27,6 +27,16 @@
 //	Ollama     POST /api/generate, POST /api/chat, GET /api/tags,
 //	           POST /api/show, GET /api/version
 //	           GET /metrics (Prometheus)
+//	dashboard  GET /, HEAD / (the page for a browser, Ollama's probe
+//	           text "Ollama is running" for other clients),
+//	           GET /dashboard/... (serve/dashboard)
+//
+// The dashboard's page and `/` need no API key; its state
+// (/dashboard/api/state) shows every tenant's packs, so with API keys it
+// answers loopback clients with a key only. A chat completion with the
+// muser extension "timings": true carries a timings object (queue,
+// remote prefill, restore, prefill, time to first token, decode rate, and
+// where the prefill ran).
 //
 // Generation routes stream with SSE (OpenAI, llama.cpp) or NDJSON
 // (Ollama) when asked. Every route reports the prompt tokens served from

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/muserhq/muser/serve/dashboard"
 	"github.com/muserhq/muser/serve/tenant"
 )
 
@@ -108,7 +109,16 @@ func newRequestID() string {
 
 // publicPath reports whether a route answers without an API key.
 func publicPath(method, path string) bool {
+	if (method == http.MethodGet || method == http.MethodHead) && isDashboardPage(path) {
+		return true // the page and Ollama's probe hold no data; the state is checked
+	}
 	return method == http.MethodGet && (path == "/health" || path == "/metrics" || path == "/api/version")
+}
+
+// isDashboardPage reports whether path is `/` or one of the dashboard's
+// static files (not its state).
+func isDashboardPage(path string) bool {
+	return path == "/" || strings.HasPrefix(path, dashboard.Prefix) && path != dashboard.StatePath
 }
 
 // middleware wraps the routes: request ID, access log, recovery, body

@@ -3,6 +3,8 @@ package serve
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/muserhq/muser/serve/dashboard"
 )
 
 // routes registers every route, one handler per file, behind the
@@ -29,6 +31,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/version", s.handleOllamaVersion)
 	// Prometheus.
 	mux.Handle("GET /metrics", s.metrics.handler())
+	// The dashboard (serve/dashboard) at `/` for a browser, Ollama's probe
+	// text for other clients.
+	mux.HandleFunc("GET /{$}", s.handleRoot)
+	mux.Handle("GET "+dashboard.Prefix, s.dash.Handler())
 	// Anything else: 404 or 405 in the route family's error shape.
 	mux.HandleFunc("/", s.handleNotFound)
 	return s.middleware(mux)
@@ -40,6 +46,8 @@ var knownPaths = map[string]string{
 	"/completion": "POST", "/tokenize": "POST", "/detokenize": "POST", "/props": "GET", "/health": "GET", "/slots": "GET",
 	"/api/generate": "POST", "/api/chat": "POST", "/api/tags": "GET", "/api/show": "POST", "/api/version": "GET",
 	"/metrics": "GET",
+	// The dashboard.
+	"/": "GET", "/dashboard/api/state": "GET",
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {

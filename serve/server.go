@@ -15,6 +15,7 @@ import (
 	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/dashboard"
 	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/serve/tenant"
 	"github.com/muserhq/muser/store"
@@ -99,6 +100,10 @@ type Options struct {
 	// RemotePrefill is called before each restore: the hook for a
 	// consumer of a prefill producer (sched.Config.RemotePrefill).
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
+	// Cluster, when set, reports the node's cluster for the dashboard's
+	// Nodes tab (nil result: not in a cluster); muser serve fills it in
+	// from its replication node.
+	Cluster func() *dashboard.ClusterState
 }
 
 // Server is muser's HTTP server: the model, the store, the scheduler and
@@ -117,6 +122,7 @@ type Server struct {
 	handler  http.Handler
 	identity pack.Identity
 	started  time.Time
+	dash     *dashboard.Config
 
 	closeOnce sync.Once
 	closeErr  error
@@ -227,7 +233,7 @@ func New(opts Options) (s *Server, err error) {
 		StoreMaxBytes: opts.StoreMaxBytes,
 		OnPublish:     opts.OnPublish,
 		RemotePrefill: opts.RemotePrefill,
-		Observer:      s.metrics,
+		Observer:      observers{s.metrics, s.newDashboard()},
 		Logger:        s.log,
 	})
 	if err != nil {
