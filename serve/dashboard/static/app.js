@@ -35,6 +35,7 @@ function fmtNum(v, unit) {
     case "ms": return v.toFixed(1) + " ms";
     case "s": return v.toFixed(0) + " s";
     case "tokens/s": return v.toFixed(1) + " tokens/s";
+    case "on/off": return v ? "on" : "off";
   }
   const s = Number.isInteger(v) ? String(v) : v.toFixed(2);
   return unit ? s + " " + unit : s;
@@ -71,7 +72,7 @@ function showTab(name) {
   for (const p of document.querySelectorAll("[data-panel]")) p.hidden = p.dataset.panel !== name;
   document.body.dataset.tab = name;
 }
-for (const b of document.querySelectorAll("nav [data-tab]")) b.addEventListener("click", () => showTab(b.dataset.tab));
+for (const b of document.querySelectorAll("nav [data-tab]")) b.addEventListener("click", () => { showTab(b.dataset.tab); poll(); });
 showTab("inference");
 
 function authHeaders() {
@@ -201,12 +202,24 @@ function renderNodes(n) {
   root.replaceChildren(...kids);
 }
 
+// Polls are numbered as they start; an answer older than the one shown is
+// dropped, so a slow poll never overwrites a newer state. body's
+// data-poll-started and data-poll-shown say which (the browser test waits
+// on them).
+let pollStarted = 0, pollShown = 0;
+
 async function poll() {
   const conn = document.getElementById("conn");
+  const seq = ++pollStarted;
+  document.body.dataset.pollStarted = String(seq);
   try {
     const r = await fetch(STATE_URL, {headers: authHeaders(), cache: "no-store"});
     if (!r.ok) throw new Error("state: HTTP " + r.status + " " + (await r.text()));
-    render(await r.json());
+    const st = await r.json();
+    if (seq < pollShown) return;
+    render(st);
+    pollShown = seq;
+    document.body.dataset.pollShown = String(seq);
     conn.dataset.state = "ok";
     conn.textContent = "updated " + new Date().toLocaleTimeString();
   } catch (e) {
