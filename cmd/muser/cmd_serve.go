@@ -70,6 +70,8 @@ func newServeCommand() *command {
   llama.cpp  POST /completion, /tokenize, /detokenize; GET /props, /health, /slots
   Ollama     POST /api/generate, /api/chat, /api/show; GET /api/tags, /api/version
   metrics    GET /metrics (Prometheus)
+  dashboard  GET / in a browser (other clients get Ollama's probe text);
+             the page polls GET /dashboard/api/state
 Every request's prompt is matched against the store: the longest cached
 prefix is restored (verified) and only the rest is computed; the new full
 blocks of prompt and output are published in the background, so later
@@ -194,7 +196,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	// A node of a cluster salts tenants with a secret derived from the
 	// cluster's link secret, the same on every node, so that replicated
 	// packs answer the same tenant's prompts anywhere in the cluster.
+	var clusterHome *cluster.Home // for the dashboard's Nodes tab
 	if h, err := cluster.Open(env.home); err == nil {
+		clusterHome = h
 		ls, err := h.LinkSecret()
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", cluster.Dir(env.home), err)
@@ -209,6 +213,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		if rs, err = openServeRepl(env.home, &o.repl, fallback, logger, &opts); err != nil {
 			return err
 		}
+	}
+	if clusterHome != nil {
+		opts.Cluster = dashboardCluster(clusterHome, rs)
 	}
 	s, err := serve.New(opts)
 	if err != nil {
