@@ -29,6 +29,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/version", s.handleOllamaVersion)
 	// Prometheus.
 	mux.Handle("GET /metrics", s.metrics.handler())
+	// Operators: the store's admin endpoint (handler_admin.go).
+	s.adminRoutes(mux)
 	// Anything else: 404 or 405 in the route family's error shape.
 	mux.HandleFunc("/", s.handleNotFound)
 	return s.middleware(mux)

@@ -15,6 +15,7 @@ import (
 	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/serve/tenant"
 	"github.com/muserhq/muser/store"
@@ -99,6 +100,13 @@ type Options struct {
 	// RemotePrefill is called before each restore: the hook for a
 	// consumer of a prefill producer (sched.Config.RemotePrefill).
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
+	// AdminKeyFile holds the admin key (LoadAdminKey): with it the admin
+	// endpoint admits anyone who sends it as a bearer token; without it,
+	// loopback clients only.
+	AdminKeyFile string
+	// AdminNodes, when set, answers GET /admin/v1/nodes with the JSON of
+	// `muser node ls --json` (the node registry lives outside serve).
+	AdminNodes func() ([]byte, error)
 }
 
 // Server is muser's HTTP server: the model, the store, the scheduler and
@@ -117,6 +125,8 @@ type Server struct {
 	handler  http.Handler
 	identity pack.Identity
 	started  time.Time
+	adminKey string       // handler_admin.go
+	adminAPI adminapi.API // the admin endpoint's store operations
 
 	closeOnce sync.Once
 	closeErr  error
@@ -164,6 +174,11 @@ func New(opts Options) (s *Server, err error) {
 		}
 	} else if err := checkLoopback(opts.Addr); err != nil {
 		return nil, err
+	}
+	if opts.AdminKeyFile != "" {
+		if s.adminKey, err = LoadAdminKey(opts.AdminKeyFile); err != nil {
+			return nil, err
+		}
 	}
 	if opts.TenantSecret != nil {
 		s.salter, err = tenant.NewSalter(opts.TenantSecret)
@@ -233,6 +248,7 @@ func New(opts Options) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.adminAPI = adminapi.Local{Store: s.store}
 	s.handler = s.routes()
 	return s, nil
 }
