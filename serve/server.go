@@ -348,11 +348,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	unannounce := s.announce(ln) // servefile.go
 	var serveErr error
 	select {
 	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
+	unannounce()
 	s.log.Info("shutting down", "grace", s.opts.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
 	defer cancel()
