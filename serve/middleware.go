@@ -109,16 +109,13 @@ func newRequestID() string {
 
 // publicPath reports whether a route answers without an API key.
 func publicPath(method, path string) bool {
-	if (method == http.MethodGet || method == http.MethodHead) && isDashboardPage(path) {
-		return true // the page and Ollama's probe hold no data; the state is checked
+	if strings.HasPrefix(path, adminPrefix) {
+		return true // the admin endpoint has its own access rule (handler_admin.go)
+	}
+	if (method == http.MethodGet || method == http.MethodHead) && (path == "/" || strings.HasPrefix(path, dashboard.Prefix)) {
+		return true // the page and Ollama's probe hold no data; the dashboard's state has the admin endpoint's rule
 	}
 	return method == http.MethodGet && (path == "/health" || path == "/metrics" || path == "/api/version")
-}
-
-// isDashboardPage reports whether path is `/` or one of the dashboard's
-// static files (not its state).
-func isDashboardPage(path string) bool {
-	return path == "/" || strings.HasPrefix(path, dashboard.Prefix) && path != dashboard.StatePath
 }
 
 // middleware wraps the routes: request ID, access log, recovery, body
@@ -150,7 +147,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				"bytes", sw.bytes, "duration", time.Since(start),
 				"prompt_tokens", ri.promptTokens, "cached_tokens", ri.cachedTokens, "generated_tokens", ri.genTokens)
 		}()
-		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+		if r.URL.Path != "/admin/v1/import" { // an export file may be large; Import bounds what it reads
+			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+		}
 		if s.keys == nil {
 			ri.tenant = tenant.Local
 		} else if !publicPath(r.Method, r.URL.Path) {

@@ -31,6 +31,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/version", s.handleOllamaVersion)
 	// Prometheus.
 	mux.Handle("GET /metrics", s.metrics.handler())
+	// Operators: the store's admin endpoint (handler_admin.go).
+	s.adminRoutes(mux)
 	// The dashboard (serve/dashboard) at `/` for a browser, Ollama's probe
 	// text for other clients.
 	mux.HandleFunc("GET /{$}", s.handleRoot)

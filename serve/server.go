@@ -15,6 +15,7 @@ import (
 	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/serve/dashboard"
 	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/serve/tenant"
@@ -104,6 +105,13 @@ type Options struct {
 	// Nodes tab (nil result: not in a cluster); muser serve fills it in
 	// from its replication node.
 	Cluster func() *dashboard.ClusterState
+	// AdminKeyFile holds the admin key (LoadAdminKey): with it the admin
+	// endpoint admits anyone who sends it as a bearer token; without it,
+	// loopback clients only.
+	AdminKeyFile string
+	// AdminNodes, when set, answers GET /admin/v1/nodes with the JSON of
+	// `muser node ls --json` (the node registry lives outside serve).
+	AdminNodes func() ([]byte, error)
 }
 
 // Server is muser's HTTP server: the model, the store, the scheduler and
@@ -123,6 +131,8 @@ type Server struct {
 	identity pack.Identity
 	started  time.Time
 	dash     *dashboard.Config
+	adminKey string       // handler_admin.go
+	adminAPI adminapi.API // the admin endpoint's store operations
 
 	closeOnce sync.Once
 	closeErr  error
@@ -170,6 +180,11 @@ func New(opts Options) (s *Server, err error) {
 		}
 	} else if err := checkLoopback(opts.Addr); err != nil {
 		return nil, err
+	}
+	if opts.AdminKeyFile != "" {
+		if s.adminKey, err = LoadAdminKey(opts.AdminKeyFile); err != nil {
+			return nil, err
+		}
 	}
 	if opts.TenantSecret != nil {
 		s.salter, err = tenant.NewSalter(opts.TenantSecret)
@@ -239,6 +254,7 @@ func New(opts Options) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.adminAPI = adminapi.Local{Store: s.store}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -338,11 +354,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	unannounce := s.announce(ln) // servefile.go
 	var serveErr error
 	select {
 	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
+	unannounce()
 	s.log.Info("shutting down", "grace", s.opts.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
 	defer cancel()
