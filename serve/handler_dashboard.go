@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"errors"
-	"net"
 	"net/http"
 	"strconv"
 
@@ -52,7 +50,7 @@ func (s *Server) newDashboard() *dashboard.Recorder {
 		},
 		Settings: s.dashSettings,
 		Cluster:  o.Cluster,
-		Allow:    s.dashAllow,
+		Allow:    s.adminAllowed, // the state shows every tenant's packs: the admin endpoint's rule
 	}
 	return s.dash.Recorder
 }
@@ -88,23 +86,6 @@ func (s *Server) maxQueue() int {
 		return 0
 	}
 	return s.opts.MaxQueue
-}
-
-// errDashboardRemote refuses the dashboard's state to a remote client of a
-// server with API keys: the state shows every tenant's packs.
-var errDashboardRemote = errors.New("the dashboard's state shows every tenant's packs: with --api-keys it answers loopback clients only")
-
-// dashAllow lets anyone read the state of a server without API keys (it
-// listens on loopback only), and only loopback clients of one with keys.
-func (s *Server) dashAllow(r *http.Request) error {
-	if s.keys == nil {
-		return nil
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return errDashboardRemote
 }
 
 // observers passes the scheduler's measurements to the Prometheus metrics

@@ -3,23 +3,14 @@ package serve
 import (
 	"context"
 	"encoding/json"
-	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/muserhq/muser/infer/infertest"
 	"github.com/muserhq/muser/serve/dashboard"
-	"github.com/muserhq/muser/serve/tenant"
 )
-
-func loadKeys(t *testing.T) *tenant.Keys {
-	t.Helper()
-	k, err := tenant.LoadKeys(writeKeys(t, testKey+" alice"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // TestRoot: `/` is the dashboard for a browser and Ollama's probe text for
 // anything else, on GET and HEAD, without an API key; other methods get
@@ -63,7 +54,8 @@ func TestRoot(t *testing.T) {
 			}
 		})
 	}
-	// The page's files need no key; the state does.
+	// The page's files need no key, nor does the state for a loopback
+	// client (TestDashboardAllow has the rule).
 	for _, tc := range []struct {
 		path   string
 		header []string
@@ -72,8 +64,7 @@ func TestRoot(t *testing.T) {
 	}{
 		{"/dashboard/app.js", nil, 200, "STATE_URL"},
 		{"/dashboard/style.css", nil, 200, ".tag-measured"},
-		{"/dashboard/api/state", nil, 401, "missing API key"},
-		{"/dashboard/api/state", []string{"Authorization", "Bearer " + testKey}, 200, `"totals"`},
+		{"/dashboard/api/state", nil, 200, `"totals"`}, // a loopback client, and no admin key configured
 		{"/dashboard/nope.js", nil, 404, ""},
 	} {
 		resp, body := ts.do(t, "GET", tc.path, "", tc.header...)
@@ -83,32 +74,38 @@ func TestRoot(t *testing.T) {
 	}
 }
 
-// TestDashboardAllow: with API keys the state answers loopback clients
-// only; without keys everyone (the server is loopback-only then).
+// TestDashboardAllow: the state shows every tenant's packs, so it
+// follows the admin endpoint's rule: with an admin key only that key
+// (never a tenant's), without one loopback clients.
 func TestDashboardAllow(t *testing.T) {
+	adminFile := filepath.Join(t.TempDir(), "admin.key")
+	if err := os.WriteFile(adminFile, []byte(adminKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, func(o *Options) {
+		o.APIKeysFile = writeKeys(t, testKey+" alice")
+		o.AdminKeyFile = adminFile
+	})
 	for _, tc := range []struct {
 		name   string
-		keys   bool
-		remote string
-		ok     bool
+		header []string
+		status int
 	}{
-		{"no keys, loopback", false, "127.0.0.1:5555", true},
-		{"keys, loopback v4", true, "127.0.0.1:5555", true},
-		{"keys, loopback v6", true, "[::1]:5555", true},
-		{"keys, remote", true, "192.0.2.7:5555", false},
-		{"keys, garbage address", true, "nonsense", false},
+		{"no key", nil, 401},
+		{"a tenant's key", []string{"Authorization", "Bearer " + testKey}, 401},
+		{"a wrong key", []string{"Authorization", "Bearer " + adminKey + "x"}, 401},
+		{"the admin key", []string{"Authorization", "Bearer " + adminKey}, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{}
-			if tc.keys {
-				s.keys = loadKeys(t)
-			}
-			r, _ := http.NewRequest("GET", "/dashboard/api/state", nil)
-			r.RemoteAddr = tc.remote
-			if err := s.dashAllow(r); (err == nil) != tc.ok {
-				t.Errorf("dashAllow(%s): got %v, want allowed %v", tc.remote, err, tc.ok)
+			resp, body := ts.do(t, "GET", dashboard.StatePath, "", tc.header...)
+			if resp.StatusCode != tc.status {
+				t.Errorf("got %d %.100s, want %d", resp.StatusCode, body, tc.status)
 			}
 		})
+	}
+	// The page itself needs no key.
+	if resp, _ := ts.do(t, "GET", "/dashboard/app.js", ""); resp.StatusCode != 200 {
+		t.Errorf("GET /dashboard/app.js: got %d, want 200", resp.StatusCode)
 	}
 }
 
@@ -217,4 +214,7 @@ func TestDashboardState(t *testing.T) {
 	}
 }
 
-const testKey = "dashboard-test-key-0001"
+const (
+	testKey  = "dashboard-test-key-0001"
+	adminKey = "dashboard-admin-key-0001"
+)

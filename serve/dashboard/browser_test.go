@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,28 @@ func shown(panel, sel string) chromedp.Action {
 	var ok bool
 	return chromedp.Poll(fmt.Sprintf(`(() => { const p = document.querySelector(%q); return !!p && !p.hidden && !!p.querySelector(%q); })()`,
 		panel, sel), &ok)
+}
+
+// adminClick clicks an admin button of the Store tab, waits for the
+// admin endpoint's answer at path, decodes the JSON the page shows into
+// out, and returns the HTTP status the page shows.
+func adminClick(t *testing.T, ctx context.Context, button, path string, out any) string {
+	t.Helper()
+	var ok bool
+	var text, status string
+	if err := chromedp.Run(ctx,
+		chromedp.Click(button),
+		chromedp.Poll(fmt.Sprintf(`(() => { const s = document.getElementById("admin-status"), o = document.getElementById("admin-result");
+			return o.dataset.op === %q && (s.dataset.state === "done" || s.dataset.state === "error"); })()`, path), &ok),
+		chromedp.Evaluate(`document.getElementById("admin-result").textContent`, &text),
+		chromedp.Evaluate(`document.getElementById("admin-result").dataset.status`, &status),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(text), out); err != nil {
+		t.Fatalf("%s: the page shows %q: %v", path, text, err)
+	}
+	return status
 }
 
 // figure is what the page shows of one tagged number.
@@ -329,6 +352,62 @@ func TestBrowser(t *testing.T) {
 	}
 	checkTags("store")
 
+	// Verify through the page (the admin endpoint) after damaging a
+	// chunk of the most recently used pack: the report names it and
+	// quarantines it; GC then removes it.
+	damaged := packs[0]
+	for _, p := range packs {
+		if p.LastUse.After(damaged.LastUse) {
+			damaged = p
+		}
+	}
+	m, err := s.Store().Manifest(damaged.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.ChunkIDs()[0].String()
+	chunk := filepath.Join(s.Store().Dir(), "chunks", h[:2], h)
+	data, err := os.ReadFile(chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(chunk, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var verify struct {
+		Packs       int           `json:"packs"`
+		Errors      int           `json:"errors"`
+		Quarantined []pack.Digest `json:"quarantined"`
+	}
+	status = adminClick(t, ctx, "#verify", "/admin/v1/verify", &verify)
+	if status != "200" || verify.Packs != len(packs) || verify.Errors == 0 || len(verify.Quarantined) != 1 || verify.Quarantined[0] != damaged.ID {
+		t.Errorf("Verify button: HTTP %s, %+v; want 200, %d packs checked, an error, %s quarantined", status, verify, len(packs), damaged.ID)
+	}
+	var quarantined string
+	if err := chromedp.Run(ctx, chromedp.Click(`#tab-store`), freshPoll(), shot("store-verified"),
+		chromedp.Evaluate(`document.querySelector('[data-figure="quarantined"]').dataset.value`, &quarantined)); err != nil {
+		t.Fatal(err)
+	}
+	if quarantined != "1" {
+		t.Errorf("Store tab after verify: quarantined %q, want 1", quarantined)
+	}
+	var gc struct {
+		Removed []store.PackInfo `json:"removed"`
+	}
+	status = adminClick(t, ctx, "#gc", "/admin/v1/gc", &gc)
+	if status != "200" || len(gc.Removed) != 1 || gc.Removed[0].ID != damaged.ID {
+		t.Errorf("GC button (no budget): HTTP %s, removed %+v; want 200 and the quarantined %s", status, gc.Removed, damaged.ID)
+	}
+	var left []string
+	if err := chromedp.Run(ctx, chromedp.Click(`#tab-store`), freshPoll(), shot("store-gc"),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll("#packs tbody tr")).map(r => r.dataset.pack)`, &left)); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != len(packs)-1 || slices.Contains(left, damaged.ID.String()) {
+		t.Errorf("Store tab after gc: packs %v, want the %d others, not %s", left, len(packs)-1, damaged.ID)
+	}
+
 	// Nodes: the cluster the hook reports.
 	var peer string
 	if err := chromedp.Run(ctx,
@@ -355,8 +434,22 @@ func TestBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	if len(ids) != 2 || ids[0] != receipts[1].ID || ids[1] != receipts[0].ID {
-		t.Errorf("Receipts tab: got %v, want [%s %s] (newest first)", ids, receipts[1].ID, receipts[0].ID)
+	// Newest first: verify's refusal of the damaged pack, then the two
+	// test receipts.
+	verifyReceipts, err := s.Store().Receipts(store.ReceiptFilter{Pack: damaged.ID})
+	if err != nil || len(verifyReceipts) != 1 || verifyReceipts[0].Source != store.SourceVerify {
+		t.Fatalf("the store's receipts for the damaged pack: %+v, %v; want one from verify", verifyReceipts, err)
+	}
+	want3 := []string{verifyReceipts[0].ID, receipts[1].ID, receipts[0].ID}
+	if !slices.Equal(ids, want3) {
+		t.Errorf("Receipts tab: got %v, want %v (newest first)", ids, want3)
+	}
+	var reason string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector("#receipts tbody tr td:nth-child(2)").textContent`, &reason)); err != nil {
+		t.Fatal(err)
+	}
+	if reason != string(verifyReceipts[0].Reason) {
+		t.Errorf("Receipts tab: newest reason %q, want %q", reason, verifyReceipts[0].Reason)
 	}
 	checkTags("receipts")
 	t.Logf("screenshots in %s", dir)

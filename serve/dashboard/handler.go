@@ -48,8 +48,8 @@ func (c *Config) ServeIndex(w http.ResponseWriter, r *http.Request) {
 func (c *Config) serveState(w http.ResponseWriter, r *http.Request) {
 	if c.Allow != nil {
 		if err := c.Allow(r); err != nil {
-			writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]string{
-				"code": "forbidden", "type": "permission_error", "message": err.Error()}})
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]string{
+				"code": "unauthorized", "message": err.Error()}})
 			return
 		}
 	}

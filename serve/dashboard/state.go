@@ -54,7 +54,7 @@ type Config struct {
 	// and producer; it returns nil when the node is not in a cluster.
 	Cluster func() *ClusterState
 	// Allow, when set, decides who may read the state (the page itself
-	// holds no data): it returns an error to refuse a request with 403.
+	// holds no data): it returns an error to refuse a request with 401.
 	Allow func(r *http.Request) error
 }
 

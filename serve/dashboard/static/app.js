@@ -75,10 +75,15 @@ function showTab(name) {
 for (const b of document.querySelectorAll("nav [data-tab]")) b.addEventListener("click", () => { showTab(b.dataset.tab); poll(); });
 showTab("inference");
 
-function authHeaders() {
-  const key = document.getElementById("api-key").value.trim();
+// The API key (a tenant's) authorizes the chat request; the admin key the
+// state and the admin endpoint (loopback clients need none unless the
+// server has --admin-key-file).
+function bearer(id) {
+  const key = document.getElementById(id).value.trim();
   return key ? {"Authorization": "Bearer " + key} : {};
 }
+function authHeaders() { return bearer("api-key"); }
+function adminHeaders() { return bearer("admin-key"); }
 
 // Charts: a line over the buckets; a bucket with nothing measured is a gap.
 function drawChart(svg, points, field, opts) {
@@ -167,7 +172,7 @@ function render(st) {
   document.querySelector("#receipts tbody").replaceChildren(...rc.list.map(r =>
     el("tr", {"data-receipt": r.id}, cell(new Date(r.time).toLocaleString()), cell(r.reason), cell(r.pack ? r.pack.slice(0, 12) : "—"),
       cell(r.source), cell(r.detail),
-      cell((r.fields || []).map(f => f.field + ": " + f.want + " ≠ " + f.got).join("; ") || "—"))));
+      cell((r.fields || []).map(f => f.field + ": want " + f.want + ", got " + f.got).join("; ") || "—"))));
 
   renderNodes(st.nodes);
 }
@@ -213,7 +218,7 @@ async function poll() {
   const seq = ++pollStarted;
   document.body.dataset.pollStarted = String(seq);
   try {
-    const r = await fetch(STATE_URL, {headers: authHeaders(), cache: "no-store"});
+    const r = await fetch(STATE_URL, {headers: adminHeaders(), cache: "no-store"});
     if (!r.ok) throw new Error("state: HTTP " + r.status + " " + (await r.text()));
     const st = await r.json();
     if (seq < pollShown) return;
@@ -314,11 +319,12 @@ async function admin(path, body) {
   status.textContent = path + " running…";
   out.dataset.op = path;
   try {
-    const r = await fetch(path, {method: "POST", headers: {"Content-Type": "application/json", ...authHeaders()}, body: JSON.stringify(body || {})});
+    const r = await fetch(path, {method: "POST", headers: {"Content-Type": "application/json", ...adminHeaders()}, body: JSON.stringify(body || {})});
     const txt = await r.text();
     let shown = txt;
     try { shown = JSON.stringify(JSON.parse(txt), null, 2); } catch (_) { /* not JSON: shown as is */ }
     out.textContent = shown;
+    out.dataset.status = String(r.status);
     status.dataset.state = r.ok ? "done" : "error";
     status.textContent = path + ": HTTP " + r.status;
   } catch (e) {
@@ -328,7 +334,10 @@ async function admin(path, body) {
   poll();
 }
 document.getElementById("verify").addEventListener("click", () => admin("/admin/v1/verify", {}));
-document.getElementById("gc").addEventListener("click", () => admin("/admin/v1/gc", {}));
+document.getElementById("gc").addEventListener("click", () => {
+  const v = document.getElementById("gc-max-bytes").value.trim();
+  admin("/admin/v1/gc", v === "" ? {} : {max_bytes: Number(v)});
+});
 
 poll();
 setInterval(poll, POLL_MS);
