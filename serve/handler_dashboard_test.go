@@ -209,6 +209,12 @@ func TestDashboardState(t *testing.T) {
 	if st.Nodes.Tag != dashboard.TagMeasured || st.Nodes.Cluster == nil || st.Nodes.Cluster.Node != "a" {
 		t.Errorf("nodes with a cluster: got %+v, want measured, node a", st.Nodes)
 	}
+	for name, lt := range map[string]dashboard.ListTag{"slots": st.Live.SlotsTag, "recent": st.RecentTag,
+		"packs": st.Store.PacksTag, "receipts": st.Receipts.ListTag} {
+		if lt.Tag != dashboard.TagMeasured || lt.Window == "" || lt.Source == "" {
+			t.Errorf("%s table tag: got %+v, want measured with a window and a source", name, lt)
+		}
+	}
 	if st.Receipts.Total.Tag != dashboard.TagMeasured || len(st.Receipts.List) != 0 {
 		t.Errorf("receipts: got %+v, want measured and none", st.Receipts)
 	}

@@ -318,6 +318,17 @@ func TestBrowser(t *testing.T) {
 		if visible == 0 {
 			t.Errorf("%s tab: no figure shown", tab)
 		}
+		// Each table's heading carries its rows' tag.
+		var lists []figure
+		if err := chromedp.Run(ctx, chromedp.Evaluate(`Array.from(document.querySelectorAll(".listtag")).filter(e => e.offsetParent).map(e => {
+			const t = e.querySelector(".tag"); return {name: e.id, tag: t ? t.dataset.tag : "", value: t ? t.textContent : ""}; })`, &lists)); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lists {
+			if l.Tag != dashboard.TagMeasured && l.Tag != dashboard.TagConfigured && l.Tag != dashboard.TagUnavailable {
+				t.Errorf("%s tab: table tag %s is %q (%q), want measured, configured or unavailable", tab, l.Name, l.Tag, l.Value)
+			}
+		}
 	}
 	checkTags("inference")
 	var points string

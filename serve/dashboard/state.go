@@ -120,17 +120,27 @@ type ProducerState struct {
 	LastError string    `json:"last_error,omitempty"`
 }
 
+// ListTag is the honesty tag of a table: every number in its rows is
+// what Tag says, over Window, read from Source.
+type ListTag struct {
+	Tag    string `json:"tag"`
+	Window string `json:"window"`
+	Source string `json:"source"`
+}
+
 // State is the JSON of GET /dashboard/api/state.
 type State struct {
-	Time     time.Time         `json:"time"`
-	Server   ServerState       `json:"server"`
-	Totals   map[string]Figure `json:"totals"`
-	Live     LiveState         `json:"live"`
-	Series   Series            `json:"series"`
-	Recent   []RequestSummary  `json:"recent"`
-	Store    StoreState        `json:"store"`
-	Receipts ReceiptsState     `json:"receipts"`
-	Nodes    NodesState        `json:"nodes"`
+	Time   time.Time         `json:"time"`
+	Server ServerState       `json:"server"`
+	Totals map[string]Figure `json:"totals"`
+	Live   LiveState         `json:"live"`
+	Series Series            `json:"series"`
+	Recent []RequestSummary  `json:"recent"`
+	// RecentTag tags Recent's numbers.
+	RecentTag ListTag       `json:"recent_tag"`
+	Store     StoreState    `json:"store"`
+	Receipts  ReceiptsState `json:"receipts"`
+	Nodes     NodesState    `json:"nodes"`
 }
 
 // ServerState names what is served, with the configured values.
@@ -149,6 +159,8 @@ type LiveState struct {
 	Queue Figure           `json:"queue"`
 	Busy  Figure           `json:"slots_busy"`
 	Slots []sched.SlotInfo `json:"slots"`
+	// SlotsTag tags Slots' numbers.
+	SlotsTag ListTag `json:"slots_tag"`
 }
 
 // StoreState is the Store tab.
@@ -157,6 +169,7 @@ type StoreState struct {
 	// Packs lists at most MaxPacks packs, most recently used first;
 	// Truncated says whether there were more.
 	Packs     []PackRow `json:"packs"`
+	PacksTag  ListTag   `json:"packs_tag"`
 	Truncated bool      `json:"truncated"`
 	// Error is set when the store could not be read.
 	Error string `json:"error,omitempty"`
@@ -179,6 +192,7 @@ type PackRow struct {
 type ReceiptsState struct {
 	Total     Figure          `json:"total"`
 	List      []store.Receipt `json:"list"`
+	ListTag   ListTag         `json:"list_tag"`
 	Truncated bool            `json:"truncated"`
 	// RefusedSinceStart counts restores refused since start by reason.
 	RefusedSinceStart map[string]int `json:"refused_since_start"`
@@ -188,7 +202,9 @@ type ReceiptsState struct {
 // NodesState is the Nodes tab: Cluster is nil, and Reason says why, when
 // the node is not in a cluster.
 type NodesState struct {
-	Tag     string        `json:"tag"`
+	Tag string `json:"tag"`
+	// Window says what the measured figures cover.
+	Window  string        `json:"window,omitempty"`
 	Reason  string        `json:"reason,omitempty"`
 	Cluster *ClusterState `json:"cluster"`
 }
@@ -207,7 +223,8 @@ func (c *Config) Snapshot() State {
 	slices.Reverse(recent)
 
 	since := "since start " + started.UTC().Format(time.RFC3339)
-	st := State{Time: now.UTC(), Series: series, Recent: recent}
+	st := State{Time: now.UTC(), Series: series, Recent: recent,
+		RecentTag: ListTag{Tag: TagMeasured, Window: "each request, the last " + fmt.Sprint(recentLen), Source: "scheduler"}}
 	st.Server = ServerState{Model: c.Model, Version: c.Version, IdentityKey: c.Identity.Key().String(),
 		Engine: c.Identity.Engine, Started: started.UTC(),
 		Uptime: Measured(now.Sub(started).Seconds(), "s", "now", "process clock"), Settings: map[string]Figure{}}
@@ -255,6 +272,7 @@ func (c *Config) Snapshot() State {
 	}
 	if c.Slots != nil {
 		st.Live.Slots = c.Slots()
+		st.Live.SlotsTag = ListTag{Tag: TagMeasured, Window: "now", Source: "scheduler"}
 		busy := 0
 		for _, s := range st.Live.Slots {
 			if s.Processing() {
@@ -269,7 +287,8 @@ func (c *Config) Snapshot() State {
 	st.Nodes = NodesState{Tag: TagUnavailable, Reason: "this node is not in a cluster (muser cluster init / muser node join)"}
 	if c.Cluster != nil {
 		if cs := c.Cluster(); cs != nil {
-			st.Nodes = NodesState{Tag: TagMeasured, Cluster: cs}
+			st.Nodes = NodesState{Tag: TagMeasured, Cluster: cs,
+				Window: "counters since start; the last push and the last outcome as they happened; the registry now"}
 		}
 	}
 	return st
@@ -329,6 +348,7 @@ func (c *Config) storeState(cachedStore int, since string) StoreState {
 	if len(packs) > MaxPacks {
 		packs, ss.Truncated = packs[:MaxPacks], true
 	}
+	ss.PacksTag = ListTag{Tag: TagMeasured, Window: "now", Source: "store ledger"}
 	ss.Packs = make([]PackRow, 0, len(packs))
 	for _, p := range packs {
 		row := PackRow{ID: p.ID.String(), Tokens: p.Tokens, Bytes: p.Bytes, LastUse: p.LastUse, Created: p.Created,
@@ -354,6 +374,7 @@ func (c *Config) receiptsState(refused map[string]int) ReceiptsState {
 		return rs
 	}
 	rs.Total = Measured(float64(len(list)), "receipts", "kept by the store", "store ledger")
+	rs.ListTag = ListTag{Tag: TagMeasured, Window: "kept by the store", Source: "store ledger"}
 	slices.Reverse(list)
 	if len(list) > MaxReceipts {
 		list, rs.Truncated = list[:MaxReceipts], true

@@ -61,6 +61,17 @@ function fig(name, f) {
     f.tag === "unavailable" && f.reason ? el("span", {class: "reason"}, " " + f.reason) : null);
 }
 
+// listTag shows a table's tag {tag, window, source} beside its heading.
+function listTag(id, lt) {
+  const e = document.getElementById(id);
+  if (!lt || !lt.tag) {
+    e.replaceChildren(el("span", {class: "tag tag-unavailable", "data-tag": "unavailable"}, "unavailable"));
+    return;
+  }
+  e.replaceChildren(el("span", {class: "tag tag-" + lt.tag, "data-tag": lt.tag, title: lt.source || ""},
+    lt.tag + (lt.window ? " · " + lt.window : "")));
+}
+
 function figRows(tbody, entries) {
   tbody.replaceChildren(...entries.map(([label, name, f]) =>
     el("tr", {"data-row": name}, el("th", {}, label), el("td", {}, fig(name, f)))));
@@ -141,6 +152,11 @@ function render(st) {
     ["slots busy now", "slots_busy", st.live.slots_busy],
   ]);
   const pts = st.series.points;
+  listTag("charts-tag", {tag: st.series.tag, window: st.series.step_s + " s buckets over the last " + Math.round(st.series.window_s / 60) + " min", source: "scheduler"});
+  listTag("slots-tag", st.live.slots_tag);
+  listTag("recent-tag", st.recent_tag);
+  listTag("packs-tag", st.store.packs_tag);
+  listTag("receipts-tag", st.receipts.list_tag);
   drawChart(document.getElementById("chart-ttft"), pts, "ttft_ms", {step: st.series.step_s, label: v => v.toFixed(0)});
   drawChart(document.getElementById("chart-tps"), pts, "tokens_per_second", {step: st.series.step_s, label: v => v.toFixed(0)});
   drawChart(document.getElementById("chart-hit"), pts, "hit_rate", {step: st.series.step_s, max: 1, label: v => (100 * v).toFixed(0) + "%"});
@@ -184,6 +200,7 @@ function renderNodes(n) {
     return;
   }
   const c = n.cluster;
+  const ntag = () => el("span", {class: "tag tag-" + n.tag, "data-tag": n.tag, title: n.window || ""}, n.tag);
   const kids = [el("p", {id: "cluster"}, "cluster " + c.cluster_id.slice(0, 16) + " · this node ", el("b", {}, c.node),
     c.repl_addr ? " · replication on " + c.repl_addr : " · no replication listener", c.role ? " · role " + c.role : "")];
   if (c.producer) {
@@ -191,7 +208,7 @@ function renderNodes(n) {
     kids.push(el("div", {class: "peer", "data-producer": p.name}, el("b", {}, "prefill producer " + p.name),
       " (fallback " + p.fallback + ") · last outcome: ", p.last ? p.last + " at " + when(p.last_time) : "unavailable: no request yet",
       p.last_error ? el("div", {}, "error: " + p.last_error) : null,
-      el("div", {}, "outcomes since start: " + Object.entries(p.outcomes).map(([k, v]) => k + " " + v).join(", "))));
+      el("div", {}, "outcomes since start: " + (Object.entries(p.outcomes).map(([k, v]) => k + " " + v).join(", ") || "none yet"), ntag())));
   }
   for (const p of c.peers) {
     const lp = p.last_push;
@@ -202,7 +219,7 @@ function renderNodes(n) {
           .map(([k, f]) => el("tr", {}, el("th", {}, k), el("td", {}, fig("peer-" + k, f)))))),
       el("div", {}, "last push: ", lp ? (lp.ok ? "ok" : "failed: " + lp.error) + " · pack " + lp.pack.slice(0, 12) + " · moved " +
         lp.moved_chunks + "/" + lp.chunks + " chunks (" + fmtBytes(lp.moved_bytes) + ") in " + lp.duration_ms.toFixed(1) + " ms at " + when(lp.time)
-        : p.replicate_to ? "unavailable: none yet" : "unavailable: this node does not replicate to it")));
+        : p.replicate_to ? "unavailable: none yet" : "unavailable: this node does not replicate to it", lp ? ntag() : null)));
   }
   root.replaceChildren(...kids);
 }
