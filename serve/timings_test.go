@@ -115,3 +115,27 @@ func mustJSON(t testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+// TestChatTimingsBadInput: a timings field of the wrong type is a 400 in
+// the OpenAI shape naming it.
+func TestChatTimingsBadInput(t *testing.T) {
+	ts := startServer(t, nil)
+	for _, tc := range []struct{ name, value, msg string }{
+		{"string", `"yes"`, "got a string"},
+		{"number", `1`, "got a number"},
+		{"object", `{}`, "got an object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := ts.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"timings":`+tc.value+`}`)
+			var e struct {
+				Error struct{ Code, Param, Message string }
+			}
+			if err := json.Unmarshal(body, &e); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != 400 || e.Error.Code != "invalid_type" || e.Error.Param != "timings" || !strings.Contains(e.Error.Message, tc.msg) {
+				t.Errorf("got %d %+v, want 400 invalid_type for param timings saying %q", resp.StatusCode, e.Error, tc.msg)
+			}
+		})
+	}
+}
