@@ -131,6 +131,7 @@ func (m *metrics) InterToken(d time.Duration) { m.interToken.Observe(d.Seconds()
 // Finished records a request that ended: tokens in, out and cached, time
 // to first token and duration from its arrival.
 func (m *metrics) Finished(req *sched.Request, res sched.Result) {
+	m.finishedOps(res) // metrics_ops.go
 	m.promptTokens.Add(float64(res.PromptTokens))
 	m.genTokens.Add(float64(len(res.Generated)))
 	if res.CachedTokens > 0 {

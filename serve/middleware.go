@@ -143,7 +143,11 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				}
 			}
 			s.metrics.request(r.Pattern, sw.status)
-			ri.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+			logReq := ri.log.Info
+			if r.URL.Path == "/metrics" && sw.status == http.StatusOK {
+				logReq = ri.log.Debug // scrapes every few seconds would drown the log
+			}
+			logReq("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
 				"bytes", sw.bytes, "duration", time.Since(start),
 				"prompt_tokens", ri.promptTokens, "cached_tokens", ri.cachedTokens, "generated_tokens", ri.genTokens)
 		}()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/muserhq/muser/infer/engine"
@@ -136,6 +137,7 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	served    atomic.Bool // Serve began listening
 
 	forceOnce sync.Once
 	force     chan struct{} // closed by ForceStop
@@ -236,7 +238,7 @@ func New(opts Options) (s *Server, err error) {
 	s.sched, err = sched.New(sched.Config{
 		Model:         m,
 		Tokenizer:     s.model.tok,
-		Store:         s.store,
+		Store:         meteredStore{Store: s.store, m: s.metrics}, // metrics_ops.go
 		Identity:      s.identity,
 		Slots:         max(opts.Parallel, 1),
 		Ctx:           opts.Ctx,
@@ -254,6 +256,7 @@ func New(opts Options) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.metrics.describe(s) // metrics_ops.go
 	s.adminAPI = adminapi.Local{Store: s.store}
 	s.handler = s.routes()
 	return s, nil
@@ -355,6 +358,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	unannounce := s.announce(ln) // servefile.go
+	s.served.Store(true)
+	s.logStartup(ln) // startup.go
 	var serveErr error
 	select {
 	case serveErr = <-errc:
@@ -412,7 +417,9 @@ func (s *Server) Close() error {
 		}
 		errs = append(errs, s.model.eng.Close())
 		s.closeErr = errors.Join(errs...)
-		s.log.Info("stopped")
+		if s.served.Load() { // nothing to report of a server that never listened
+			s.log.Info("stopped")
+		}
 	})
 	return s.closeErr
 }

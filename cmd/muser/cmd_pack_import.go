@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"io"
 	"os"
 
@@ -33,6 +34,7 @@ and 'muser receipts ls' shows the receipt. Chunks read before a refusal
 are not visible; gc reclaims them. The store is created if absent, with the
 block size of the imported pack. While a muser server owns the store,
 the file is sent to it and it imports (docs/serve.md, "Admin endpoint").
+On a terminal, stderr shows the bytes read, rate and time left.
 
 With --expect-model FILE the pack must also have been made by that GGUF
 model: its identity must equal, field by field, the one muser serve and
@@ -116,7 +118,13 @@ FILE does not exist), and creates no store.`,
 			defer s.Close()
 			a = adminapi.Local{Store: s}
 		}
-		res, err := a.Import(ctx, bufio.NewReaderSize(f, 1<<20), req)
+		var size int64
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		meter := newMeter(env, false, "import", progress.Bytes, size, 0)
+		res, err := a.Import(ctx, progress.Reader{R: bufio.NewReaderSize(f, 1<<20), M: meter}, req)
+		meter.Finish()
 		if err != nil {
 			return err
 		}

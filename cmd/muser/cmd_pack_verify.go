@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/store"
@@ -51,19 +52,12 @@ server runs the check (docs/serve.md, "Admin endpoint").`,
 			return err
 		}
 		defer done()
-		progress := !asJSON && isTerminal(env.stderr)
-		var onChunk func(done, total int)
-		if progress {
-			onChunk = func(done, total int) {
-				if done == total || done%64 == 0 {
-					fmt.Fprintf(env.stderr, "\rverify: %d/%d chunks read", done, total)
-				}
-			}
-		}
-		rep, err := a.Verify(ctx, req, onChunk)
-		if progress {
-			fmt.Fprintln(env.stderr)
-		}
+		meter := newMeter(env, asJSON, "verify", progress.Chunks, 0, 0)
+		rep, err := a.Verify(ctx, req, func(done, total int) {
+			meter.SetTotal(int64(total))
+			meter.Set(int64(done))
+		})
+		meter.Finish()
 		if err != nil {
 			return err
 		}

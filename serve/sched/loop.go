@@ -425,6 +425,9 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 	}
 	req := sl.task.req
 	if sl.state == stPrefill {
+		if req.OnPrefill != nil {
+			req.OnPrefill(sl.seq.Len()-sl.res.CachedTokens, len(req.Prompt)-sl.res.CachedTokens)
+		}
 		if sl.seq.Len() < len(req.Prompt) {
 			return // more chunks to come
 		}

@@ -38,6 +38,11 @@ type Request struct {
 	// finishes without sampling (the producer side of disaggregated
 	// prefill). Result.Pack names the pack.
 	PrefillOnly bool
+	// OnPrefill, if not nil, is called on the scheduler's goroutine after
+	// each prefill step of this request with the prompt tokens computed so
+	// far and the number it computes in all (restored ones left out):
+	// progress reporting. It must return quickly.
+	OnPrefill func(done, total int)
 	// Route is the HTTP route, for the Observer.
 	Route string
 	// Received is when the request arrived; time to first token counts
