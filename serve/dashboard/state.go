@@ -215,7 +215,7 @@ func (c *Config) Snapshot() State {
 	now := rec.now()
 	rec.mu.Lock()
 	t := rec.tot
-	t.refused = maps(rec.tot.refused)
+	t.refused = copyCounts(rec.tot.refused)
 	series := rec.series(now)
 	recent := slices.Clone(rec.recent)
 	started := rec.started
@@ -294,7 +294,7 @@ func (c *Config) Snapshot() State {
 	return st
 }
 
-func maps(m map[string]int) map[string]int {
+func copyCounts(m map[string]int) map[string]int {
 	out := make(map[string]int, len(m))
 	for k, v := range m {
 		out[k] = v
