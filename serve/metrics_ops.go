@@ -128,4 +128,3 @@ func (ms meteredStore) GC(ctx context.Context, opts store.GCOptions) (store.GCRe
 }
 
 var _ sched.Store = meteredStore{}
-

@@ -60,6 +60,15 @@ func startAdminServer(t *testing.T, home string) func() {
 // the changes carried out by the server.
 func TestLiveAdministration(t *testing.T) {
 	home, ids := fillStore(t, 5)
+	// Exported first: an export marks the pack used.
+	file := filepath.Join(t.TempDir(), "p3.kvpack")
+	if code, _, errOut := muser(t, home, "pack", "export", ids[3].String(), "-o", file); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	damaged, _ := os.ReadFile(file)
+	damaged[len(damaged)/2] ^= 1
+	bad := filepath.Join(t.TempDir(), "bad.kvpack")
+	os.WriteFile(bad, damaged, 0o600)
 	read := [][]string{
 		{"pack", "ls"},
 		{"pack", "ls", "--json"},
@@ -112,6 +121,11 @@ func TestLiveAdministration(t *testing.T) {
 			{[]string{"pack", "unpin", ids[0].String()[:10]}, 0, "unpinned pack " + ids[0].Short()},
 			{[]string{"pack", "rm", ids[4].String()}, 0, "removed pack " + ids[4].Short()},
 			{[]string{"pack", "rm", ids[4].String()}, exitNotFound, ""},
+			{[]string{"pack", "rm", ids[3].String()[:9]}, 0, "removed pack " + ids[3].Short()},
+			{[]string{"pack", "import", file}, 0, "imported pack " + ids[3].String()},
+			{[]string{"pack", "import", file}, exitRefused, ""}, // a replay
+			{[]string{"pack", "import", bad}, exitRefused, ""},
+			{[]string{"receipts", "ls"}, 0, "replay"},
 			{[]string{"pack", "gc", "--max-bytes", "0", "--grace", "0"}, 0, "removed 4 packs"},
 		} {
 			code, out, errOut := muser(t, home, tc.args...)

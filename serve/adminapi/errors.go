@@ -13,6 +13,10 @@ import (
 // not running or does not answer.
 var ErrNoServer = errors.New("no running muser server for this home")
 
+// ErrBadServeFile is returned when a serve file is not what a server
+// writes (ParseServeFile).
+var ErrBadServeFile = errors.New("malformed serve file")
+
 // ErrUnauthorized is returned when the admin endpoint refuses the caller:
 // not on loopback and no admin key, or a wrong key.
 var ErrUnauthorized = errors.New("admin access refused")

@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,14 +98,31 @@ func ReadServeFile(home string) (ServeFile, error) {
 	if len(b) > maxServeFile {
 		return ServeFile{}, fmt.Errorf("%s: larger than %d bytes", path, maxServeFile)
 	}
-	var sf ServeFile
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sf); err != nil {
+	sf, err := ParseServeFile(b)
+	if err != nil {
 		return ServeFile{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if sf.PID <= 0 || !strings.HasPrefix(sf.URL, "http://") {
-		return ServeFile{}, fmt.Errorf("%s: want a positive pid and an http:// url", path)
+	return sf, nil
+}
+
+// ParseServeFile decodes a serve file: one JSON object with exactly the
+// ServeFile fields, a positive pid and an http:// URL of a host and port.
+func ParseServeFile(b []byte) (ServeFile, error) {
+	var sf ServeFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sf); err != nil {
+		return ServeFile{}, fmt.Errorf("%w: %v", ErrBadServeFile, err)
+	}
+	if dec.More() {
+		return ServeFile{}, fmt.Errorf("%w: data after the object", ErrBadServeFile)
+	}
+	u, err := url.Parse(sf.URL)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
+		return ServeFile{}, fmt.Errorf("%w: url %q: want http://HOST:PORT", ErrBadServeFile, sf.URL)
+	}
+	if sf.PID <= 0 {
+		return ServeFile{}, fmt.Errorf("%w: pid %d: want a positive process ID", ErrBadServeFile, sf.PID)
 	}
 	return sf, nil
 }
