@@ -465,3 +465,70 @@ func TestBrowser(t *testing.T) {
 	checkTags("receipts")
 	t.Logf("screenshots in %s", dir)
 }
+
+// TestBrowserKeys: on a server with API keys and an admin key, the page
+// loads without a key, its state answers only once the admin key is
+// given, and its chat request is made with the tenant key.
+func TestBrowserKeys(t *testing.T) {
+	browser := findBrowser(t)
+	const tenantKey, adminKey = "browser-tenant-key-0001", "browser-admin-key-0001"
+	dir := t.TempDir()
+	keys, admin := filepath.Join(dir, "keys"), filepath.Join(dir, "admin.key")
+	if err := os.WriteFile(keys, []byte(tenantKey+" alice\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(admin, []byte(adminKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, url := startServer(t, func(o *serve.Options) { o.APIKeysFile, o.AdminKeyFile = keys, admin })
+
+	actx, cancelA := chromedp.NewExecAllocator(t.Context(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1280, 1000))...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	var conn, status, reply string
+	if err := chromedp.Run(ctx,
+		chromedp.Navigate(url+"/"),
+		chromedp.WaitVisible(`#conn[data-state="error"]`),
+		chromedp.Text(`#conn`, &conn),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(conn, "401") {
+		t.Errorf("state without the admin key: the page says %q, want a 401", conn)
+	}
+	// A chat without the tenant key is refused; with it, answered.
+	if err := chromedp.Run(ctx,
+		chromedp.SetValue(`#max-tokens`, "4"),
+		chromedp.Click(`#send`),
+		chromedp.WaitVisible(`#req-status[data-state="error"]`),
+		chromedp.Text(`#req-status`, &status),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(status, "401") {
+		t.Errorf("chat without the tenant key: status %q, want a 401", status)
+	}
+	if err := chromedp.Run(ctx,
+		chromedp.SetValue(`#admin-key`, adminKey),
+		chromedp.SetValue(`#api-key`, tenantKey),
+		chromedp.Click(`#send`),
+		chromedp.WaitVisible(`#req-status[data-state="done"]`),
+		chromedp.Text(`#reply`, &reply),
+		chromedp.WaitVisible(`#conn[data-state="ok"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if reply == "" {
+		t.Errorf("chat with the tenant key: empty reply")
+	}
+	// The admin key is not a tenant key, nor the tenant key an admin key.
+	if err := chromedp.Run(ctx,
+		chromedp.SetValue(`#admin-key`, tenantKey),
+		chromedp.Click(`#tab-store`),
+		chromedp.WaitVisible(`#conn[data-state="error"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+}
