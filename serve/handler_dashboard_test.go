@@ -1,11 +1,14 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/muserhq/muser/infer/infertest"
@@ -224,3 +227,43 @@ const (
 	testKey  = "dashboard-test-key-0001"
 	adminKey = "dashboard-admin-key-0001"
 )
+
+// syncBuf is a bytes.Buffer safe for the server's goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDashboardPollsLogDebug: the page's polls of the state log at debug
+// level, not info; other requests still log at info.
+func TestDashboardPollsLogDebug(t *testing.T) {
+	var logs syncBuf
+	ts := startServer(t, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	for _, p := range []string{dashboard.StatePath, dashboard.StatePath, "/health"} {
+		if resp, body := ts.do(t, "GET", p, ""); resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", p, resp.StatusCode, body)
+		}
+	}
+	ts.stop(t) // the access log line is written after the answer: stop to have them all
+	out := logs.String()
+	if strings.Contains(out, "path="+dashboard.StatePath) {
+		t.Errorf("state polls logged at info:\n%s", out)
+	}
+	if !strings.Contains(out, "path=/health") {
+		t.Errorf("GET /health not logged at info:\n%s", out)
+	}
+}

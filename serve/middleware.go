@@ -147,6 +147,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			if r.URL.Path == "/metrics" && sw.status == http.StatusOK {
 				logReq = ri.log.Debug // scrapes every few seconds would drown the log
 			}
+			if r.URL.Path == dashboard.StatePath && sw.status == http.StatusOK {
+				logReq = ri.log.Debug // so would the dashboard's polls
+			}
 			logReq("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
 				"bytes", sw.bytes, "duration", time.Since(start),
 				"prompt_tokens", ri.promptTokens, "cached_tokens", ri.cachedTokens, "generated_tokens", ri.genTokens)
