@@ -357,4 +357,7 @@ document.getElementById("gc").addEventListener("click", () => {
 });
 
 poll();
-setInterval(poll, POLL_MS);
+// A page in a background tab does not poll (each poll reads the ledger);
+// it polls again as soon as it is shown.
+setInterval(() => { if (!document.hidden) poll(); }, POLL_MS);
+document.addEventListener("visibilitychange", () => { if (!document.hidden) poll(); });
