@@ -165,6 +165,10 @@ func TestAdminAccess(t *testing.T) {
 			{"plain", nil, 200},
 			{"same origin", []string{"Origin", ts.url}, 200},
 			{"other origin", []string{"Origin", "http://evil.example"}, 401},
+			{"forwarded", []string{"X-Forwarded-For", "203.0.113.9"}, 401},
+			{"forwarded rfc 7239", []string{"Forwarded", "for=203.0.113.9"}, 401},
+			{"rebound host name", []string{"Host", "evil.example:4949"}, 401},
+			{"localhost", []string{"Host", "localhost:4949"}, 200},
 		} {
 			resp, body := ts.do(t, "GET", "/admin/v1/packs", "", tc.header...)
 			if resp.StatusCode != tc.want {
