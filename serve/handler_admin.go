@@ -227,11 +227,45 @@ func (s *Server) handleAdminVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	if r.Header.Get("Accept") == adminapi.ProgressContentType {
+		s.verifyStream(w, r, req, start)
+		return
+	}
 	v, err := s.adminAPI.Verify(r.Context(), req, nil)
 	if err == nil {
 		s.metrics.observeVerify(time.Since(start))
 	}
 	s.adminReply(w, r, v, err)
+}
+
+// verifyStream answers a verify as NDJSON lines of adminapi.VerifyEvent:
+// progress at most every 100 ms and when the last chunk is read, then the
+// report or the error (the status is 200 once the stream began).
+func (s *Server) verifyStream(w http.ResponseWriter, r *http.Request, req adminapi.VerifyRequest, start time.Time) {
+	w.Header().Set("Content-Type", adminapi.ProgressContentType)
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	var last time.Time
+	v, err := s.adminAPI.Verify(r.Context(), req, func(done, total int) {
+		if now := time.Now(); done == total || now.Sub(last) >= 100*time.Millisecond {
+			last = now
+			enc.Encode(adminapi.VerifyEvent{Progress: &adminapi.Progress{Done: done, Total: total}})
+			flush()
+		}
+	})
+	if err != nil {
+		e := adminapi.ErrorOf(err)
+		info(r).log.Info("admin request failed", "status", e.Status, "code", e.Code, "err", e.Message)
+		enc.Encode(adminapi.VerifyEvent{Error: e})
+		return
+	}
+	s.metrics.observeVerify(time.Since(start))
+	enc.Encode(adminapi.VerifyEvent{Report: &v})
 }
 
 func (s *Server) handleAdminGC(w http.ResponseWriter, r *http.Request) {
