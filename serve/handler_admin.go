@@ -103,6 +103,16 @@ func (s *Server) adminAllowed(r *http.Request) error {
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
 		return fmt.Errorf("admin access from %s refused: without --admin-key-file only loopback clients are admitted", r.RemoteAddr)
 	}
+	// A proxy on this host makes every client look local: a forwarded
+	// request is not a loopback client's.
+	if r.Header.Get("Forwarded") != "" || r.Header.Get("X-Forwarded-For") != "" {
+		return errors.New("admin access through a proxy refused: without --admin-key-file only loopback clients are admitted")
+	}
+	// A page whose host name resolves to 127.0.0.1 (DNS rebinding) sends
+	// its own name: only loopback names are this machine's.
+	if !loopbackHost(r.Host) {
+		return fmt.Errorf("admin access for host %q refused: without --admin-key-file only localhost and loopback addresses are admitted", r.Host)
+	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		if err != nil || u.Host != r.Host {
@@ -110,6 +120,21 @@ func (s *Server) adminAllowed(r *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// loopbackHost reports whether a Host header names this machine's
+// loopback interface: localhost or a loopback IP, with or without a port.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // adminFail answers err in the admin error shape.
@@ -202,11 +227,45 @@ func (s *Server) handleAdminVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	if r.Header.Get("Accept") == adminapi.ProgressContentType {
+		s.verifyStream(w, r, req, start)
+		return
+	}
 	v, err := s.adminAPI.Verify(r.Context(), req, nil)
 	if err == nil {
 		s.metrics.observeVerify(time.Since(start))
 	}
 	s.adminReply(w, r, v, err)
+}
+
+// verifyStream answers a verify as NDJSON lines of adminapi.VerifyEvent:
+// progress at most every 100 ms and when the last chunk is read, then the
+// report or the error (the status is 200 once the stream began).
+func (s *Server) verifyStream(w http.ResponseWriter, r *http.Request, req adminapi.VerifyRequest, start time.Time) {
+	w.Header().Set("Content-Type", adminapi.ProgressContentType)
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	var last time.Time
+	v, err := s.adminAPI.Verify(r.Context(), req, func(done, total int) {
+		if now := time.Now(); done == total || now.Sub(last) >= 100*time.Millisecond {
+			last = now
+			enc.Encode(adminapi.VerifyEvent{Progress: &adminapi.Progress{Done: done, Total: total}})
+			flush()
+		}
+	})
+	if err != nil {
+		e := adminapi.ErrorOf(err)
+		info(r).log.Info("admin request failed", "status", e.Status, "code", e.Code, "err", e.Message)
+		enc.Encode(adminapi.VerifyEvent{Error: e})
+		return
+	}
+	s.metrics.observeVerify(time.Since(start))
+	enc.Encode(adminapi.VerifyEvent{Report: &v})
 }
 
 func (s *Server) handleAdminGC(w http.ResponseWriter, r *http.Request) {

@@ -84,6 +84,18 @@ func TestAdminEndpoint(t *testing.T) {
 		if rep.Errors != 0 || rep.Packs != len(want) || rep.ChunksRead == 0 {
 			t.Fatalf("verify: got %+v, want no errors, %d packs, chunks read", rep, len(want))
 		}
+		// Streamed: progress as it goes, then the same report.
+		var calls, lastDone, lastTotal int
+		streamed, err := c.Verify(ctx, adminapi.VerifyRequest{}, func(done, total int) { calls, lastDone, lastTotal = calls+1, done, total })
+		if err != nil || streamed.Packs != rep.Packs || streamed.ChunksRead != rep.ChunksRead || streamed.Errors != 0 {
+			t.Fatalf("streamed verify: got %+v, %v; want %+v", streamed, err, rep)
+		}
+		if calls == 0 || lastDone != lastTotal || lastTotal != rep.ChunksRead {
+			t.Errorf("streamed verify: %d progress calls, last %d/%d; want the last at %d/%d", calls, lastDone, lastTotal, rep.ChunksRead, rep.ChunksRead)
+		}
+		if _, err := c.Verify(ctx, adminapi.VerifyRequest{Packs: []string{"ffffffff"}}, func(int, int) {}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("streamed verify of an unknown pack: got %v, want store.ErrNotFound", err)
+		}
 		rep, err = c.Verify(ctx, adminapi.VerifyRequest{Packs: []string{id.String()[:8]}, ReadDataSubset: "1/1"}, nil)
 		if err != nil || rep.Packs != 1 {
 			t.Fatalf("verify of one pack: got %+v, %v; want 1 pack", rep, err)
@@ -165,6 +177,10 @@ func TestAdminAccess(t *testing.T) {
 			{"plain", nil, 200},
 			{"same origin", []string{"Origin", ts.url}, 200},
 			{"other origin", []string{"Origin", "http://evil.example"}, 401},
+			{"forwarded", []string{"X-Forwarded-For", "203.0.113.9"}, 401},
+			{"forwarded rfc 7239", []string{"Forwarded", "for=203.0.113.9"}, 401},
+			{"rebound host name", []string{"Host", "evil.example:4949"}, 401},
+			{"localhost", []string{"Host", "localhost:4949"}, 200},
 		} {
 			resp, body := ts.do(t, "GET", "/admin/v1/packs", "", tc.header...)
 			if resp.StatusCode != tc.want {

@@ -69,7 +69,14 @@ func TestLiveAdministration(t *testing.T) {
 	damaged[len(damaged)/2] ^= 1
 	bad := filepath.Join(t.TempDir(), "bad.kvpack")
 	os.WriteFile(bad, damaged, 0o600)
+	for _, args := range [][]string{{"cluster", "init", "--name", "alpha"}, {"node", "add", "beta", "127.0.0.1:7444"}} {
+		if code, out, errOut := muser(t, home, args...); code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
 	read := [][]string{
+		{"node", "ls"},
+		{"node", "ls", "--json"},
 		{"pack", "ls"},
 		{"pack", "ls", "--json"},
 		{"pack", "inspect", ids[2].String()[:12]},

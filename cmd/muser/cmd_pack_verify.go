@@ -52,11 +52,15 @@ server runs the check (docs/serve.md, "Admin endpoint").`,
 			return err
 		}
 		defer done()
+		var onChunk func(done, total int)
 		meter := newMeter(env, asJSON, "verify", progress.Chunks, 0, 0)
-		rep, err := a.Verify(ctx, req, func(done, total int) {
-			meter.SetTotal(int64(total))
-			meter.Set(int64(done))
-		})
+		if !asJSON && progress.IsTerminal(env.stderr) {
+			onChunk = func(done, total int) {
+				meter.SetTotal(int64(total))
+				meter.Set(int64(done))
+			}
+		}
+		rep, err := a.Verify(ctx, req, onChunk)
 		meter.Finish()
 		if err != nil {
 			return err

@@ -109,12 +109,69 @@ func (c *Client) Inspect(ctx context.Context, id string) (Inspect, error) {
 	return out, err
 }
 
-// Verify runs a verify on the server. progress is not called: the
-// server reports only when it is done.
+// Verify runs a verify on the server. With progress non-nil it asks for
+// the streamed answer (ProgressContentType) and calls progress as the
+// server reports.
 func (c *Client) Verify(ctx context.Context, req VerifyRequest, progress func(done, total int)) (VerifyReport, error) {
 	var out VerifyReport
-	err := c.post(ctx, "/admin/v1/verify", req, &out)
-	return out, err
+	if progress == nil {
+		err := c.post(ctx, "/admin/v1/verify", req, &out)
+		return out, err
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return out, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.URL, "/")+"/admin/v1/verify", bytes.NewReader(b))
+	if err != nil {
+		return out, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", ProgressContentType)
+	if c.Key != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.Key)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(hreq)
+	if err != nil {
+		return out, fmt.Errorf("admin endpoint %s: %w", c.URL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return out, c.errorOf(resp, "POST", "/admin/v1/verify")
+	}
+	dec := json.NewDecoder(io.LimitReader(resp.Body, 1<<30))
+	for {
+		var ev VerifyEvent
+		if err := dec.Decode(&ev); err != nil {
+			return out, fmt.Errorf("admin endpoint POST /admin/v1/verify: the stream ended without a report: %w", err)
+		}
+		switch {
+		case ev.Progress != nil:
+			progress(ev.Progress.Done, ev.Progress.Total)
+		case ev.Error != nil:
+			return out, ev.Error
+		case ev.Report != nil:
+			return *ev.Report, nil
+		}
+	}
+}
+
+// errorOf reads a non-200 answer's error.
+func (c *Client) errorOf(resp *http.Response, method, path string) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e struct {
+		Error *Error `json:"error"`
+	}
+	if json.Unmarshal(b, &e) != nil || e.Error == nil || e.Error.Message == "" {
+		return &Error{Status: resp.StatusCode, Code: CodeFailed,
+			Message: fmt.Sprintf("admin endpoint %s %s: HTTP %d: %.200s", method, path, resp.StatusCode, b)}
+	}
+	e.Error.Status = resp.StatusCode
+	return e.Error
 }
 
 // GC runs gc on the server.

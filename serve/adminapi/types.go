@@ -85,6 +85,24 @@ type VerifyReport struct {
 	OrphanBytes int64         `json:"orphan_bytes"`
 }
 
+// ProgressContentType is the Accept value that makes POST
+// /admin/v1/verify stream VerifyEvent lines (NDJSON) instead of answering
+// one report at the end.
+const ProgressContentType = "application/x-ndjson"
+
+// VerifyEvent is one line of a streamed verify: exactly one field is set.
+type VerifyEvent struct {
+	Progress *Progress     `json:"progress,omitempty"`
+	Report   *VerifyReport `json:"report,omitempty"`
+	Error    *Error        `json:"error,omitempty"`
+}
+
+// Progress counts the chunks a verify has read of those it reads.
+type Progress struct {
+	Done  int `json:"done"`
+	Total int `json:"total"`
+}
+
 // Finding is one fault: the pack it concerns (absent for a ledger-wide
 // one), a reason code and the fault in words.
 type Finding struct {
