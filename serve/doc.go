@@ -27,6 +27,17 @@
 //	Ollama     POST /api/generate, POST /api/chat, GET /api/tags,
 //	           POST /api/show, GET /api/version
 //	           GET /metrics (Prometheus)
+//	admin      /admin/v1/... (handler_admin.go; docs/serve.md)
+//	dashboard  GET /, HEAD / (the page for a browser, Ollama's probe
+//	           text "Ollama is running" for other clients),
+//	           GET /dashboard/... (serve/dashboard)
+//
+// The dashboard's page and `/` need no key; its state
+// (/dashboard/api/state) shows every tenant's packs, so it follows the
+// admin endpoint's access rule. A chat completion with the muser
+// extension "timings": true carries a timings object (queue, remote
+// prefill, restore, prefill, time to first token, decode rate, and where
+// the prefill ran).
 //
 // Generation routes stream with SSE (OpenAI, llama.cpp) or NDJSON
 // (Ollama) when asked. Every route reports the prompt tokens served from
@@ -88,7 +99,19 @@
 // muser_queue_depth, muser_slots_busy, muser_store_bytes,
 // muser_receipts_total{reason}, muser_publishes_total{result},
 // muser_publish_bytes_total, muser_publish_pending, and the Go and
-// process collectors.
+// process collectors; metrics_ops.go adds build and model info, slots,
+// context and block size, the store's pack count, restore, prefill and
+// verify timings and gc evictions.
+//
+// # Admin endpoint
+//
+// The server owns its store, so the operator commands run through it
+// while it serves: handler_admin.go answers /admin/v1/ with the
+// operations of serve/adminapi.Local on the server's store, admitting
+// loopback clients, or with Options.AdminKeyFile anyone with the admin
+// key. Serve writes Home/serve.json (adminapi.ServeFile) once it listens
+// and removes it when it stops; the pack and receipts commands find the
+// server through it.
 //
 // # Shutdown
 //

@@ -50,6 +50,10 @@ type chatRequest struct {
 	Moderation           json.RawMessage `json:"moderation"`
 	PromptCacheRetention json.RawMessage `json:"prompt_cache_retention"`
 	PromptCacheOptions   json.RawMessage `json:"prompt_cache_options"`
+
+	// Timings asks for muser's timings object in the answer (a muser
+	// extension: requestTimings).
+	Timings *bool `json:"timings"`
 }
 
 type responseFormat struct {
@@ -197,6 +201,10 @@ type chatChunk struct {
 	Choices           []chunkChoice `json:"choices"`
 	Usage             *usage        `json:"usage,omitempty"`
 	nullUsage         bool
+
+	// Timings is muser's timings object, on the last chunk, when the
+	// request asked for it.
+	Timings *requestTimings `json:"timings,omitempty"`
 }
 
 // MarshalJSON writes "usage": null when the request asked for usage and
@@ -273,12 +281,16 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if g.logprobs >= 0 {
 		choice["logprobs"] = choiceLogprob{Content: s.chatLogprobs(evs), Refusal: nil}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	body := map[string]any{
 		"id": id, "object": "chat.completion", "created": created, "model": s.model.id,
 		"system_fingerprint": s.fingerprint(),
 		"choices":            []any{choice},
 		"usage":              usageOf(res),
-	})
+	}
+	if q.Timings != nil && *q.Timings {
+		body["timings"] = timingsOf(res, info(r).start)
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // chatGen checks the fields that need no model.
@@ -369,12 +381,20 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 		return
 	}
 	fr := finishReason(res.Finish)
-	if sw.send(chunk(chatDelta{}, nil, &fr)) != nil {
+	var tm *requestTimings
+	if q.Timings != nil && *q.Timings {
+		tm = timingsOf(res, info(r).start)
+	}
+	last := chunk(chatDelta{}, nil, &fr)
+	if !includeUsage {
+		last.Timings = tm
+	}
+	if sw.send(last) != nil {
 		return
 	}
 	if includeUsage {
 		sw.send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.model.id,
-			SystemFingerprint: s.fingerprint(), Choices: []chunkChoice{}, Usage: usageOf(res)})
+			SystemFingerprint: s.fingerprint(), Choices: []chunkChoice{}, Usage: usageOf(res), Timings: tm})
 	}
 	sw.done()
 }

@@ -83,7 +83,7 @@ func (b *llamaBias) UnmarshalJSON(data []byte) error {
 	}
 	for i, p := range pairs {
 		var id int32
-		if len(p) != 2 || json.Unmarshal(p[0], &id) != nil {
+		if len(p) != 2 || isNull(p[0]) || json.Unmarshal(p[0], &id) != nil {
 			return fmt.Errorf("element %d: want [token id, bias]", i)
 		}
 		if string(p[1]) == "false" {
@@ -91,7 +91,7 @@ func (b *llamaBias) UnmarshalJSON(data []byte) error {
 			continue
 		}
 		var v float64
-		if err := json.Unmarshal(p[1], &v); err != nil {
+		if err := json.Unmarshal(p[1], &v); err != nil || isNull(p[1]) {
 			return fmt.Errorf("element %d: the bias must be a number or false", i)
 		}
 		(*b)[id] = v

@@ -55,17 +55,27 @@ func (s *Server) parsePrompt(raw json.RawMessage, param string, mixed bool, addS
 	}
 	// One nested prompt: [["..."]] is not a form; [[1,2]] and ["text"] are.
 	if len(items) == 1 {
+		if isNull(items[0]) {
+			return nil, badRequest("invalid_type", param+"[0]", "%s[0] is null; want a token id or a string", param)
+		}
 		if json.Unmarshal(items[0], &text) == nil && !mixed {
 			return s.tokenize(text, addSpecial, true, param)
 		}
 		var ids []int32
 		if len(items[0]) > 0 && items[0][0] == '[' && json.Unmarshal(items[0], &ids) == nil {
+			if i := nullAt(items[0]); i >= 0 {
+				return nil, badRequest("invalid_type", fmt.Sprintf("%s[0][%d]", param, i), "%s[0][%d] is null; want a token id", param, i)
+			}
 			return ids, s.checkTokens(ids, param+"[0]")
 		}
 	}
 	var ids []int32
 	for i, it := range items {
 		var id int32
+		if isNull(it) {
+			// encoding/json would read null as token 0.
+			return nil, badRequest("invalid_type", fmt.Sprintf("%s[%d]", param, i), "%s[%d] is null; want a token id or a string", param, i)
+		}
 		if json.Unmarshal(it, &id) == nil {
 			ids = append(ids, id)
 			continue

@@ -33,6 +33,7 @@ type metrics struct {
 	receipts     *prometheus.CounterVec
 	publishes    *prometheus.CounterVec
 	publishBytes prometheus.Counter
+	ops          *opsMetrics // metrics_ops.go
 
 	// prompt and cached tokens of admitted requests, for the hit ratio.
 	admittedPrompt, admittedCached atomic.Int64
@@ -91,6 +92,7 @@ func newMetrics(pending func() int) *metrics {
 	m.reg.MustRegister(pend, m.requests, m.duration, m.promptTokens, m.genTokens, m.cachedTokens, m.ttft, m.interToken,
 		m.queue, m.busy, m.storeBytes, m.receipts, m.publishes, m.publishBytes, hit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.ops = newOpsMetrics(m.reg)
 	for _, src := range []string{"store", "slot"} {
 		m.cachedTokens.WithLabelValues(src)
 	}
@@ -129,6 +131,7 @@ func (m *metrics) InterToken(d time.Duration) { m.interToken.Observe(d.Seconds()
 // Finished records a request that ended: tokens in, out and cached, time
 // to first token and duration from its arrival.
 func (m *metrics) Finished(req *sched.Request, res sched.Result) {
+	m.finishedOps(res) // metrics_ops.go
 	m.promptTokens.Add(float64(res.PromptTokens))
 	m.genTokens.Add(float64(len(res.Generated)))
 	if res.CachedTokens > 0 {

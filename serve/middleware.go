@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/muserhq/muser/serve/dashboard"
 	"github.com/muserhq/muser/serve/tenant"
 )
 
@@ -108,6 +109,12 @@ func newRequestID() string {
 
 // publicPath reports whether a route answers without an API key.
 func publicPath(method, path string) bool {
+	if strings.HasPrefix(path, adminPrefix) {
+		return true // the admin endpoint has its own access rule (handler_admin.go)
+	}
+	if (method == http.MethodGet || method == http.MethodHead) && (path == "/" || strings.HasPrefix(path, dashboard.Prefix)) {
+		return true // the page and Ollama's probe hold no data; the dashboard's state has the admin endpoint's rule
+	}
 	return method == http.MethodGet && (path == "/health" || path == "/metrics" || path == "/api/version")
 }
 
@@ -136,11 +143,20 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				}
 			}
 			s.metrics.request(r.Pattern, sw.status)
-			ri.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+			logReq := ri.log.Info
+			if r.URL.Path == "/metrics" && sw.status == http.StatusOK {
+				logReq = ri.log.Debug // scrapes every few seconds would drown the log
+			}
+			if r.URL.Path == dashboard.StatePath && sw.status == http.StatusOK {
+				logReq = ri.log.Debug // so would the dashboard's polls
+			}
+			logReq("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
 				"bytes", sw.bytes, "duration", time.Since(start),
 				"prompt_tokens", ri.promptTokens, "cached_tokens", ri.cachedTokens, "generated_tokens", ri.genTokens)
 		}()
-		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+		if r.URL.Path != "/admin/v1/import" { // an export file may be large; Import bounds what it reads
+			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+		}
 		if s.keys == nil {
 			ri.tenant = tenant.Local
 		} else if !publicPath(r.Method, r.URL.Path) {

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -21,8 +22,13 @@ type stopList []string
 // maxStops bounds the stop strings of a request (OpenAI allows 4).
 const maxStops = 16
 
-// UnmarshalJSON accepts a string or an array of strings.
+// UnmarshalJSON accepts a string or an array of strings; null is no stop
+// strings, as for a field left out.
 func (s *stopList) UnmarshalJSON(b []byte) error {
+	if isNull(b) {
+		*s = nil
+		return nil
+	}
 	if len(b) > 0 && b[0] == '"' {
 		var one string
 		if err := json.Unmarshal(b, &one); err != nil {
@@ -33,7 +39,7 @@ func (s *stopList) UnmarshalJSON(b []byte) error {
 	}
 	if len(b) > 0 && b[0] == '[' {
 		var many []string
-		if err := json.Unmarshal(b, &many); err != nil {
+		if err := json.Unmarshal(b, &many); err != nil || nullAt(b) >= 0 {
 			return fmt.Errorf("got an array that is not all strings; want a string or an array of strings")
 		}
 		*s = many
@@ -58,6 +64,28 @@ func checkStops(stops []string) *apiError {
 // null.
 func isSet(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(raw) != "null"
+}
+
+// isNull reports whether raw is the JSON null (white space aside).
+func isNull(raw json.RawMessage) bool {
+	return string(bytes.TrimSpace(raw)) == "null"
+}
+
+// nullAt returns the index of the first null element of the JSON array
+// raw, or -1 (also when raw is no array): encoding/json reads a null
+// element as the element type's zero, which a token id, a stop string or
+// a bias must never silently become.
+func nullAt(raw json.RawMessage) int {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return -1
+	}
+	for i, it := range items {
+		if isNull(it) {
+			return i
+		}
+	}
+	return -1
 }
 
 // streamOptions is stream_options.

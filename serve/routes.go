@@ -3,6 +3,8 @@ package serve
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/muserhq/muser/serve/dashboard"
 )
 
 // routes registers every route, one handler per file, behind the
@@ -38,6 +40,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/ps", s.handleOllamaPs)
 	// Prometheus.
 	mux.Handle("GET /metrics", s.metrics.handler())
+	// Operators: the store's admin endpoint (handler_admin.go).
+	s.adminRoutes(mux)
+	// The dashboard (serve/dashboard) at `/` for a browser, Ollama's probe
+	// text for other clients.
+	mux.HandleFunc("GET /{$}", s.handleRoot)
+	mux.Handle("GET "+dashboard.Prefix, s.dash.Handler())
 	// Anything else: 404 or 405 in the route family's error shape.
 	mux.HandleFunc("/", s.handleNotFound)
 	return s.middleware(mux)
@@ -52,6 +60,8 @@ var knownPaths = map[string]string{
 	// Embeddings (embed.go).
 	"/v1/embeddings": "POST", "/embedding": "POST", "/embeddings": "POST", "/api/embed": "POST", "/api/embeddings": "POST",
 	"/api/ps": "GET", "/apply-template": "POST", "/infill": "POST",
+	// The dashboard.
+	"/": "GET", "/dashboard/api/state": "GET",
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {

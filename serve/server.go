@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/adminapi"
+	"github.com/muserhq/muser/serve/dashboard"
 	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/serve/tenant"
 	"github.com/muserhq/muser/store"
@@ -111,6 +114,17 @@ type Options struct {
 	// RemotePrefill is called before each restore: the hook for a
 	// consumer of a prefill producer (sched.Config.RemotePrefill).
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
+	// Cluster, when set, reports the node's cluster for the dashboard's
+	// Nodes tab (nil result: not in a cluster); muser serve fills it in
+	// from its replication node.
+	Cluster func() *dashboard.ClusterState
+	// AdminKeyFile holds the admin key (LoadAdminKey): with it the admin
+	// endpoint admits anyone who sends it as a bearer token; without it,
+	// loopback clients only.
+	AdminKeyFile string
+	// AdminNodes, when set, answers GET /admin/v1/nodes with the JSON of
+	// `muser node ls --json` (the node registry lives outside serve).
+	AdminNodes func() ([]byte, error)
 }
 
 // Server is muser's HTTP server: the model, the store, the scheduler and
@@ -130,9 +144,13 @@ type Server struct {
 	identity pack.Identity
 	started  time.Time
 	pooling  engine.Pooling // embeddings (embed.go)
+	dash     *dashboard.Config
+	adminKey string       // handler_admin.go
+	adminAPI adminapi.API // the admin endpoint's store operations
 
 	closeOnce sync.Once
 	closeErr  error
+	served    atomic.Bool // Serve began listening
 
 	forceOnce sync.Once
 	force     chan struct{} // closed by ForceStop
@@ -177,6 +195,11 @@ func New(opts Options) (s *Server, err error) {
 		}
 	} else if err := checkLoopback(opts.Addr); err != nil {
 		return nil, err
+	}
+	if opts.AdminKeyFile != "" {
+		if s.adminKey, err = LoadAdminKey(opts.AdminKeyFile); err != nil {
+			return nil, err
+		}
 	}
 	if opts.TenantSecret != nil {
 		s.salter, err = tenant.NewSalter(opts.TenantSecret)
@@ -234,7 +257,7 @@ func New(opts Options) (s *Server, err error) {
 	s.sched, err = sched.New(sched.Config{
 		Model:         m,
 		Tokenizer:     s.model.tok,
-		Store:         s.store,
+		Store:         meteredStore{Store: s.store, m: s.metrics}, // metrics_ops.go
 		Identity:      s.identity,
 		Slots:         max(opts.Parallel, 1),
 		Ctx:           opts.Ctx,
@@ -246,12 +269,14 @@ func New(opts Options) (s *Server, err error) {
 		StoreMaxBytes: opts.StoreMaxBytes,
 		OnPublish:     opts.OnPublish,
 		RemotePrefill: opts.RemotePrefill,
-		Observer:      s.metrics,
+		Observer:      observers{s.metrics, s.newDashboard()},
 		Logger:        s.log,
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.metrics.describe(s) // metrics_ops.go
+	s.adminAPI = adminapi.Local{Store: s.store}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -351,11 +376,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	unannounce := s.announce(ln) // servefile.go
+	s.served.Store(true)
+	s.logStartup(ln) // startup.go
 	var serveErr error
 	select {
 	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
+	unannounce()
 	s.log.Info("shutting down", "grace", s.opts.ShutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
 	defer cancel()
@@ -407,7 +436,9 @@ func (s *Server) Close() error {
 		}
 		errs = append(errs, s.model.eng.Close())
 		s.closeErr = errors.Join(errs...)
-		s.log.Info("stopped")
+		if s.served.Load() { // nothing to report of a server that never listened
+			s.log.Info("stopped")
+		}
 	})
 	return s.closeErr
 }

@@ -181,7 +181,7 @@ func (s *Store) syncPending() error {
 // that rename's directory fsync too.
 func (s *Store) putChunk(id pack.Digest, data []byte) (bool, error) {
 	path := s.chunkPath(id)
-	if fi, err := s.fs.Stat(path); err == nil && fi.Size() == int64(len(data)) {
+	if fi, err := s.fs.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
 		return false, nil
 	}
 	dir := filepath.Dir(path)
@@ -224,7 +224,7 @@ func (s *Store) readExact(path string, size int64, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", path, errMissing)
 	}
 	if err != nil {
-		return nil, err
+		return nil, notRegular(err)
 	}
 	defer f.Close()
 	if cap(buf) < int(size)+1 {
@@ -243,6 +243,19 @@ func (s *Store) readExact(path string, size int64, buf []byte) ([]byte, error) {
 	default:
 		return nil, err
 	}
+}
+
+// notRegular marks an open's refusal of something that is not a regular
+// file (vfs.ErrNotRegular: a directory, FIFO, device or symbolic link in
+// place of a chunk or manifest) as corruption of that entry, so that
+// verify reports it as a finding and a restore quarantines the pack; other
+// errors pass as they are. The store never blocks on such a file: vfs
+// opens with O_NOFOLLOW|O_NONBLOCK and checks the type with fstat.
+func notRegular(err error) error {
+	if errors.Is(err, vfs.ErrNotRegular) {
+		return fmt.Errorf("%w: %w", pack.ErrCorrupt, err)
+	}
+	return err
 }
 
 // readFileLimit reads a whole file of at most limit bytes.
@@ -278,7 +291,7 @@ func (s *Store) readManifest(id pack.Digest) (*pack.Manifest, []byte, error) {
 		return nil, nil, fmt.Errorf("manifest %s: %w", s.manifestPath(id), errMissing)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, notRegular(err)
 	}
 	if got := pack.PackID(b); got != id {
 		return nil, b, &pack.DigestError{Kind: pack.DigestManifest, Object: "manifest", Expected: id, Actual: got}

@@ -314,6 +314,8 @@ type Stats struct {
 	Bytes int64 `json:"bytes"`
 	// IndexNodes is the number of blocks in the radix index.
 	IndexNodes int `json:"index_nodes"`
+	// BlockTokens is the store's block size.
+	BlockTokens int `json:"block_tokens"`
 }
 
 // Stats returns the store's totals from the ledger.
@@ -349,6 +351,7 @@ func (s *Store) Stats() (Stats, error) {
 		})
 	})
 	st.Bytes = st.ChunkBytes + st.ManifestBytes
+	st.BlockTokens = s.block
 	s.mu.Lock()
 	st.IndexNodes = len(s.ix.nodes)
 	s.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +42,8 @@ const (
 	packsDir      = "packs"
 	quarantineDir = "quarantine"
 	tempPrefix    = ".tmp-"
+	// tempLedgerPrefix names a new ledger being built (createLedger).
+	tempLedgerPrefix = ".tmp-ledger-"
 )
 
 // Options configure Open. The zero value opens (creating if needed) a
@@ -161,6 +164,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		if err := s.fs.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("store %s: %w", dir, err)
 		}
+		if _, err := s.fs.Stat(ledger); errors.Is(err, fs.ErrNotExist) {
+			if err := s.createLedger(ledger); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var db *bolt.DB
 	err := guard(ledger, func() error {
@@ -181,6 +189,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if !opts.ReadOnly {
 		s.oweExistingChunkDirs()
+		s.removeTempLedgers()
 	}
 	return s, nil
 }
@@ -209,10 +218,101 @@ func (s *Store) oweExistingChunkDirs() {
 	}
 }
 
+// createLedger makes a new store's ledger atomically: it is built and
+// committed (fsynced) under a temporary name, then linked to its final
+// name, which fails rather than replace a ledger another process created
+// meanwhile, and the directory is fsynced. A process killed at any instant
+// leaves either no ledger.db (no store: a read-only open finds none, the
+// next read-write open creates it) or a whole one, never one without its
+// meta bucket. A temporary ledger a kill left behind is removed by the
+// next read-write open that creates or finds the store.
+func (s *Store) createLedger(ledger string) error {
+	f, err := os.CreateTemp(s.dir, tempLedgerPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("store %s: creating ledger: %w", s.dir, err)
+	}
+	tmp := f.Name()
+	f.Close()
+	defer os.Remove(tmp)
+	db, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: s.opts.LockTimeout, NoSync: s.opts.NoSync})
+	if err != nil {
+		return fmt.Errorf("store %s: creating ledger: %w", s.dir, err)
+	}
+	err = db.Update(s.initLedger)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("store %s: initialising ledger: %w", s.dir, err)
+	}
+	if err := os.Link(tmp, ledger); err != nil {
+		if _, serr := os.Lstat(ledger); serr == nil {
+			return nil // another process created the store first: its ledger stands
+		}
+		return fmt.Errorf("store %s: creating ledger: %w", s.dir, err)
+	}
+	if err := s.syncDir(s.dir); err != nil {
+		return fmt.Errorf("store %s: fsync: %w", s.dir, err)
+	}
+	return nil
+}
+
+// removeTempLedgers deletes temporary ledgers that processes killed while
+// creating the store left behind. The caller holds the ledger's lock, so
+// no creation can still be under way: a creator that lost its temporary
+// file finds ledger.db present and uses it.
+func (s *Store) removeTempLedgers() {
+	ents, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), tempLedgerPrefix) && e.Type().IsRegular() {
+			_ = s.fs.Remove(filepath.Join(s.dir, e.Name()))
+		}
+	}
+}
+
+// initLedger creates the buckets and the meta records of a new ledger.
+func (s *Store) initLedger(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketMeta, bucketPacks, bucketBlocks, bucketChunks, bucketReceipts, bucketReplay} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if meta.Get(metaFormat) != nil {
+		return nil
+	}
+	block := s.opts.BlockTokens
+	if block == 0 {
+		block = DefaultBlockTokens
+	}
+	node := s.opts.Node
+	if node == "" {
+		node, _ = os.Hostname()
+		if node == "" {
+			node = "local"
+		}
+	}
+	for k, v := range map[string][]byte{
+		string(metaFormat):      u32bytes(pack.FormatVersion),
+		string(metaBlockTokens): u32bytes(uint32(block)),
+		string(metaCreated):     u64bytes(uint64(s.opts.Now().UnixNano())),
+		string(metaNode):        []byte(node),
+		string(metaGeneration):  u64bytes(0),
+		string(metaSealGen):     u64bytes(0),
+	} {
+		if err := meta.Put([]byte(k), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // init creates or checks the meta bucket, loads the seal key and rebuilds
 // the index.
 func (s *Store) init() error {
-	now := s.opts.Now()
 	fresh := true
 	_ = s.db.View(func(tx *bolt.Tx) error {
 		// A ledger is new only if it has no meta and no packs: a damaged
@@ -223,42 +323,14 @@ func (s *Store) init() error {
 	})
 	// Only a new ledger is written at open, so that opening an existing
 	// store (to verify it, say) leaves its file untouched.
+	if fresh && s.opts.ReadOnly {
+		// A ledger with no meta and no packs was never initialised (a
+		// process of an earlier build killed while creating the store):
+		// there is no store yet, and a read-write open makes one.
+		return fmt.Errorf("no store at %s (%s was never initialised): %w", s.dir, ledgerFile, ErrNotFound)
+	}
 	if !s.opts.ReadOnly && fresh {
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			for _, name := range [][]byte{bucketMeta, bucketPacks, bucketBlocks, bucketChunks, bucketReceipts, bucketReplay} {
-				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-					return err
-				}
-			}
-			meta := tx.Bucket(bucketMeta)
-			if meta.Get(metaFormat) != nil {
-				return nil
-			}
-			block := s.opts.BlockTokens
-			if block == 0 {
-				block = DefaultBlockTokens
-			}
-			node := s.opts.Node
-			if node == "" {
-				node, _ = os.Hostname()
-				if node == "" {
-					node = "local"
-				}
-			}
-			for k, v := range map[string][]byte{
-				string(metaFormat):      u32bytes(pack.FormatVersion),
-				string(metaBlockTokens): u32bytes(uint32(block)),
-				string(metaCreated):     u64bytes(uint64(now.UnixNano())),
-				string(metaNode):        []byte(node),
-				string(metaGeneration):  u64bytes(0),
-				string(metaSealGen):     u64bytes(0),
-			} {
-				if err := meta.Put([]byte(k), v); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		err := s.db.Update(s.initLedger)
 		if err != nil {
 			return fmt.Errorf("store %s: initialising ledger: %w", s.dir, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/store/vfs"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -330,7 +331,9 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 			case errors.Is(err, fs.ErrNotExist):
 				report(id, fmt.Errorf("%s: %w", s.chunkPath(id), errMissing))
 			case err != nil:
-				return rep, err
+				report(id, fmt.Errorf("%w: %w", pack.ErrCorrupt, err))
+			case !fi.Mode().IsRegular():
+				report(id, fmt.Errorf("%w: %s: %w", pack.ErrCorrupt, s.chunkPath(id), vfs.ErrNotRegular))
 			case fi.Size() != int64(ref.Size):
 				report(id, fmt.Errorf("%s: %w: %d bytes, want %d", s.chunkPath(id), errSize, fi.Size(), ref.Size))
 			}
@@ -338,8 +341,11 @@ func (s *Store) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, e
 		}
 		data, err := s.readChunk(ref, buf)
 		if err != nil {
+			// Every fault of one chunk file is a finding of the packs
+			// that use it (an unreadable file as much as a wrong one),
+			// and the check goes on with the next.
 			if !errors.Is(err, errMissing) && !errors.Is(err, errSize) && !errors.Is(err, pack.ErrCorrupt) {
-				return rep, err
+				err = fmt.Errorf("%w: %w", pack.ErrCorrupt, err)
 			}
 			report(id, err)
 		} else {

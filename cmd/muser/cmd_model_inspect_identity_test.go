@@ -16,6 +16,7 @@ import (
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/store"
 )
 
@@ -204,7 +205,7 @@ func TestModelInspectIdentityMatchesServedPacks(t *testing.T) {
 		if c != exitOK {
 			t.Fatalf("pack inspect: exit %d, stderr %q", c, errOut)
 		}
-		var pi inspectJSON
+		var pi adminapi.Inspect
 		if err := json.Unmarshal([]byte(out), &pi); err != nil {
 			t.Fatalf("pack inspect --json: %v", err)
 		}

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
 	"github.com/muserhq/muser/net/cluster"
+	"github.com/muserhq/muser/store"
 	"github.com/spf13/pflag"
 )
 
@@ -50,23 +52,9 @@ or removed), ADDED and REMOVED.`,
 			fmt.Fprintf(env.stderr, "muser node ls: this node's credential: %v\n", err)
 		}
 		if opts.json {
-			type peerJSON struct {
-				cluster.Peer
-				State string `json:"state"`
-			}
-			out := struct {
-				ClusterID    string     `json:"cluster_id"`
-				Name         string     `json:"name"`
-				CAHolder     bool       `json:"ca_holder"`
-				CertNotAfter time.Time  `json:"cert_not_after,omitzero"`
-				Peers        []peerJSON `json:"peers"`
-			}{ClusterID: info.ClusterID, Name: info.Name, CAHolder: h.CAHolder(), CertNotAfter: notAfter, Peers: []peerJSON{}}
-			for _, p := range peers {
-				out.Peers = append(out.Peers, peerJSON{Peer: p, State: peerState(p)})
-			}
 			enc := json.NewEncoder(env.stdout)
 			enc.SetIndent("", "  ")
-			return enc.Encode(out)
+			return enc.Encode(nodeRegistry(h, peers, notAfter))
 		}
 		role := ""
 		if h.CAHolder() {
@@ -103,4 +91,48 @@ func peerState(p cluster.Peer) string {
 		return "active"
 	}
 	return "removed"
+}
+
+// nodeRegistryOut is what `muser node ls --json` prints.
+type nodeRegistryOut struct {
+	ClusterID    string     `json:"cluster_id"`
+	Name         string     `json:"name"`
+	CAHolder     bool       `json:"ca_holder"`
+	CertNotAfter time.Time  `json:"cert_not_after,omitzero"`
+	Peers        []peerJSON `json:"peers"`
+}
+
+type peerJSON struct {
+	cluster.Peer
+	State string `json:"state"`
+}
+
+func nodeRegistry(h *cluster.Home, peers []cluster.Peer, notAfter time.Time) nodeRegistryOut {
+	info := h.Info()
+	out := nodeRegistryOut{ClusterID: info.ClusterID, Name: info.Name, CAHolder: h.CAHolder(), CertNotAfter: notAfter, Peers: []peerJSON{}}
+	for _, p := range peers {
+		out.Peers = append(out.Peers, peerJSON{Peer: p, State: peerState(p)})
+	}
+	return out
+}
+
+// nodeRegistryJSON is `muser node ls --json`'s document for the node
+// under home: what a server's GET /admin/v1/nodes answers.
+func nodeRegistryJSON(home string) ([]byte, error) {
+	h, err := cluster.Open(home)
+	if errors.Is(err, cluster.ErrNotInitialized) {
+		return nil, fmt.Errorf("%w: %v", store.ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	peers, err := h.Peers()
+	if err != nil {
+		return nil, err
+	}
+	var notAfter time.Time
+	if cred, err := h.Credential(time.Now()); err == nil {
+		notAfter = cred.Cert.NotAfter
+	}
+	return json.Marshal(nodeRegistry(h, peers, notAfter))
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/muserhq/muser/cmd/muser/internal/progress"
+	"github.com/muserhq/muser/pack"
 	"os"
 	"path/filepath"
 
@@ -25,7 +27,8 @@ standard output.
 
 A store imports the file if its seal key is the same (or is given with
 'muser pack import --key'); copy seal.key from this store's --home to
-share it.`,
+share it. On a terminal, stderr shows the bytes written, rate and time
+left.`,
 		home: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVarP(&out, "output", "o", "", "write to `FILE` (required; - for stdout)")
@@ -47,15 +50,30 @@ share it.`,
 		if err != nil {
 			return err
 		}
+		// The chunks' bytes, each distinct chunk once, are nearly the
+		// whole file: the progress line's total.
+		var total int64
+		if m, err := s.Manifest(id); err == nil {
+			seen := map[pack.Digest]bool{}
+			for _, c := range m.Chunks {
+				if !seen[c.ID] {
+					seen[c.ID] = true
+					total += int64(c.Size)
+				}
+			}
+		}
+		meter := newMeter(env, false, "export "+id.Short(), progress.Bytes, total, 0)
+		defer meter.Finish()
 		if out == "-" {
-			return s.Export(ctx, id, env.stdout)
+			return s.Export(ctx, id, progress.Writer{W: env.stdout, M: meter})
 		}
 		f, err := os.CreateTemp(filepath.Dir(out), ".muser-export-*")
 		if err != nil {
 			return err
 		}
 		tmp := f.Name()
-		err = s.Export(ctx, id, f)
+		err = s.Export(ctx, id, progress.Writer{W: f, M: meter})
+		meter.Finish()
 		if err == nil {
 			err = f.Sync()
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/store"
 	"github.com/spf13/pflag"
 )
@@ -28,7 +29,9 @@ only a crash can have left them. Prints each pack it
 removes and what it frees. --dry-run prints the same without deleting.
 
 --max-bytes takes a count with an optional unit: B, KB, MB, GB, TB
-(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).`,
+(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024). While a muser
+server owns the store, the server runs gc (docs/serve.md, "Admin
+endpoint").`,
 		home: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&maxBytes, "max-bytes", "", "byte budget for the store (default: no budget)")
@@ -40,10 +43,7 @@ removes and what it frees. --dry-run prints the same without deleting.
 		if len(args) > 0 {
 			return usagef(cmd, "takes no arguments, got %q", args[0])
 		}
-		opts := store.GCOptions{MaxBytes: -1, DryRun: dryRun, Grace: grace}
-		if grace == 0 {
-			opts.Grace = -1
-		}
+		req := adminapi.GCRequest{DryRun: dryRun, Grace: grace.String()}
 		if grace < 0 {
 			return usagef(cmd, "--grace must not be negative")
 		}
@@ -52,14 +52,14 @@ removes and what it frees. --dry-run prints the same without deleting.
 			if err != nil {
 				return usagef(cmd, "--max-bytes: %v", err)
 			}
-			opts.MaxBytes = n
+			req.MaxBytes = &n
 		}
-		s, err := openStore(env, false, false)
+		a, done, err := openAdmin(ctx, env, false)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		rep, err := s.GC(ctx, opts)
+		defer done()
+		rep, err := a.GC(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ removes and what it frees. --dry-run prints the same without deleting.
 		if dryRun {
 			verb, freed = "would remove", "would free"
 		}
-		for _, p := range rep.Removed.Packs {
+		for _, p := range rep.Removed {
 			why := "least recently used"
 			if p.Quarantined {
 				why = "quarantined"
@@ -76,15 +76,15 @@ removes and what it frees. --dry-run prints the same without deleting.
 				formatBytes(p.Bytes), formatTime(p.LastUse), why)
 		}
 		fmt.Fprintf(env.stdout, "%s %d packs: %s %s (%d chunks, %s of manifests); %d orphan files, %s\n",
-			verb, len(rep.Removed.Packs), freed, formatBytes(rep.Removed.ChunkBytes+rep.Removed.ManifestBytes),
-			rep.Removed.Chunks, formatBytes(rep.Removed.ManifestBytes), rep.Orphans, formatBytes(rep.OrphanBytes))
+			verb, len(rep.Removed), freed, formatBytes(rep.ChunkBytes+rep.ManifestBytes),
+			rep.Chunks, formatBytes(rep.ManifestBytes), rep.Orphans, formatBytes(rep.OrphanBytes))
 		fmt.Fprintf(env.stdout, "store: %s before, %s after", formatBytes(rep.Before), formatBytes(rep.After))
-		if opts.MaxBytes >= 0 {
-			fmt.Fprintf(env.stdout, " (budget %s)", formatBytes(opts.MaxBytes))
+		if req.MaxBytes != nil {
+			fmt.Fprintf(env.stdout, " (budget %s)", formatBytes(*req.MaxBytes))
 		}
 		fmt.Fprintln(env.stdout)
 		if rep.OverBudget {
-			fmt.Fprintf(env.stderr, "muser pack gc: pinned or in-use packs alone exceed the budget of %s\n", formatBytes(opts.MaxBytes))
+			fmt.Fprintf(env.stderr, "muser pack gc: pinned or in-use packs alone exceed the budget of %s\n", formatBytes(*req.MaxBytes))
 		}
 		return nil
 	}

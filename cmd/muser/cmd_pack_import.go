@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"io"
 	"os"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/store"
 	"github.com/spf13/pflag"
 )
@@ -30,7 +32,9 @@ producer), the format version, the block size, each chunk's BLAKE3 and
 the Merkle root. Anything that does not verify is refused: exit status 4,
 and 'muser receipts ls' shows the receipt. Chunks read before a refusal
 are not visible; gc reclaims them. The store is created if absent, with the
-block size of the imported pack.
+block size of the imported pack. While a muser server owns the store,
+the file is sent to it and it imports (docs/serve.md, "Admin endpoint").
+On a terminal, stderr shows the bytes read, rate and time left.
 
 With --expect-model FILE the pack must also have been made by that GGUF
 model: its identity must equal, field by field, the one muser serve and
@@ -70,7 +74,7 @@ FILE does not exist), and creates no store.`,
 			return err
 		}
 		defer f.Close()
-		s, err := openStore(env, false, false)
+		a, done, err := openAdmin(ctx, env, false)
 		var newStore *store.Options
 		if errors.Is(err, store.ErrNotFound) {
 			// A new store takes the block size of the pack it starts with;
@@ -85,30 +89,42 @@ FILE does not exist), and creates no store.`,
 		} else if err != nil {
 			return err
 		}
-		opts := store.ImportOptions{Key: key, Source: "import:" + args[0]}
+		if a != nil {
+			defer done()
+		}
+		req := adminapi.ImportRequest{Key: key, Source: "import:" + args[0]}
 		if expectModel != "" {
 			var block int
-			if s != nil {
-				block = s.BlockTokens()
+			if a != nil {
+				st, err := a.Stats(ctx)
+				if err != nil {
+					return err
+				}
+				block = st.BlockTokens
 			} else {
 				block = newStore.BlockTokens
 			}
 			id, err := expectedIdentity(expectModel, kv, block)
 			if err != nil {
-				if s != nil {
-					s.Close()
-				}
 				return err
 			}
-			opts.Expect = &id
+			req.Expect = &id
 		}
 		if newStore != nil {
-			if s, err = store.Open(env.home, *newStore); err != nil {
+			s, err := store.Open(env.home, *newStore)
+			if err != nil {
 				return err
 			}
+			defer s.Close()
+			a = adminapi.Local{Store: s}
 		}
-		defer s.Close()
-		res, err := s.Import(ctx, bufio.NewReaderSize(f, 1<<20), opts)
+		var size int64
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		meter := newMeter(env, false, "import", progress.Bytes, size, 0)
+		res, err := a.Import(ctx, progress.Reader{R: bufio.NewReaderSize(f, 1<<20), M: meter}, req)
+		meter.Finish()
 		if err != nil {
 			return err
 		}

@@ -6,40 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/muserhq/muser/pack"
-	"github.com/muserhq/muser/store"
 	"github.com/spf13/pflag"
 )
-
-// inspectJSON is what `pack inspect --json` prints.
-type inspectJSON struct {
-	Pack     store.PackInfo `json:"pack"`
-	Manifest *manifestJSON  `json:"manifest"`
-}
-
-type manifestJSON struct {
-	Identity    identityJSON    `json:"identity"`
-	BlockTokens int             `json:"block_tokens"`
-	Tenant      pack.Digest     `json:"tenant"`
-	Root        pack.Digest     `json:"merkle_root"`
-	Producer    string          `json:"producer"`
-	Generation  uint64          `json:"generation"`
-	Created     time.Time       `json:"created"`
-	Chunks      []pack.ChunkRef `json:"chunks"`
-	Tokens      []int32         `json:"tokens"`
-}
-
-type identityJSON struct {
-	Key       pack.Digest `json:"key"`
-	Format    uint32      `json:"format"`
-	Model     pack.Digest `json:"model"`
-	Arch      string      `json:"arch"`
-	Tokenizer pack.Digest `json:"tokenizer"`
-	Template  pack.Digest `json:"template"`
-	Quant     string      `json:"quant"`
-	KV        string      `json:"kv"`
-	Engine    string      `json:"engine"`
-}
 
 func newPackInspectCommand() *command {
 	var asJSON bool
@@ -59,32 +27,19 @@ ID and its root checks) but chunks are not read; use 'muser pack verify'.
 		if len(args) != 1 {
 			return usagef(cmd, "takes exactly one pack ID, got %d arguments", len(args))
 		}
-		s, err := openStore(env, true, false)
+		a, done, err := openAdmin(ctx, env, true)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		id, err := s.ResolvePack(args[0])
-		if err != nil {
-			return err
-		}
-		info, err := s.Pack(id)
-		if err != nil {
-			return err
-		}
-		m, err := s.Manifest(id)
+		defer done()
+		in, err := a.Inspect(ctx, args[0])
 		if err != nil {
 			return err
 		}
 		if asJSON {
-			return writeJSON(env.stdout, inspectJSON{Pack: info, Manifest: &manifestJSON{
-				Identity: identityJSON{Key: m.Identity.Key(), Format: m.Identity.Format, Model: m.Identity.Model,
-					Arch: m.Identity.Arch, Tokenizer: m.Identity.Tokenizer, Template: m.Identity.Template,
-					Quant: m.Identity.Quant, KV: m.Identity.KV, Engine: m.Identity.Engine},
-				BlockTokens: m.BlockTokens, Tenant: m.Tenant, Root: m.Root, Producer: m.Producer,
-				Generation: m.Generation, Created: m.Created, Chunks: m.Chunks, Tokens: m.Tokens,
-			}})
+			return writeJSON(env.stdout, in)
 		}
+		info, m, id := in.Pack, in.Manifest, in.Pack.ID
 		w := env.stdout
 		yes := func(b bool) string {
 			if b {
@@ -105,7 +60,7 @@ ID and its root checks) but chunks are not read; use 'muser pack verify'.
 		fmt.Fprintf(w, "pinned       %s\n", yes(info.Pinned))
 		fmt.Fprintf(w, "quarantined  %s\n", yes(info.Quarantined))
 		idn := m.Identity
-		fmt.Fprintf(w, "identity     %s\n", idn.Key())
+		fmt.Fprintf(w, "identity     %s\n", idn.Key)
 		fmt.Fprintf(w, "  format     %d\n", idn.Format)
 		fmt.Fprintf(w, "  model      %s\n", idn.Model)
 		fmt.Fprintf(w, "  arch       %s\n", strconv.Quote(idn.Arch))

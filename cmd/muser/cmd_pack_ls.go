@@ -17,7 +17,8 @@ func newPackLsCommand() *command {
 pack command accepts), the tokens it covers, the bytes of its chunks, its
 chunk count, the short key of its identity, when it was created and last
 used, and its state (pinned, quarantined). --json prints the full records.
-The store is opened read-only.`,
+The store is opened read-only; while a muser server owns it, the server
+answers (docs/serve.md, "Admin endpoint").`,
 		home:  true,
 		flags: func(fs *pflag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print JSON") },
 	}
@@ -25,19 +26,16 @@ The store is opened read-only.`,
 		if len(args) > 0 {
 			return usagef(cmd, "takes no arguments, got %q", args[0])
 		}
-		s, err := openStore(env, true, false)
+		a, done, err := openAdmin(ctx, env, true)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		packs, err := s.Packs()
+		defer done()
+		packs, err := a.Packs(ctx)
 		if err != nil {
 			return err
 		}
 		if asJSON {
-			if packs == nil {
-				return writeJSON(env.stdout, []any{})
-			}
 			return writeJSON(env.stdout, packs)
 		}
 		t := &table{}
@@ -56,7 +54,7 @@ The store is opened read-only.`,
 			total += p.Bytes
 		}
 		t.write(env.stdout)
-		st, err := s.Stats()
+		st, err := a.Stats(ctx)
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,8 @@ the identity and the Merkle root are checked before any chunk moves, only
 the chunks this store lacks are sent, each is verified against its ID as it
 arrives, and the pack becomes visible only when all are in. The store is
 created if absent, with the default block size (64 tokens); a pack whose
-block size differs from the store's is refused (block-size).
+block size differs from the store's is refused (block-size). On a
+terminal, stderr shows each pack's bytes moved, rate and time left.
 
 Exit status 3 when NODE does not hold a pack; 4 when this node refused
 what NODE sent (a receipt records why: 'muser receipts ls').`,
@@ -48,7 +49,8 @@ what NODE sent (a receipt records why: 'muser receipts ls').`,
 				return usagef(cmd, "pack ID %q: want 1 to 64 hex digits", r)
 			}
 		}
-		rn, s, err := openReplNode(env, repl.DefaultStreams, opts.verbose, true)
+		tp := newTransferProgress(env, "pull", "from", opts.json)
+		rn, s, err := openReplNode(env, repl.DefaultStreams, opts.verbose, true, tp)
 		if err != nil {
 			return err
 		}
@@ -57,6 +59,7 @@ what NODE sent (a receipt records why: 'muser receipts ls').`,
 		var errs []error
 		for _, ref := range refs {
 			res, err := rn.Pull(ctx, peer, ref)
+			tp.finish()
 			var id pack.Digest
 			if res.Pack.IsZero() {
 				if d, perr := pack.ParseDigest(ref); perr == nil {

@@ -45,7 +45,8 @@ do not move; chunks received before an interruption are kept there, so a
 retry moves only what is missing. IDs may be unique hex prefixes.
 
 The store under --home must not be in use ('muser serve' holds it: exit 5);
-the peer must be listening ('muser serve --repl-addr').
+the peer must be listening ('muser serve --repl-addr'). On a terminal,
+stderr shows each pack's bytes moved, rate and time left.
 
 Exit status 4 when NODE refused a pack (NODE recorded a receipt, whose ID
 is printed) or refused this node's certificate.`,
@@ -63,7 +64,8 @@ is printed) or refused this node's certificate.`,
 		if opts.streams < 1 || opts.streams > repl.MaxStreams {
 			return usagef(cmd, "--streams %d is outside 1..%d", opts.streams, repl.MaxStreams)
 		}
-		rn, s, err := openReplNode(env, opts.streams, opts.verbose, false)
+		tp := newTransferProgress(env, "push", "to", opts.json)
+		rn, s, err := openReplNode(env, opts.streams, opts.verbose, false, tp)
 		if err != nil {
 			return err
 		}
@@ -86,6 +88,7 @@ is printed) or refused this node's certificate.`,
 		var errs []error
 		for _, id := range ids {
 			res, err := rn.Push(ctx, peer, id)
+			tp.finish()
 			printTransfer(env, "pushed", "to", peer, id, res, err, opts.json)
 			if err != nil {
 				errs = append(errs, err)
@@ -101,7 +104,7 @@ is printed) or refused this node's certificate.`,
 
 // openReplNode opens the store and the cluster directory under --home and
 // a replication node over them.
-func openReplNode(env *cliEnv, streams int, verbose, create bool) (*repl.Node, *store.Store, error) {
+func openReplNode(env *cliEnv, streams int, verbose, create bool, tp *transferProgress) (*repl.Node, *store.Store, error) {
 	h, err := cluster.Open(env.home)
 	if err != nil {
 		return nil, nil, err
@@ -114,8 +117,10 @@ func openReplNode(env *cliEnv, streams int, verbose, create bool) (*repl.Node, *
 	if verbose {
 		logOut = env.stderr
 	}
-	rn, err := repl.New(repl.Config{Store: s, Cluster: h, Streams: streams,
-		Logger: slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	cfg := repl.Config{Store: s, Cluster: h, Streams: streams,
+		Logger: slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	tp.hook(&cfg)
+	rn, err := repl.New(cfg)
 	if err != nil {
 		s.Close()
 		return nil, nil, err

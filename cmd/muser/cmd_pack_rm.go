@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/muserhq/muser/serve/adminapi"
 )
 
 func newPackRmCommand() *command {
@@ -19,20 +21,16 @@ hex prefix) or nothing is deleted.`,
 		if len(args) == 0 {
 			return usagef(cmd, "needs at least one pack ID")
 		}
-		s, err := openStore(env, false, false)
+		a, done, err := openAdmin(ctx, env, false)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		ids, err := resolvePacks(s, args)
+		defer done()
+		res, err := a.Remove(ctx, adminapi.RemoveRequest{Packs: args})
 		if err != nil {
 			return err
 		}
-		res, err := s.Remove(ids...)
-		if err != nil {
-			return err
-		}
-		for _, p := range res.Packs {
+		for _, p := range res.Removed {
 			fmt.Fprintf(env.stdout, "removed pack %s (%d tokens)\n", p.ID.Short(), p.Tokens)
 		}
 		fmt.Fprintf(env.stdout, "freed %s (%d chunk files)\n", formatBytes(res.ChunkBytes+res.ManifestBytes), res.Chunks)
@@ -51,23 +49,16 @@ func newPackPinCommand(pin bool) *command {
 		if len(args) != 1 {
 			return usagef(cmd, "takes exactly one pack ID, got %d arguments", len(args))
 		}
-		s, err := openStore(env, false, false)
+		a, done, err := openAdmin(ctx, env, false)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		id, err := s.ResolvePack(args[0])
+		defer done()
+		rep, err := a.Pin(ctx, args[0], pin)
 		if err != nil {
 			return err
 		}
-		op, verb := s.Pin, "pinned"
-		if !pin {
-			op, verb = s.Unpin, "unpinned"
-		}
-		if err := op(id); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "%s pack %s\n", verb, id.Short())
+		fmt.Fprintln(env.stdout, rep)
 		return nil
 	}
 	return cmd

@@ -12,6 +12,7 @@ import (
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/pack/packtest"
+	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/store"
 	"github.com/muserhq/muser/store/storetest"
 )
@@ -74,7 +75,7 @@ func TestPackLsInspect(t *testing.T) {
 		t.Fatalf("pack inspect: exit %d:\n%s", code, out)
 	}
 	code, out, _ = muser(t, home, "pack", "inspect", "--json", ids[3].String())
-	var ij inspectJSON
+	var ij adminapi.Inspect
 	if code != 0 || json.Unmarshal([]byte(out), &ij) != nil || ij.Manifest == nil || len(ij.Manifest.Tokens) != ij.Pack.Tokens {
 		t.Fatalf("pack inspect --json: exit %d:\n%s", code, out)
 	}
@@ -163,7 +164,7 @@ func TestPackVerifyCLI(t *testing.T) {
 			}
 			// The pack is quarantined with a receipt; verify --json agrees.
 			code, out, _ = muser(t, work, "pack", "verify", "--json")
-			var vj verifyJSON
+			var vj adminapi.VerifyReport
 			if code != exitFailure || json.Unmarshal([]byte(out), &vj) != nil || vj.Errors == 0 || vj.Findings[0].Pack == nil || *vj.Findings[0].Pack != ids[1] {
 				t.Fatalf("verify --json: exit %d:\n%s", code, out)
 			}

@@ -2,30 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/store"
 	"github.com/spf13/pflag"
 )
-
-type verifyJSON struct {
-	Packs       int           `json:"packs"`
-	ChunksRead  int           `json:"chunks_read"`
-	BytesRead   int64         `json:"bytes_read"`
-	Findings    []findingJSON `json:"findings"`
-	Errors      int           `json:"errors"`
-	Quarantined []pack.Digest `json:"quarantined"`
-	Orphans     int           `json:"orphans"`
-	OrphanBytes int64         `json:"orphan_bytes"`
-}
-
-type findingJSON struct {
-	Pack   *pack.Digest `json:"pack,omitempty"`
-	Reason string       `json:"reason"`
-	Error  string       `json:"error"`
-}
 
 func newPackVerifyCommand() *command {
 	var (
@@ -48,7 +32,8 @@ them) and each gets a receipt.
 
 --read-data-subset n/t reads only chunks in subset n of t (see the
 format spec); running 1/t to t/t covers every chunk. Progress goes to
-stderr when it is a terminal. The store must not be in use.`,
+stderr when it is a terminal. While a muser server owns the store, the
+server runs the check (docs/serve.md, "Admin endpoint").`,
 		home: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&subset, "read-data-subset", "", "read only the chunks of subset `n/t`")
@@ -56,62 +41,38 @@ stderr when it is a terminal. The store must not be in use.`,
 		},
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
-		opts := store.VerifyOptions{Quarantine: true}
+		req := adminapi.VerifyRequest{Packs: args, ReadDataSubset: subset}
 		if subset != "" {
-			sub, err := store.ParseSubset(subset)
-			if err != nil {
+			if _, err := store.ParseSubset(subset); err != nil {
 				return usagef(cmd, "--read-data-subset: %v", err)
 			}
-			opts.Subset = sub
 		}
-		s, err := openStore(env, false, false)
+		a, done, err := openAdmin(ctx, env, false)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		if opts.Packs, err = resolvePacks(s, args); err != nil {
-			return err
-		}
-		progress := !asJSON && isTerminal(env.stderr)
-		if progress {
-			opts.Progress = func(done, total int) {
-				if done == total || done%64 == 0 {
-					fmt.Fprintf(env.stderr, "\rverify: %d/%d chunks read", done, total)
-				}
+		defer done()
+		var onChunk func(done, total int)
+		meter := newMeter(env, asJSON, "verify", progress.Chunks, 0, 0)
+		if !asJSON && progress.IsTerminal(env.stderr) {
+			onChunk = func(done, total int) {
+				meter.SetTotal(int64(total))
+				meter.Set(int64(done))
 			}
 		}
-		rep, err := s.Verify(ctx, opts)
-		if progress {
-			fmt.Fprintln(env.stderr)
-		}
+		rep, err := a.Verify(ctx, req, onChunk)
+		meter.Finish()
 		if err != nil {
 			return err
 		}
-		n := len(rep.Findings)
+		n := rep.Errors
 		if asJSON {
-			out := verifyJSON{Packs: rep.Packs, ChunksRead: rep.ChunksRead, BytesRead: rep.BytesRead,
-				Findings: []findingJSON{}, Errors: n, Quarantined: rep.Quarantined,
-				Orphans: rep.Orphans, OrphanBytes: rep.OrphanBytes}
-			if out.Quarantined == nil {
-				out.Quarantined = []pack.Digest{}
-			}
-			for _, f := range rep.Findings {
-				fj := findingJSON{Error: f.Error(), Reason: string(store.ReasonOf(f))}
-				if errors.Is(f, store.ErrQuarantined) {
-					fj.Reason = "quarantined"
-				}
-				var pe *store.PackError
-				if errors.As(f, &pe) {
-					fj.Pack = &pe.Pack
-				}
-				out.Findings = append(out.Findings, fj)
-			}
-			if err := writeJSON(env.stdout, out); err != nil {
+			if err := writeJSON(env.stdout, rep); err != nil {
 				return err
 			}
 		} else {
 			for _, f := range rep.Findings {
-				fmt.Fprintln(env.stdout, f)
+				fmt.Fprintln(env.stdout, f.Error)
 			}
 		}
 		for _, q := range rep.Quarantined {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/muserhq/muser/pack"
-	"github.com/muserhq/muser/store"
+	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/spf13/pflag"
 )
 
@@ -34,7 +34,7 @@ opened read-only.`,
 		if len(args) > 0 {
 			return usagef(cmd, "takes no arguments, got %q", args[0])
 		}
-		var f store.ReceiptFilter
+		var f adminapi.ReceiptQuery
 		if reason != "" {
 			r, err := pack.ParseReason(reason)
 			if err != nil {
@@ -48,19 +48,16 @@ opened read-only.`,
 		if since > 0 {
 			f.Since = time.Now().Add(-since)
 		}
-		s, err := openStore(env, true, false)
+		a, done, err := openAdmin(ctx, env, true)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		rs, err := s.Receipts(f)
+		defer done()
+		rs, err := a.Receipts(ctx, f)
 		if err != nil {
 			return err
 		}
 		if asJSON {
-			if rs == nil {
-				rs = []store.Receipt{}
-			}
 			return writeJSON(env.stdout, rs)
 		}
 		t := &table{}

@@ -24,12 +24,12 @@ expected and actual digests. ID may be a unique hex prefix.`,
 		if len(args) != 1 {
 			return usagef(cmd, "takes exactly one receipt ID, got %d arguments", len(args))
 		}
-		s, err := openStore(env, true, false)
+		a, done, err := openAdmin(ctx, env, true)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		r, err := s.Receipt(args[0])
+		defer done()
+		r, err := a.Receipt(ctx, args[0])
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"io"
 	"log/slog"
 	"runtime"
@@ -87,6 +88,10 @@ verified prefix of the prompt is restored instead of recomputed, and the
 new full blocks of prompt and output are published afterwards, so a later
 run (or muser serve) with the same prefix starts warm. Output is the same
 either way. A restore the store refuses is reported and recomputed.
+
+A prefill that takes longer than a second shows its progress (tokens
+computed, rate, time left) on stderr when it is a terminal, on a line of
+its own that is erased when the output begins.
 
 Sampling follows llama.cpp's default chain (penalties, top-k, top-p, min-p,
 temperature); --temperature 0 is greedy. The same --seed gives the same
@@ -222,6 +227,18 @@ func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType, d
 	// blocks are in the store before run returns.
 	defer s.Close(context.Background())
 	req := &sched.Request{ID: "run", Prompt: prompt, MaxTokens: o.maxTokens, Sampling: params, Stop: o.stop, Logprobs: -1}
+	// A prefill longer than a second shows its progress on a terminal
+	// stderr, on a line of its own that is erased before the output.
+	meter := progress.New(env.stderr, "prefill", progress.Tokens, 0,
+		progress.Options{Terminal: progress.IsTerminal(env.stderr), Delay: time.Second, OwnLine: true})
+	req.OnPrefill = func(done, total int) {
+		meter.SetTotal(int64(total))
+		meter.Set(int64(done))
+		if done >= total {
+			meter.Finish()
+		}
+	}
+	defer meter.Finish()
 	if err := s.Check(req); err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ type serveOptions struct {
 	model         string
 	addr          string
 	apiKeys       string
+	adminKeyFile  string // the admin endpoint's key (docs/serve.md, "Admin endpoint")
 	ctx           int
 	parallel      int
 	maxQueue      int
@@ -46,6 +47,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.model, "model", "m", "", "GGUF model file (default: the embedded default model)")
 	fs.StringVar(&o.addr, "addr", serve.DefaultAddr, "listen address host:port (a non-loopback host needs --api-keys)")
 	fs.StringVar(&o.apiKeys, "api-keys", "", `file of "KEY TENANT" lines (mode 0600); without it one local tenant, loopback only`)
+	fs.StringVar(&o.adminKeyFile, "admin-key-file", "", "file holding the admin key; without it /admin/v1/ admits loopback clients only")
 	fs.IntVar(&o.ctx, "ctx", 0, "tokens per slot, prompt and output (default: the model's training context, at most 4096)")
 	fs.IntVar(&o.parallel, "parallel", 1, "slots: requests decoded together in one batch")
 	fs.IntVar(&o.maxQueue, "max-queue", sched.DefaultMaxQueue, "requests waiting for a slot before 429 (0: none wait)")
@@ -75,6 +77,8 @@ func newServeCommand() *command {
   Ollama     POST /api/generate, /api/chat, /api/show, /api/embed, /api/embeddings;
              GET /api/tags, /api/ps, /api/version
   metrics    GET /metrics (Prometheus)
+  dashboard  GET / in a browser (other clients get Ollama's probe text);
+             the page polls GET /dashboard/api/state
 Every request's prompt is matched against the store: the longest cached
 prefix is restored (verified) and only the rest is computed; the new full
 blocks of prompt and output are published in the background, so later
@@ -90,6 +94,12 @@ Without --api-keys the server serves one local tenant and refuses to listen
 beyond loopback. With it, every request but GET /health, /metrics and
 /api/version needs "Authorization: Bearer KEY"; each tenant's cache is
 salted apart from the others' (serve/tenant documents the file format).
+
+The admin endpoint under /admin/v1/ carries out the pack and receipts
+commands on this server's store while it runs (those commands find the
+server through DIR/serve.json and use it). Without --admin-key-file only
+loopback clients may use it; with it, "Authorization: Bearer ADMIN_KEY"
+is required from anyone (API keys never grant admin access).
 
 The server prints its URL once it listens. SIGINT or SIGTERM shuts it down:
 it stops accepting, lets in-flight requests finish for --shutdown-grace (a
@@ -168,6 +178,8 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		Addr:          o.addr,
 		Home:          env.home,
 		APIKeysFile:   o.apiKeys,
+		AdminKeyFile:  o.adminKeyFile,
+		AdminNodes:    func() ([]byte, error) { return nodeRegistryJSON(env.home) },
 		Ctx:           o.ctx,
 		Parallel:      o.parallel,
 		MaxQueue:      o.maxQueue,
@@ -206,7 +218,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	// A node of a cluster salts tenants with a secret derived from the
 	// cluster's link secret, the same on every node, so that replicated
 	// packs answer the same tenant's prompts anywhere in the cluster.
+	var clusterHome *cluster.Home // for the dashboard's Nodes tab
 	if h, err := cluster.Open(env.home); err == nil {
+		clusterHome = h
 		ls, err := h.LinkSecret()
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", cluster.Dir(env.home), err)
@@ -221,6 +235,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		if rs, err = openServeRepl(env.home, &o.repl, fallback, logger, &opts); err != nil {
 			return err
 		}
+	}
+	if clusterHome != nil {
+		opts.Cluster = dashboardCluster(clusterHome, rs)
 	}
 	s, err := serve.New(opts)
 	if err != nil {

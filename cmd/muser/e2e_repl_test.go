@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/muserhq/muser/infer/infertest"
+	"github.com/muserhq/muser/serve/dashboard"
 )
 
 // The end-to-end tests run the muser binary as separate processes, one
@@ -232,6 +233,21 @@ func (s *server) generate(path, body string) (choices string, cached int) {
 	return string(c), int(n)
 }
 
+// dashboard returns s's dashboard state.
+func (s *server) dashboard() dashboard.State {
+	s.t.Helper()
+	resp, err := http.Get(s.url + dashboard.StatePath)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st dashboard.State
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != 200 {
+		s.t.Fatalf("%s: dashboard state: %d, %v", s.name, resp.StatusCode, err)
+	}
+	return st
+}
+
 // metric returns the value of the sample of name on s's /metrics whose
 // labels include label (for example `peer="beta"`); the test fails if
 // there is none.
@@ -377,6 +393,13 @@ func TestE2EReplication(t *testing.T) {
 	if v := alpha.metric("muser_replication_queue_packs", `peer="beta"`); v != 0 {
 		t.Errorf("alpha's muser_replication_queue_packs{peer=\"beta\"} = %v, want 0", v)
 	}
+	// The dashboard's Nodes tab shows the cluster, the peer and its last
+	// push.
+	if cs := alpha.dashboard().Nodes.Cluster; cs == nil || cs.Node != "alpha" || len(cs.Peers) != 1 || cs.Peers[0].Name != "beta" ||
+		!cs.Peers[0].ReplicateTo || cs.Peers[0].LastPush == nil || !cs.Peers[0].LastPush.OK || cs.Peers[0].LastPush.Moved == 0 ||
+		cs.Peers[0].Pushed.Value == nil || *cs.Peers[0].Pushed.Value != 1 {
+		t.Errorf("alpha's dashboard nodes: got %+v, want node alpha with peer beta, one push, the last one ok with chunks moved", cs)
+	}
 	alpha.stop()
 	beta.stop()
 	if !strings.Contains(alpha.stderr.String(), "pushed=1") {
@@ -456,6 +479,17 @@ func TestE2ERemotePrefill(t *testing.T) {
 	}
 	if v := c.metric("muser_remote_prefill_total", `outcome="fallback"`); v != 0 {
 		t.Errorf("consumer's muser_remote_prefill_total{outcome=\"fallback\"} = %v, want 0", v)
+	}
+	// The request's timings name the producer; the dashboard shows its
+	// health.
+	if code, m := c.post("/v1/chat/completions", chat(16, 150, `,"temperature":0,"timings":true`)); code != 200 {
+		t.Errorf("chat with timings: status %d %v", code, m)
+	} else if tm, _ := m["timings"].(map[string]any); tm["prefill_at"] != "peer:producer" || tm["remote_prefill_ms"] == nil {
+		t.Errorf("consumer's timings: got %v, want prefill_at peer:producer and a remote_prefill_ms", tm)
+	}
+	if cs := c.dashboard().Nodes.Cluster; cs == nil || cs.Producer == nil || cs.Producer.Name != "producer" ||
+		cs.Producer.Outcomes["remote"] != len(cases)+1 || cs.Producer.Last != "remote" {
+		t.Errorf("consumer's dashboard nodes: got %+v, want producer with %d remote outcomes, the last one remote", cs, len(cases)+1)
 	}
 
 	// The producer stops: the consumer falls back, with the same output.

@@ -35,7 +35,9 @@ const exitStatusHelp = `EXIT STATUS
   2    bad flags or arguments
   3    a named pack, receipt, node or file does not exist, or an ID prefix is ambiguous
   4    input was refused (identity mismatch, bad digest or seal, replay); a receipt records why
-  5    the store under --home is in use by another process
+  5    the store under --home is in use by another process (pack ls/inspect/
+       verify/gc/rm/pin/unpin/import and receipts ls/show run through a
+       muser server that owns it instead)
   130  interrupted
 `
 

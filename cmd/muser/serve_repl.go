@@ -92,6 +92,9 @@ type serveRepl struct {
 	consumer *prefill.Consumer
 	// remote counts RemotePrefill outcomes, by outcome label.
 	remote *prometheus.CounterVec
+	// watch keeps the last push per peer and the producer's last
+	// outcome, for the dashboard.
+	watch *replWatch
 
 	runCtx  context.Context
 	stopRun context.CancelFunc
@@ -128,7 +131,7 @@ func openServeRepl(home string, o *serveReplOptions, fb prefill.Fallback, log *s
 	if err != nil {
 		return nil, err
 	}
-	r := &serveRepl{opts: o, fallback: fb, log: log, cluster: h, store: s}
+	r := &serveRepl{opts: o, fallback: fb, log: log, cluster: h, store: s, watch: newReplWatch()}
 	r.runCtx, r.stopRun = context.WithCancel(context.Background())
 	opts.Store = s
 	if len(o.replicateTo) > 0 {
@@ -162,26 +165,27 @@ func (r *serveRepl) remotePrefill(ctx context.Context, id pack.Identity, salt []
 			return err
 		}
 		if errors.Is(err, prefill.ErrRemoteFailed) {
-			r.countRemote("failed")
+			r.countRemote("failed", err)
 			return err
 		}
 		// A local error (the store's index) before any remote call: the
 		// request can still be served by a local prefill.
 		if r.fallback == prefill.FallbackFail {
-			r.countRemote("failed")
+			r.countRemote("failed", err)
 			return err
 		}
-		r.countRemote("fallback")
+		r.countRemote("fallback", err)
 		r.log.Warn("remote prefill not attempted; prefilling locally", "producer", r.opts.prefillNode, "err", err)
 		return nil
 	}
 	switch {
 	case out.Remote:
-		r.countRemote("remote")
+		r.countRemote("remote", nil)
+		sched.NotePrefillAt(ctx, r.opts.prefillNode)
 	case out.Err != nil:
-		r.countRemote("fallback")
+		r.countRemote("fallback", out.Err)
 	default:
-		r.countRemote("not_needed")
+		r.countRemote("not_needed", nil)
 	}
 	if out.Remote {
 		r.log.Debug("remote prefill", "producer", r.opts.prefillNode, "cached", out.Cached,
@@ -231,7 +235,7 @@ func (r *serveRepl) start(srv *serve.Server) error {
 		}()
 	}
 	for _, peer := range r.opts.replicateTo {
-		rep := repl.NewReplicator(n, peer, repl.ReplicatorOptions{})
+		rep := repl.NewReplicator(n, peer, repl.ReplicatorOptions{OnResult: r.watch.onPush(peer)})
 		r.reps = append(r.reps, rep)
 		r.wg.Add(1)
 		go func() {
@@ -285,11 +289,13 @@ func (r *serveRepl) collectors() []prometheus.Collector {
 	return cs
 }
 
-// countRemote records a RemotePrefill outcome.
-func (r *serveRepl) countRemote(outcome string) {
+// countRemote records a RemotePrefill outcome (and the producer's error,
+// if any, for the dashboard).
+func (r *serveRepl) countRemote(outcome string, err error) {
 	if r.remote != nil {
 		r.remote.WithLabelValues(outcome).Inc()
 	}
+	r.watch.outcome(outcome, err)
 }
 
 // describe is the line `muser serve` prints about the replication side.

@@ -63,6 +63,13 @@ type Config struct {
 	// OnChunk, if not nil, is called after each chunk this node receives
 	// is stored (progress reporting).
 	OnChunk func(peer string, id pack.Digest, size int)
+	// OnPlan, if not nil, is called once per transfer when the chunks
+	// that will move are known (on both sides): their count and bytes
+	// (progress reporting).
+	OnPlan func(peer string, id pack.Digest, chunks int, bytes int64)
+	// OnSent, if not nil, is called after each chunk this node sends is
+	// written (progress reporting).
+	OnSent func(peer string, id pack.Digest, size int)
 
 	// corrupt, set only by tests, alters chunk bytes after they are read
 	// and verified and before they are framed, as a faulty sender would.

@@ -200,6 +200,13 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 		}
 	}
 	res.Tokens = len(m.Tokens)
+	if n.cfg.OnPlan != nil {
+		var moving int64
+		for _, sz := range sizes {
+			moving += int64(sz)
+		}
+		n.cfg.OnPlan(s.peer, pid, len(sizes), moving)
+	}
 
 	ictx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

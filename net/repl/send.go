@@ -99,6 +99,9 @@ func (n *Node) send(ctx context.Context, s *session, ctrl *quic.Stream, id pack.
 		res.Moved++
 		res.MovedBytes += int64(sz)
 	}
+	if n.cfg.OnPlan != nil {
+		n.cfg.OnPlan(s.peer, id, len(need.Chunks), res.MovedBytes)
+	}
 	if len(need.Chunks) > 0 {
 		if err := n.streamChunks(ctx, s, need.Transfer, pr, seen); err != nil {
 			werr := asWire(s.peer, err)
@@ -231,6 +234,9 @@ func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, pr
 					return
 				}
 				sent.Add(1)
+				if n.cfg.OnSent != nil {
+					n.cfg.OnSent(s.peer, cid, len(data))
+				}
 			}
 		}()
 	}

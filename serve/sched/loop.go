@@ -2,6 +2,7 @@ package sched
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,6 +63,10 @@ type restoreResult struct {
 	err  error
 	// remote is Config.RemotePrefill's error: the request fails with it.
 	remote error
+	// remoteDone and prefillAt: when RemotePrefill returned, and the
+	// producer it reported (NotePrefillAt).
+	remoteDone time.Time
+	prefillAt  string
 }
 
 // loop is the scheduler's engine goroutine.
@@ -191,6 +196,7 @@ func (s *Scheduler) onFreed(id int) {
 func (s *Scheduler) onRestored(r restoreResult) {
 	sl := r.slot
 	sl.res.Restored = time.Now()
+	sl.res.RemoteDone, sl.res.PrefillAt = r.remoteDone, r.prefillAt
 	if r.remote != nil {
 		s.end(sl, FinishError, r.remote, false)
 		return
@@ -360,15 +366,22 @@ func (s *Scheduler) start(t *Task) {
 // restore runs in its own goroutine, owning sl.seq until it reports.
 func (s *Scheduler) restore(sl *slot, t *Task) {
 	req := t.req
+	var (
+		remoteDone time.Time
+		at         string
+	)
 	if s.cfg.RemotePrefill != nil {
-		if err := s.cfg.RemotePrefill(t.ctx, s.cfg.Identity, req.Salt, req.Prompt); err != nil && t.ctx.Err() == nil {
+		note := &prefillNote{}
+		err := s.cfg.RemotePrefill(context.WithValue(t.ctx, prefillNoteKey{}, note), s.cfg.Identity, req.Salt, req.Prompt)
+		remoteDone, at = time.Now(), note.get()
+		if err != nil && t.ctx.Err() == nil {
 			s.log.Warn("remote prefill failed; failing the request", "request_id", req.ID, "err", err)
-			s.restored <- restoreResult{slot: sl, remote: fmt.Errorf("%w: %w", ErrRemotePrefill, err)}
+			s.restored <- restoreResult{slot: sl, remote: fmt.Errorf("%w: %w", ErrRemotePrefill, err), remoteDone: remoteDone}
 			return
 		}
 	}
 	n, err := s.cfg.Model.RestorePrefix(t.ctx, s.cfg.Store, s.cfg.Identity, req.Salt, sl.seq, req.Prompt)
-	s.restored <- restoreResult{slot: sl, n: n, err: err}
+	s.restored <- restoreResult{slot: sl, n: n, err: err, remoteDone: remoteDone, prefillAt: at}
 }
 
 func commonPrefix(a, b []int32) int {
@@ -424,6 +437,9 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 	}
 	req := sl.task.req
 	if sl.state == stPrefill {
+		if req.OnPrefill != nil {
+			req.OnPrefill(sl.seq.Len()-sl.res.CachedTokens, len(req.Prompt)-sl.res.CachedTokens)
+		}
 		if sl.seq.Len() < len(req.Prompt) {
 			return // more chunks to come
 		}

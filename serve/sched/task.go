@@ -44,6 +44,11 @@ type Request struct {
 	// last token's, or every token's), samples nothing, and finishes with
 	// them in Result.Hidden (embed.go).
 	Hidden engine.Output
+	// OnPrefill, if not nil, is called on the scheduler's goroutine after
+	// each prefill step of this request with the prompt tokens computed so
+	// far and the number it computes in all (restored ones left out):
+	// progress reporting. It must return quickly.
+	OnPrefill func(done, total int)
 	// Route is the HTTP route, for the Observer.
 	Route string
 	// Received is when the request arrived; time to first token counts
@@ -128,6 +133,13 @@ type Result struct {
 	// Restored is when the prefix restore (and the remote prefill before
 	// it) ended; zero when none ran.
 	Restored time.Time
+	// RemoteDone is when Config.RemotePrefill returned; zero when it was
+	// not called. The restore itself ran from RemoteDone to Restored.
+	RemoteDone time.Time
+	// PrefillAt names the producer node that computed the prompt's
+	// uncached blocks, as Config.RemotePrefill reported it with
+	// NotePrefillAt; "" when the prefill ran here.
+	PrefillAt string
 	// Pack is, for a PrefillOnly request, the pack that holds its prefix.
 	Pack pack.Digest
 	// Hidden holds, for a request with Hidden set, the hidden states it

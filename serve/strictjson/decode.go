@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects Decode accepts.
@@ -33,8 +34,11 @@ func Decode(body []byte, v any) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return &Error{Msg: fmt.Sprintf("strictjson: Decode needs a non-nil pointer, got %T", v), Err: ErrType}
 	}
-	w := &walker{dec: json.NewDecoder(bytes.NewReader(body)), body: body}
+	w := &walker{dec: json.NewDecoder(bytes.NewReader(body)), body: body, bad: -1}
 	w.dec.UseNumber()
+	if !utf8.Valid(body) {
+		w.bad = int64(firstInvalidUTF8(body))
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return &Error{Msg: "the body is empty; want a JSON value", Err: ErrSyntax}
 	}
@@ -45,6 +49,11 @@ func Decode(body []byte, v any) error {
 		end := w.dec.InputOffset()
 		off := end + int64(len(body[end:])-len(bytes.TrimLeft(body[end:], " \t\r\n")))
 		return &Error{Offset: off, Msg: fmt.Sprintf("unexpected data after the JSON value at byte %d", off), Err: ErrSyntax}
+	}
+	if w.bad >= 0 {
+		// In a value taken as is (any, json.RawMessage), which the walk
+		// does not look into.
+		return &Error{Offset: w.bad, Msg: fmt.Sprintf("invalid UTF-8 at byte %d; JSON text must be UTF-8", w.bad), Err: ErrSyntax}
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var e *Error
@@ -60,6 +69,38 @@ type walker struct {
 	dec   *json.Decoder
 	body  []byte
 	depth int
+	bad   int64 // offset of the body's first invalid UTF-8 byte, or -1
+}
+
+// firstInvalidUTF8 returns the offset of b's first byte that is not part
+// of a valid UTF-8 sequence.
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// checkUTF8 refuses a string token (a value or a key at path) that holds
+// the body's first invalid UTF-8 byte: encoding/json would silently turn
+// it into U+FFFD.
+func (w *walker) checkUTF8(tok json.Token, path string) error {
+	if _, ok := tok.(string); !ok || w.bad < 0 || w.dec.InputOffset() <= w.bad {
+		return nil
+	}
+	return &Error{Path: path, Offset: w.bad, Msg: fmt.Sprintf("the string holds invalid UTF-8 (byte %d); JSON text must be UTF-8", w.bad), Err: ErrType}
+}
+
+// nullable reports whether null is a value of t itself rather than the
+// absence of one: a pointer, an interface, a json.RawMessage, or a type
+// with its own UnmarshalJSON (which decides).
+func nullable(t reflect.Type) bool {
+	k := t.Kind()
+	return k == reflect.Pointer || k == reflect.Interface || t == rawMessageType || isUnmarshaler(t)
 }
 
 // syntax turns a token reader's error into an *Error.
@@ -171,8 +212,20 @@ func isUnmarshaler(t reflect.Type) bool {
 	return t != rawMessageType && (t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType))
 }
 
-// value checks the next value against t.
+// value checks the next value against t. A null there leaves a field
+// unset; see element for array elements and map values.
 func (w *walker) value(t reflect.Type, path string) error {
+	return w.valueNull(t, path, true)
+}
+
+// element checks an array element or a map value: there null is refused
+// unless t can hold it (nullable), since encoding/json would turn it into
+// t's zero value (a token id of 0, an empty stop string, a bias of 0).
+func (w *walker) element(t reflect.Type, path string) error {
+	return w.valueNull(t, path, nullable(t))
+}
+
+func (w *walker) valueNull(t reflect.Type, path string, nullOK bool) error {
 	for t.Kind() == reflect.Pointer && !isUnmarshaler(t) {
 		t = t.Elem()
 	}
@@ -184,7 +237,13 @@ func (w *walker) value(t reflect.Type, path string) error {
 		return err
 	}
 	if tok == nil {
+		if !nullOK {
+			return w.typeError(path, tok, t)
+		}
 		return nil // null leaves the field unset
+	}
+	if err := w.checkUTF8(tok, path); err != nil {
+		return err
 	}
 	switch t.Kind() {
 	case reflect.Interface:
@@ -273,6 +332,9 @@ func (w *walker) custom(t reflect.Type, path string) error {
 		return err
 	}
 	end := w.dec.InputOffset()
+	if w.bad >= start && w.bad < end {
+		return &Error{Path: path, Offset: w.bad, Msg: fmt.Sprintf("the value holds invalid UTF-8 (byte %d); JSON text must be UTF-8", w.bad), Err: ErrType}
+	}
 	raw := bytes.TrimLeft(w.body[start:end], " \t\r\n:,")
 	var u json.Unmarshaler
 	if t.Kind() == reflect.Pointer {
@@ -323,6 +385,9 @@ func (w *walker) object(t reflect.Type, path string) error {
 		}
 		key, _ := tok.(string)
 		p := fieldPath(path, key)
+		if err := w.checkUTF8(tok, p); err != nil {
+			return err
+		}
 		ft, ok := fields[key]
 		if !ok {
 			return &Error{Path: p, Offset: w.dec.InputOffset(), Msg: fmt.Sprintf("unknown field %q", key), Err: ErrUnknownField}
@@ -355,6 +420,9 @@ func (w *walker) mapping(t reflect.Type, path string) error {
 		}
 		key, _ := tok.(string)
 		p := fmt.Sprintf("%s[%q]", path, key)
+		if err := w.checkUTF8(tok, p); err != nil {
+			return err
+		}
 		if seen == nil {
 			seen = make(map[string]bool)
 		}
@@ -375,7 +443,7 @@ func (w *walker) mapping(t reflect.Type, path string) error {
 		default:
 			return &Error{Path: p, Offset: w.dec.InputOffset(), Msg: fmt.Sprintf("maps keyed by %v are not supported", t.Key()), Err: ErrType}
 		}
-		if err := w.value(t.Elem(), p); err != nil {
+		if err := w.element(t.Elem(), p); err != nil {
 			return err
 		}
 	}
@@ -394,7 +462,7 @@ func (w *walker) array(t reflect.Type, path string) error {
 		if t.Kind() == reflect.Array && i >= t.Len() {
 			return &Error{Path: p, Offset: w.dec.InputOffset(), Msg: fmt.Sprintf("the array holds more than %d elements", t.Len()), Err: ErrType}
 		}
-		if err := w.value(t.Elem(), p); err != nil {
+		if err := w.element(t.Elem(), p); err != nil {
 			return err
 		}
 		i++

@@ -23,7 +23,14 @@
 //     (ErrDuplicateField);
 //   - every value has the kind its field needs: string, bool, number,
 //     array, object (ErrType); integers must be integral and fit their Go
-//     type; null is accepted everywhere and leaves the field unset;
+//     type; null for a field leaves it unset, but null as an array
+//     element or a map value is refused unless the Go type can hold it (a
+//     pointer, an interface, json.RawMessage, a type with UnmarshalJSON),
+//     since encoding/json would make it a zero (ErrType);
+//   - the body is UTF-8: a string or key holding an invalid byte is
+//     refused with its path (ErrType), any other invalid byte is ErrSyntax
+//     (encoding/json would silently replace them with U+FFFD; escaped lone
+//     surrogates such as "\ud800" are valid JSON and become U+FFFD);
 //   - maps take any keys; interfaces (any) and json.RawMessage take any
 //     value; a type with its own UnmarshalJSON is checked against the Go
 //     type its Shapes method names for the JSON kind found, or taken as

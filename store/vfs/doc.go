@@ -8,4 +8,13 @@
 // SyncDir exists because a rename is durable only once its directory is
 // fsynced; the store's write ordering (docs/kvpack.md, "Read and write
 // ordering") relies on it.
+//
+// # Special files
+//
+// Open never blocks and never follows a final symbolic link: it opens
+// with O_NOFOLLOW|O_NONBLOCK and checks with fstat that the file is
+// regular, so a named pipe, a directory, a device or a link in place of
+// a store file is an error wrapping ErrNotRegular, at once; Stat is lstat.
+// (Without those flags a FIFO blocks the opening reader, and with it a
+// verify, a restore and the shutdown of a server, until a writer comes.)
 package vfs

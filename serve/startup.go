@@ -1,0 +1,56 @@
+package serve
+
+import (
+	"log/slog"
+	"net"
+	"runtime"
+
+	"github.com/muserhq/muser/serve/sched"
+)
+
+// logStartup writes the one line that says how this server runs: its
+// address, model and identity, slots and context, store and budget,
+// access rules and limits (the effective values, defaults applied).
+func (s *Server) logStartup(ln net.Listener) {
+	admin := "loopback"
+	if s.adminKey != "" {
+		admin = "key"
+	}
+	access := "loopback, one tenant"
+	if s.keys != nil {
+		access = "api keys"
+	}
+	st, _ := s.store.Stats()
+	queue := s.opts.MaxQueue
+	switch {
+	case queue == 0:
+		queue = sched.DefaultMaxQueue
+	case queue < 0:
+		queue = 0
+	}
+	s.log.Info("serving",
+		slog.String("addr", ln.Addr().String()),
+		slog.String("version", s.opts.Version),
+		slog.String("go", runtime.Version()),
+		slog.String("model", s.model.id),
+		slog.String("device", s.model.eng.Device().Name()),
+		slog.String("identity", s.identity.Key().Short()),
+		slog.String("arch", s.identity.Arch),
+		slog.String("quant", s.identity.Quant),
+		slog.String("kv", s.identity.KV),
+		slog.String("engine", s.identity.Engine),
+		slog.Int("slots", s.sched.Slots()),
+		slog.Int("ctx", s.sched.Ctx()),
+		slog.Int("max_queue", queue),
+		slog.Bool("slot_reuse", s.opts.SlotReuse),
+		slog.String("store", s.store.Dir()),
+		slog.Int("block_tokens", s.store.BlockTokens()),
+		slog.Int("store_packs", st.Packs),
+		slog.Int64("store_bytes", st.Bytes),
+		slog.Int64("store_max_bytes", s.opts.StoreMaxBytes),
+		slog.String("access", access),
+		slog.String("admin", admin),
+		slog.Int64("max_body_bytes", s.opts.MaxBodyBytes),
+		slog.Duration("shutdown_grace", s.opts.ShutdownGrace),
+	)
+}

@@ -1,0 +1,8 @@
+package vfs
+
+import "errors"
+
+// ErrNotRegular is returned by Open when the path names something other
+// than a regular file: a directory, a FIFO, a device, a socket or a
+// symbolic link (which Open never follows).
+var ErrNotRegular = errors.New("not a regular file")
