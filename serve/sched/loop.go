@@ -421,10 +421,32 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 			return
 		}
 	}
-	tok, err := sl.task.sampler.Sample(sl.logits)
+	var allowed sample.TokenSet
+	if c := req.Constraint; c != nil {
+		if sl.task.allowed == nil {
+			sl.task.allowed = sample.NewTokenSet(len(sl.logits))
+		}
+		allowed = sl.task.allowed
+		allowed.Clear()
+		if err := c.Allowed(allowed); err != nil {
+			s.end(sl, FinishError, &RequestError{Field: "constraint", Reason: err.Error(), Err: err}, true)
+			return
+		}
+	}
+	tok, err := sl.task.sampler.SampleAllowed(sl.logits, allowed)
 	if err != nil {
-		s.end(sl, FinishError, &RequestError{Field: "logit_bias", Reason: err.Error(), Err: err}, true)
+		field := "logit_bias"
+		if allowed != nil {
+			field = "constraint"
+		}
+		s.end(sl, FinishError, &RequestError{Field: field, Reason: err.Error(), Err: err}, true)
 		return
+	}
+	if c := req.Constraint; c != nil {
+		if err := c.Accept(tok); err != nil {
+			s.end(sl, FinishError, &RequestError{Field: "constraint", Reason: err.Error(), Err: err}, true)
+			return
+		}
 	}
 	sl.task.sampler.Accept(tok)
 	sl.res.Generated = append(sl.res.Generated, tok)
