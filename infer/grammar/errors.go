@@ -51,7 +51,9 @@ type RuleError struct {
 	Reason string
 }
 
-func (e *RuleError) Error() string { return fmt.Sprintf("%v: rule %q %s", ErrInvalid, e.Rule, e.Reason) }
+func (e *RuleError) Error() string {
+	return fmt.Sprintf("%v: rule %q %s", ErrInvalid, e.Rule, e.Reason)
+}
 
 // Unwrap returns ErrInvalid.
 func (e *RuleError) Unwrap() error { return ErrInvalid }

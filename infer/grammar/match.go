@@ -82,18 +82,18 @@ type Compiled struct {
 	eog   []int32
 	trie  []trieNode
 
-	mu        sync.Mutex
-	nodes     []node
-	nodeIdx   map[uint64]int32
-	sets      []set
-	setIdx    map[string]int32
-	start     int32
-	masks     int // cached masks
-	maxMasks  int
-	seen      map[uint64]struct{} // expand's visited frames, reused
-	buf       []int32
-	keyBuf    []byte
-	stateErr  error
+	mu       sync.Mutex
+	nodes    []node
+	nodeIdx  map[uint64]int32
+	sets     []set
+	setIdx   map[string]int32
+	start    int32
+	masks    int // cached masks
+	maxMasks int
+	seen     map[uint64]struct{} // expand's visited frames, reused
+	buf      []int32
+	keyBuf   []byte
+	stateErr error
 }
 
 // Compile binds g to a vocabulary. A token reference resolves to a
