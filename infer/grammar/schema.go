@@ -569,10 +569,13 @@ func (c *schemaCompiler) object(doc, n *jnode, ptr string, depth int) (string, e
 				if c.opt.Strict || n.get("additionalProperties") != nil && n.get("additionalProperties").kind == 'b' && !n.get("additionalProperties").b {
 					return "", c.errorf(fmt.Sprintf("%s/required/%d", ptr, i), "names %q, which properties does not declare", x.str)
 				}
-				// Non-strict: a required undeclared property may have any value.
-				if props == nil {
-					props = &jnode{kind: 'o'}
+				// Non-strict: a required undeclared property may have any
+				// value. (A copy: the document is shared by $refs.)
+				p := &jnode{kind: 'o'}
+				if props != nil {
+					p.obj = slices.Clone(props.obj)
 				}
+				props = p
 				props.obj = append(props.obj, jkv{x.str, &jnode{kind: 'b', b: true}})
 			}
 			required = append(required, x.str)
