@@ -28,7 +28,7 @@ type Vocab interface {
 const (
 	maxNodes     = 1 << 21 // distinct stack frames
 	maxSets      = 1 << 16 // distinct parser states
-	maskCacheMem = 64 << 20
+	maskCacheMem = 16 << 20
 	// maxWork bounds the stack expansions of one Allowed or Accept call
 	// (or of one byte of Match), so a grammar whose states are huge fails
 	// its request instead of stalling the scheduler.
