@@ -2,9 +2,10 @@ package grammar
 
 // jsonRules is GBNF for JSON values (RFC 8259), shared by JSONObject,
 // FromSchema and the tool-call grammars. Every value rule consumes the
-// whitespace after it; whitespace runs are bounded so a model cannot
-// stall in them forever.
-const jsonRules = `ws ::= [ \t\n]{0,20}
+// whitespace after it. Whitespace is nothing, one space, or one newline
+// and up to 16 spaces or tabs of indentation: enough for compact and
+// pretty-printed JSON, and a model cannot stall in whitespace.
+const jsonRules = `ws ::= ( " " | "\n" [ \t]{0,16} )?
 json-value ::= json-object | json-array | json-string | json-number | json-boolean | json-null
 json-object ::= "{" ws ( json-string ":" ws json-value ( "," ws json-string ":" ws json-value )* )? "}" ws
 json-array ::= "[" ws ( json-value ( "," ws json-value )* )? "]" ws
