@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,9 @@ type SchemaOptions struct {
 // $ref to "#" or a JSON pointer inside the document ($defs,
 // definitions), items, minItems, maxItems, minLength, maxLength, format
 // (any format is generated as a string of that length, not checked
-// against the format), and the annotations title, description, default,
+// against the format), minimum, maximum, exclusiveMinimum and
+// exclusiveMaximum on integers (integers are generated with at most 15
+// digits, inside JavaScript's safe integers), and the annotations title, description, default,
 // examples, $schema, $id, $comment, deprecated, readOnly, writeOnly.
 //
 // Objects are generated with their declared properties in declaration
@@ -275,7 +278,8 @@ var (
 	annotations = []string{"title", "description", "default", "examples", "$schema", "$id", "$comment",
 		"deprecated", "readOnly", "writeOnly", "$defs", "definitions"}
 	handled = []string{"type", "properties", "required", "additionalProperties", "enum", "const", "anyOf",
-		"oneOf", "allOf", "$ref", "items", "minItems", "maxItems", "minLength", "maxLength", "format"}
+		"oneOf", "allOf", "$ref", "items", "minItems", "maxItems", "minLength", "maxLength", "format",
+		"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 )
 
 func (c *schemaCompiler) errorf(ptr, format string, a ...any) error {
@@ -387,9 +391,9 @@ func (c *schemaCompiler) schema(doc, n *jnode, ptr string, depth int) (string, e
 		case "string":
 			e, err = c.str(n, ptr)
 		case "number":
-			e = "json-number"
+			e, err = "json-number", c.strictOnly(n, ptr, "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 		case "integer":
-			e = "json-integer"
+			e, err = c.integer(n, ptr)
 		case "boolean":
 			e = "json-boolean"
 		case "null":
@@ -639,4 +643,111 @@ func (c *schemaCompiler) object(doc, n *jnode, ptr string, depth int) (string, e
 	}
 	c.rules = append(c.rules, base+` ::= "{" ws `+first[0]+` "}" ws`)
 	return base, nil
+}
+
+// maxInt is the largest integer the grammars generate: 15 digits, inside
+// JavaScript's safe integers.
+const maxInt = 999_999_999_999_999
+
+// integer returns the expression for an integer with the schema's
+// minimum, maximum, exclusiveMinimum and exclusiveMaximum.
+func (c *schemaCompiler) integer(n *jnode, ptr string) (string, error) {
+	if err := c.strictOnly(n, ptr, "multipleOf"); err != nil {
+		return "", err
+	}
+	lo, hi := int64(-maxInt), int64(maxInt)
+	for _, b := range []struct {
+		key   string
+		round func(float64) float64
+		delta float64
+		upper bool
+	}{
+		{"minimum", math.Ceil, 0, false}, {"exclusiveMinimum", math.Floor, 1, false},
+		{"maximum", math.Floor, 0, true}, {"exclusiveMaximum", math.Ceil, -1, true},
+	} {
+		v := n.get(b.key)
+		if v == nil {
+			continue
+		}
+		f, err := strconv.ParseFloat(v.str, 64)
+		if v.kind != 'n' || err != nil {
+			return "", c.errorf(ptr+"/"+b.key, "must be a number")
+		}
+		x := max(min(b.round(f)+b.delta, maxInt+1), -maxInt-1)
+		if b.upper {
+			hi = min(hi, int64(x))
+		} else {
+			lo = max(lo, int64(x))
+		}
+	}
+	if lo > hi {
+		return "", c.errorf(ptr, "no integer in [%d, %d] (within ±%d) satisfies minimum and maximum", lo, hi, int64(maxInt))
+	}
+	if lo == -maxInt && hi == maxInt {
+		return "json-integer", nil
+	}
+	var alts []string
+	if lo < 0 {
+		alts = append(alts, `"-" `+natRange(max(1, -hi), -lo))
+	}
+	if hi >= 0 {
+		alts = append(alts, natRange(max(0, lo), hi))
+	}
+	return c.rule("int"+ptr, "( "+strings.Join(alts, " | ")+" ) ws"), nil
+}
+
+// natRange returns a GBNF expression for the decimal numerals, without
+// leading zeros, of the integers a..b (0 ≤ a ≤ b).
+func natRange(a, b int64) string {
+	var alts []string
+	for d := len(strconv.FormatInt(a, 10)); d <= len(strconv.FormatInt(b, 10)); d++ {
+		lo, hi := int64(1), int64(9)
+		for range d - 1 {
+			lo, hi = lo*10, hi*10+9
+		}
+		if d == 1 {
+			lo = 0
+		}
+		lo, hi = max(lo, a), min(hi, b)
+		if lo > hi {
+			continue
+		}
+		alts = append(alts, sameLength(strconv.FormatInt(lo, 10), strconv.FormatInt(hi, 10)))
+	}
+	return "( " + strings.Join(alts, " | ") + " )"
+}
+
+// sameLength returns an expression for the numerals x..y, both of the
+// same length.
+func sameLength(x, y string) string {
+	switch {
+	case x == "":
+		return `""`
+	case x == y:
+		return literal(x)
+	case strings.Trim(x[1:], "0") == "" && strings.Trim(y[1:], "9") == "":
+		return digitClass(x[0], y[0]) + digits(len(x)-1)
+	case x[0] == y[0]:
+		return literal(x[:1]) + " " + sameLength(x[1:], y[1:])
+	}
+	alts := []string{literal(x[:1]) + " " + sameLength(x[1:], strings.Repeat("9", len(x)-1))}
+	if y[0]-x[0] > 1 {
+		alts = append(alts, digitClass(x[0]+1, y[0]-1)+digits(len(x)-1))
+	}
+	alts = append(alts, literal(y[:1])+" "+sameLength(strings.Repeat("0", len(y)-1), y[1:]))
+	return "( " + strings.Join(alts, " | ") + " )"
+}
+
+func digitClass(a, b byte) string {
+	if a == b {
+		return literal(string(a))
+	}
+	return "[" + string(a) + "-" + string(b) + "]"
+}
+
+func digits(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [0-9]{%d}", n)
 }

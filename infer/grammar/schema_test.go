@@ -2,6 +2,8 @@ package grammar
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"testing"
 )
 
@@ -22,6 +24,10 @@ var schemaCases = []struct {
 	{"anyOf and null", `{"anyOf":[{"type":"string","minLength":2,"maxLength":3},{"type":"null"}]}`,
 		[]string{`"ab"`, `"abc"`, `null`, `"\u00e9\n"`},
 		[]string{`"a"`, `"abcd"`, `1`}},
+	{"integer range", `{"type":"array","items":{"type":"integer","minimum":-15,"exclusiveMaximum":1234}}`,
+		[]string{`[-15,-9,0,7,10,99,100,999,1000,1199,1233]`}, []string{`[-16]`, `[1234]`, `[2000]`, `[-0]`, `[01]`, `[-100]`}},
+	{"safe integers (zod)", `{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}`,
+		[]string{`0`, `-999999999999999`, `123`}, []string{`1.5`, `9999999999999999`}},
 	{"type list", `{"type":["integer","boolean"]}`, []string{`12`, `false`}, []string{`1.5`, `"x"`}},
 	{"refs and recursion", `{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"next":{"anyOf":[{"$ref":"#/$defs/node"},{"type":"null"}]}},"required":["v","next"],"additionalProperties":false}},"$ref":"#/$defs/node"}`,
 		[]string{`{"v":1,"next":null}`, `{"v":1,"next":{"v":2,"next":null}}`},
@@ -142,7 +148,8 @@ func TestSchemaErrors(t *testing.T) {
 		{"max below min", `{"type":"array","minItems":3,"maxItems":1}`, "/maxItems", false},
 		{"allOf of two", `{"allOf":[{},{}]}`, "/allOf", false},
 		{"pattern when strict", `{"type":"string","pattern":"^a"}`, "/pattern", true},
-		{"minimum when strict", `{"type":"object","properties":{"n":{"type":"integer","minimum":0}}}`, "/properties/n/minimum", true},
+		{"number minimum when strict", `{"type":"object","properties":{"n":{"type":"number","minimum":0}}}`, "/properties/n/minimum", true},
+		{"empty integer range", `{"type":"integer","minimum":5,"maximum":4}`, "", false},
 		{"required undeclared when strict", `{"type":"object","properties":{"a":{}},"required":["b"]}`, "/required/0", true},
 		{"left-recursive refs", `{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, "", false},
 	} {
@@ -162,5 +169,27 @@ func TestSchemaErrors(t *testing.T) {
 		if _, err := FromSchema([]byte(s), SchemaOptions{}); err != nil {
 			t.Errorf("FromSchema(%s) without strict: %v", s, err)
 		}
+	}
+}
+
+// TestIntegerRanges checks the integer range grammar against every
+// integer from -1100 to 1100 for a table of bounds.
+func TestIntegerRanges(t *testing.T) {
+	for _, c := range []struct{ lo, hi int }{{0, 0}, {0, 9}, {3, 47}, {10, 99}, {7, 1000}, {-1, 1}, {-1000, -7}, {-99, 250}, {101, 109}, {555, 556}} {
+		t.Run(fmt.Sprintf("%d..%d", c.lo, c.hi), func(t *testing.T) {
+			g, err := FromSchema([]byte(fmt.Sprintf(`{"type":"integer","minimum":%d,"maximum":%d}`, c.lo, c.hi)), SchemaOptions{Strict: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := -1100; n <= 1100; n++ {
+				ok, err := g.Match(strconv.Itoa(n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := c.lo <= n && n <= c.hi; ok != want {
+					t.Errorf("Match(%d) = %v, want %v", n, ok, want)
+				}
+			}
+		})
 	}
 }
