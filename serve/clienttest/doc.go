@@ -1,7 +1,12 @@
 // Package clienttest runs the official OpenAI and Ollama JavaScript
 // clients against muser serve: clienttest_test.go starts a server on
 // loopback with ../shared/models/stories260K.gguf and API keys, and runs
-// client.test.mjs with `node --test`.
+// client.test.mjs with `node --test`. structured_test.go starts a second
+// server with the embedded default model (infer/defaultmodel, the chat
+// model) and runs structured.test.mjs: structured output through the
+// OpenAI SDK's chat.completions.parse with zod, the Vercel AI SDK's
+// generateObject, LangChain's withStructuredOutput and the Ollama client's
+// format, each answer validated by parsing it with the zod schema.
 //
 // The npm packages are pinned in package.json and package-lock.json;
 // install them with `npm ci --prefix serve/clienttest` (scripts/test.sh
