@@ -27,13 +27,18 @@ type Vocab interface {
 // Bounds on a compiled grammar's state, so that a pathological grammar
 // fails a request instead of exhausting memory.
 const (
-	maxNodes     = 1 << 21 // distinct stack frames
-	maxSets      = 1 << 16 // distinct parser states
 	maskCacheMem = 16 << 20
 	// maxWork bounds the stack expansions of one Allowed or Accept call
 	// (or of one byte of Match), so a grammar whose states are huge fails
 	// its request instead of stalling the scheduler.
 	maxWork = 1 << 22
+)
+
+// Bounds on a Compiled's interned stack frames and parser states
+// (variables so that tests can lower them).
+var (
+	maxNodes = 1 << 21
+	maxSets  = 1 << 16
 )
 
 // code element kinds beyond elemKind.
@@ -227,6 +232,17 @@ func Compile(g *Grammar, v Vocab) (*Compiled, error) {
 	}
 	c.start = start
 	return c, nil
+}
+
+// Worn reports whether c has used more than half of its bounds on parser
+// stack frames and states, or hit one. States accumulate as matchers meet
+// new ones and are never dropped (live matchers refer to them), so a
+// long-lived cache of compiled grammars should compile a fresh one for new
+// requests once this is true; matchers already started keep working.
+func (c *Compiled) Worn() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stateErr != nil || len(c.nodes) > maxNodes/2 || len(c.sets) > maxSets/2
 }
 
 // token appends the code for token reference e.
