@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/muserhq/muser/infer/grammar"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/serve/tenant"
@@ -23,6 +24,9 @@ type genReq struct {
 	logprobs  int // < 0: none
 	cacheSalt string
 	noCache   bool
+	// constraint, when set, restricts the output to a grammar
+	// (response_format, grammar, json_schema, format).
+	constraint *grammar.Compiled
 }
 
 // seedOf returns the request's seed, or a random one.
@@ -54,6 +58,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, g *genReq) *sche
 		NoCache:   g.noCache,
 		Route:     r.Pattern,
 		Received:  ri.start,
+	}
+	if g.constraint != nil {
+		req.Constraint = g.constraint.NewMatcher(s.model.tok)
 	}
 	ri.promptTokens = len(g.prompt)
 	task, err := s.sched.Submit(r.Context(), req)

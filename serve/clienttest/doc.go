@@ -12,4 +12,12 @@
 // does). The test skips, saying why, when node or the packages are
 // missing, except in CI (CI=true or MUSER_REQUIRE_NODE=1), where it
 // fails instead.
+//
+// # Structured output
+//
+// structured_test.go serves the embedded default model (infer/defaultmodel,
+// the chat model) and runs structured.test.mjs: structured output through
+// the OpenAI SDK's chat.completions.parse with zod, the Vercel AI SDK's
+// generateObject, LangChain's withStructuredOutput and the Ollama client's
+// format, each answer validated by parsing it with the zod schema.
 package clienttest

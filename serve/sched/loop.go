@@ -449,10 +449,39 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 			return
 		}
 	}
-	tok, err := sl.task.sampler.Sample(sl.logits)
-	if err != nil {
-		s.end(sl, FinishError, &RequestError{Field: "logit_bias", Reason: err.Error(), Err: err}, true)
+	var allowed sample.TokenSet
+	if c := req.Constraint; c != nil {
+		if sl.task.allowed == nil {
+			sl.task.allowed = sample.NewTokenSet(len(sl.logits))
+		}
+		allowed = sl.task.allowed
+		allowed.Clear()
+		if err := c.Allowed(allowed); err != nil {
+			s.end(sl, FinishError, &RequestError{Field: "constraint", Reason: err.Error(), Err: err}, true)
+			return
+		}
+	}
+	tok, err := sl.task.sampler.SampleAllowed(sl.logits, allowed)
+	if err != nil && allowed != nil && errors.Is(err, sample.ErrNoCandidates) && req.Constraint.CanEnd() {
+		// The output is complete and every token that could follow is
+		// banned (the end-of-generation tokens by ignore_eos or a
+		// logit bias): the constraint ends the request.
+		s.end(sl, FinishStop, nil, true)
 		return
+	}
+	if err != nil {
+		field := "logit_bias"
+		if allowed != nil {
+			field = "constraint"
+		}
+		s.end(sl, FinishError, &RequestError{Field: field, Reason: err.Error(), Err: err}, true)
+		return
+	}
+	if c := req.Constraint; c != nil {
+		if err := c.Accept(tok); err != nil {
+			s.end(sl, FinishError, &RequestError{Field: "constraint", Reason: err.Error(), Err: err}, true)
+			return
+		}
 	}
 	sl.task.sampler.Accept(tok)
 	sl.res.Generated = append(sl.res.Generated, tok)

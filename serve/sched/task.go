@@ -26,6 +26,15 @@ type Request struct {
 	MaxTokens int
 	// Sampling configures the request's own sampler (and its seed).
 	Sampling sample.Params
+	// Constraint, when set, restricts every sampled token to those it
+	// allows (a grammar or JSON schema): its mask is applied before the
+	// sampler's chain, and each sampled token is passed to its Accept.
+	// The scheduler owns it after Submit; one Constraint serves one
+	// request. Log-probabilities still report the model's unconstrained
+	// distribution. When the output is complete (CanEnd) and no allowed
+	// token can be sampled (ignore_eos bans the end-of-generation
+	// tokens), the request finishes with FinishStop.
+	Constraint sample.Constraint
 	// Stop lists stop strings: generation ends before the first one the
 	// output contains, which is not returned.
 	Stop []string
@@ -155,6 +164,7 @@ type Task struct {
 	cancel  context.CancelFunc
 	stopAF  func() bool
 	sampler *sample.Sampler
+	allowed sample.TokenSet // the Constraint's set at each step
 
 	mu     sync.Mutex
 	events []Event
