@@ -23,6 +23,10 @@ type genReq struct {
 	logprobs  int // < 0: none
 	cacheSalt string
 	noCache   bool
+	n         int               // choices; ≤ 1 means one
+	tools     *toolSet          // nil: no tools
+	parallel  *bool             // parallel_tool_calls
+	constrain sample.Constraint // forces the reply's shape (a tool call)
 }
 
 // seedOf returns the request's seed, or a random one.
@@ -43,17 +47,19 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, g *genReq) *sche
 	}
 	g.sampling.Seed = seedOf(g.seed)
 	req := &sched.Request{
-		ID:        ri.id,
-		Tenant:    ri.tenant,
-		Salt:      s.salter.Salt(ri.tenant, g.cacheSalt),
-		Prompt:    g.prompt,
-		MaxTokens: g.maxTokens,
-		Sampling:  g.sampling,
-		Stop:      g.stop,
-		Logprobs:  g.logprobs,
-		NoCache:   g.noCache,
-		Route:     r.Pattern,
-		Received:  ri.start,
+		ID:         ri.id,
+		Tenant:     ri.tenant,
+		Salt:       s.salter.Salt(ri.tenant, g.cacheSalt),
+		Prompt:     g.prompt,
+		MaxTokens:  g.maxTokens,
+		Sampling:   g.sampling,
+		Stop:       g.stop,
+		Logprobs:   g.logprobs,
+		NoCache:    g.noCache,
+		N:          g.n,
+		Constraint: g.constrain,
+		Route:      r.Pattern,
+		Received:   ri.start,
 	}
 	ri.promptTokens = len(g.prompt)
 	task, err := s.sched.Submit(r.Context(), req)

@@ -135,4 +135,3 @@ func TestChoices(t *testing.T) {
 		}
 	})
 }
-
