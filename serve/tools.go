@@ -195,6 +195,7 @@ type wireCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function struct {
+		Index     *int            `json:"index"` // Ollama's; ignored
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	} `json:"function"`

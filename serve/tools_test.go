@@ -335,3 +335,60 @@ func TestToolCallGrammar(t *testing.T) {
 		})
 	}
 }
+
+func TestOllamaChatTools(t *testing.T) {
+	ts := startDefault(t)
+	body := func(stream bool) map[string]any {
+		return map[string]any{"model": defaultmodel.Name, "stream": stream, "options": map[string]any{"temperature": 0, "num_predict": 200},
+			"tools": []any{weatherTool}, "tool_choice": "required",
+			"messages": []any{
+				map[string]any{"role": "user", "content": "Weather in Rome?"},
+				map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"function": map[string]any{"index": 0, "name": "get_weather", "arguments": map[string]any{"city": "Rome"}}}}},
+				map[string]any{"role": "tool", "tool_name": "get_weather", "content": "sunny"},
+				map[string]any{"role": "user", "content": "And in Paris?"},
+			}}
+	}
+	type ollamaCall struct {
+		Function struct {
+			Name      string         `json:"name"`
+			Arguments map[string]any `json:"arguments"`
+		} `json:"function"`
+	}
+	var whole struct {
+		Message struct {
+			Content   string       `json:"content"`
+			ToolCalls []ollamaCall `json:"tool_calls"`
+		} `json:"message"`
+		Done bool `json:"done"`
+	}
+	ts.postJSON(t, "/api/chat", body(false), &whole)
+	if !whole.Done || len(whole.Message.ToolCalls) != 1 || whole.Message.ToolCalls[0].Function.Name != "get_weather" {
+		t.Fatalf("got %+v, want one get_weather call", whole)
+	}
+	if _, ok := whole.Message.ToolCalls[0].Function.Arguments["city"].(string); !ok {
+		t.Errorf("got arguments %v, want a string city (the schema's)", whole.Message.ToolCalls[0].Function.Arguments)
+	}
+	b, _ := json.Marshal(body(true))
+	resp, raw := ts.post(t, "/api/chat", string(b))
+	if resp.StatusCode != 200 {
+		t.Fatalf("got %d %s", resp.StatusCode, raw)
+	}
+	var calls []ollamaCall
+	content := ""
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var ev struct {
+			Message struct {
+				Content   string       `json:"content"`
+				ToolCalls []ollamaCall `json:"tool_calls"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		content += ev.Message.Content
+		calls = append(calls, ev.Message.ToolCalls...)
+	}
+	if content != whole.Message.Content || len(calls) != 1 || fmt.Sprint(calls[0]) != fmt.Sprint(whole.Message.ToolCalls[0]) {
+		t.Errorf("streamed content %q calls %+v, want %q %+v", content, calls, whole.Message.Content, whole.Message.ToolCalls)
+	}
+}
