@@ -14,6 +14,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
+	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("GET /v1/responses/{id}", s.handleGetResponse)
+	mux.HandleFunc("DELETE /v1/responses/{id}", s.handleDeleteResponse)
 	// llama.cpp.
 	mux.HandleFunc("POST /completion", s.handleLlamaCompletion)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
@@ -39,7 +42,8 @@ var knownPaths = map[string]string{
 	"/v1/chat/completions": "POST", "/v1/completions": "POST", "/v1/models": "GET",
 	"/completion": "POST", "/tokenize": "POST", "/detokenize": "POST", "/props": "GET", "/health": "GET", "/slots": "GET",
 	"/api/generate": "POST", "/api/chat": "POST", "/api/tags": "GET", "/api/show": "POST", "/api/version": "GET",
-	"/metrics": "GET",
+	"/metrics":      "GET",
+	"/v1/responses": "POST",
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/respstore"
 	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/serve/tenant"
 	"github.com/muserhq/muser/store"
@@ -110,13 +111,15 @@ type Server struct {
 	model    *loadedModel
 	store    *store.Store
 	ownStore bool
-	sched    *sched.Scheduler
-	keys     *tenant.Keys
-	salter   *tenant.Salter
-	metrics  *metrics
-	handler  http.Handler
-	identity pack.Identity
-	started  time.Time
+	// responses holds the Responses API's stored responses.
+	responses *respstore.Store
+	sched     *sched.Scheduler
+	keys      *tenant.Keys
+	salter    *tenant.Salter
+	metrics   *metrics
+	handler   http.Handler
+	identity  pack.Identity
+	started   time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -203,6 +206,10 @@ func New(opts Options) (s *Server, err error) {
 		s.ownStore = true
 		closers = append(closers, s.store.Close)
 	}
+	if s.responses, err = respstore.Open(opts.Home, opts.StoreNoSync); err != nil {
+		return nil, err
+	}
+	closers = append(closers, s.responses.Close)
 	if s.identity, err = m.Identity(s.store.BlockTokens()); err != nil {
 		return nil, err
 	}
@@ -386,6 +393,7 @@ func (s *Server) Close() error {
 		if s.ownStore {
 			errs = append(errs, s.store.Close())
 		}
+		errs = append(errs, s.responses.Close())
 		errs = append(errs, s.model.eng.Close())
 		s.closeErr = errors.Join(errs...)
 		s.log.Info("stopped")
