@@ -294,9 +294,11 @@ func toolMessages(src string, f toolFormat, msgs []template.Message, tools []too
 	return out
 }
 
-// templateTools is tools as the template's tools variable.
+// templateTools is tools as the template's tools variable: None when
+// there are none (an empty tools array too, so a request with "tools": []
+// renders as one without tools).
 func templateTools(tools []toolDef) []any {
-	if tools == nil {
+	if len(tools) == 0 {
 		return nil
 	}
 	out := make([]any, len(tools))
