@@ -52,11 +52,16 @@
 // beyond) and decoded with serve/strictjson: malformed JSON, an unknown
 // field (named with its path, e.g. messages[1].contnet), a value of the
 // wrong type and trailing data are 400s. Fields the APIs define but muser
-// does not support yet (response_format json_schema, grammar, images,
-// ...) are 400s with code unsupported_field naming them;
+// does not support yet (images, ...) are 400s with code
+// unsupported_field naming them;
 // fields without effect on the output (user, store, metadata, keep_alive,
 // hardware options) are accepted. A prompt that does not fit a slot's
 // context is a 400 (code context_length_exceeded) giving both numbers.
+// Structured output (response_format, /completion's grammar and
+// json_schema, Ollama's format) compiles to an infer/grammar constraint
+// that the scheduler applies at every sampled token (structured.go); an
+// invalid schema or a grammar that does not parse is a 400 naming the
+// field.
 // Errors use each family's shape, with the request ID:
 //
 //	OpenAI     {"error":{"message","type","param","code","request_id"}}

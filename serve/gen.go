@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/muserhq/muser/infer/grammar"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/serve/tenant"
@@ -23,10 +24,13 @@ type genReq struct {
 	logprobs  int // < 0: none
 	cacheSalt string
 	noCache   bool
-	n         int               // choices; ≤ 1 means one
-	tools     *toolSet          // nil: no tools
-	parallel  *bool             // parallel_tool_calls
-	constrain sample.Constraint // forces the reply's shape (a tool call)
+	n         int      // choices; ≤ 1 means one
+	tools     *toolSet // nil: no tools
+	parallel  *bool    // parallel_tool_calls
+	// constraint, when set, restricts the output to a grammar
+	// (response_format, grammar, json_schema, format, or a forced tool
+	// call, which wins over response_format).
+	constraint *grammar.Compiled
 }
 
 // seedOf returns the request's seed, or a random one.
@@ -47,19 +51,21 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, g *genReq) *sche
 	}
 	g.sampling.Seed = seedOf(g.seed)
 	req := &sched.Request{
-		ID:         ri.id,
-		Tenant:     ri.tenant,
-		Salt:       s.salter.Salt(ri.tenant, g.cacheSalt),
-		Prompt:     g.prompt,
-		MaxTokens:  g.maxTokens,
-		Sampling:   g.sampling,
-		Stop:       g.stop,
-		Logprobs:   g.logprobs,
-		NoCache:    g.noCache,
-		N:          g.n,
-		Constraint: g.constrain,
-		Route:      r.Pattern,
-		Received:   ri.start,
+		ID:        ri.id,
+		Tenant:    ri.tenant,
+		Salt:      s.salter.Salt(ri.tenant, g.cacheSalt),
+		Prompt:    g.prompt,
+		MaxTokens: g.maxTokens,
+		Sampling:  g.sampling,
+		Stop:      g.stop,
+		Logprobs:  g.logprobs,
+		NoCache:   g.noCache,
+		N:         g.n,
+		Route:     r.Pattern,
+		Received:  ri.start,
+	}
+	if g.constraint != nil {
+		req.Constraint = g.constraint.NewMatcher(s.model.tok)
 	}
 	ri.promptTokens = len(g.prompt)
 	task, err := s.sched.Submit(r.Context(), req)

@@ -54,9 +54,12 @@ type chatRequest struct {
 	PromptCacheOptions   json.RawMessage `json:"prompt_cache_options"`
 }
 
+// responseFormat is response_format (structured.go turns it into a
+// grammar); Schema is llama-server's json_object form.
 type responseFormat struct {
 	Type       string          `json:"type"`
 	JSONSchema json.RawMessage `json:"json_schema"`
+	Schema     json.RawMessage `json:"schema"`
 }
 
 type chatMessage struct {
@@ -126,9 +129,6 @@ func (q *chatRequest) unsupported() *apiError {
 		if m != "text" {
 			return unsupported(fmt.Sprintf("modalities[%d]", i), "modality %q is not supported yet; muser generates text", m)
 		}
-	}
-	if rf := q.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
-		return unsupported("response_format.type", "response_format %q is not supported yet; only \"text\" is", rf.Type)
 	}
 	return nil
 }
@@ -362,6 +362,9 @@ func (s *Server) chatGenReq(q *chatRequest) (*genReq, *apiError) {
 	} else if q.TopLogprobs != nil {
 		return nil, badRequest("invalid_value", "top_logprobs", "top_logprobs needs logprobs: true")
 	}
+	if g.constraint, e = s.responseFormatGrammar(q.ResponseFormat); e != nil {
+		return nil, e
+	}
 	msgs, e := q.messages()
 	if e != nil {
 		return nil, e
@@ -372,8 +375,10 @@ func (s *Server) chatGenReq(q *chatRequest) (*genReq, *apiError) {
 	if g.prompt, e = s.renderChatTools(msgs, g.tools.defs, "messages"); e != nil {
 		return nil, e
 	}
-	if g.constrain, e = s.toolConstraint(g.tools); e != nil {
+	if c, e := s.toolConstraint(g.tools); e != nil {
 		return nil, e
+	} else if c != nil {
+		g.constraint = c // a forced call wins over response_format
 	}
 	return g, nil
 }

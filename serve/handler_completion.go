@@ -34,9 +34,10 @@ type llamaRequest struct {
 	ReturnTokens     bool            `json:"return_tokens"`
 	IDSlot           *int            `json:"id_slot"`
 	CacheSalt        string          `json:"cache_salt"`
+	// Grammar (GBNF) or JSONSchema constrains the output (structured.go).
+	Grammar    string          `json:"grammar"`
+	JSONSchema json.RawMessage `json:"json_schema"`
 	// Known and not supported yet unless at their defaults.
-	Grammar           string          `json:"grammar"`
-	JSONSchema        json.RawMessage `json:"json_schema"`
 	ImageData         json.RawMessage `json:"image_data"`
 	Mirostat          int             `json:"mirostat"`
 	MirostatTau       json.RawMessage `json:"mirostat_tau"`
@@ -101,10 +102,8 @@ func (b *llamaBias) UnmarshalJSON(data []byte) error {
 
 func (q *llamaRequest) unsupported() *apiError {
 	switch {
-	case q.Grammar != "":
-		return unsupported("grammar", "")
-	case isSet(q.JSONSchema):
-		return unsupported("json_schema", "")
+	case q.Grammar != "" && isSet(q.JSONSchema):
+		return badRequest("invalid_value", "grammar", "grammar and json_schema are both set; give one")
 	case isSet(q.ImageData):
 		return unsupported("image_data", "")
 	case q.Mirostat != 0 || isSet(q.MirostatTau) || isSet(q.MirostatEta):
@@ -296,6 +295,16 @@ func (s *Server) handleLlamaCompletion(w http.ResponseWriter, r *http.Request) {
 	}
 	if q.NProbs > 0 {
 		g.logprobs = q.NProbs
+	}
+	switch {
+	case q.Grammar != "":
+		g.constraint, e = s.gbnfGrammar(q.Grammar, "grammar")
+	case isSet(q.JSONSchema):
+		g.constraint, e = s.schemaGrammar(q.JSONSchema, false, "json_schema")
+	}
+	if e != nil {
+		s.fail(w, r, e)
+		return
 	}
 	if q.CachePrompt != nil && !*q.CachePrompt {
 		g.noCache = true

@@ -23,6 +23,9 @@ type completionRequest struct {
 	StreamOptions *streamOptions `json:"stream_options"`
 	User          string         `json:"user"`
 	CacheSalt     string         `json:"cache_salt"`
+	// ResponseFormat constrains the output as on /v1/chat/completions
+	// (an extension, as in llama-server).
+	ResponseFormat *responseFormat `json:"response_format"`
 	// Known and not supported yet unless at their defaults.
 	Echo   *bool   `json:"echo"`
 	Suffix *string `json:"suffix"`
@@ -166,6 +169,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if q.Logprobs != nil {
 		g.logprobs = *q.Logprobs
+	}
+	if g.constraint, e = s.responseFormatGrammar(q.ResponseFormat); e != nil {
+		s.fail(w, r, e)
+		return
 	}
 	if g.prompt, e = s.parsePrompt(q.Prompt, "prompt", false, true); e != nil {
 		s.fail(w, r, e)

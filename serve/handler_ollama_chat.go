@@ -80,9 +80,11 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, e)
 		return
 	}
-	if g.constrain, e = s.toolConstraint(g.tools); e != nil {
+	if c, e := s.toolConstraint(g.tools); e != nil {
 		s.fail(w, r, e)
 		return
+	} else if c != nil {
+		g.constraint = c
 	}
 	task := s.submit(w, r, g)
 	if task == nil {

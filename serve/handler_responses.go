@@ -461,8 +461,10 @@ func (s *Server) responsesGen(tenant string, q *responsesRequest) (*genReq, []te
 	if g.prompt, e = s.renderChatTools(render, g.tools.defs, "input"); e != nil {
 		return nil, nil, e
 	}
-	if g.constrain, e = s.toolConstraint(g.tools); e != nil {
+	if c, e := s.toolConstraint(g.tools); e != nil {
 		return nil, nil, e
+	} else if c != nil {
+		g.constraint = c // a forced call wins over response_format
 	}
 	return g, conv, nil
 }

@@ -75,8 +75,9 @@ func (s *Server) ollamaGen(c *ollamaCommon, promptArg string) (*genReq, *apiErro
 		return nil, &apiError{Status: 404, Type: typeNotFound, Code: "model_not_found", Param: "model",
 			Message: fmt.Sprintf("model '%s' not found; this server serves %s", c.Model, s.model.ollamaName())}
 	}
-	if isSet(c.Format) && string(c.Format) != `""` {
-		return nil, unsupported("format", "format (structured output) is not supported yet")
+	constraint, e := s.ollamaFormat(c.Format)
+	if e != nil {
+		return nil, e
 	}
 	if isSet(c.Think) && string(c.Think) != "false" {
 		return nil, unsupported("think", "think is not supported: %s is not a thinking model", s.model.ollamaName())
@@ -87,7 +88,7 @@ func (s *Server) ollamaGen(c *ollamaCommon, promptArg string) (*genReq, *apiErro
 	p := sample.Defaults(0)
 	p.TopP, p.RepeatPenalty = 0.9, 1.1
 	p.MinP = 0
-	g := &genReq{promptArg: promptArg, logprobs: -1, cacheSalt: c.CacheSalt}
+	g := &genReq{promptArg: promptArg, logprobs: -1, cacheSalt: c.CacheSalt, constraint: constraint}
 	if c.Logprobs {
 		g.logprobs = c.TopLogprobs
 	} else if c.TopLogprobs > 0 {

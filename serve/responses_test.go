@@ -166,7 +166,7 @@ func TestResponsesTools(t *testing.T) {
 		"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}
 	var r responseReply
 	ts.postJSON(t, "/v1/responses", map[string]any{"model": defaultmodel.Name, "input": "Weather in Oslo?", "tools": tools,
-		"tool_choice": "required", "max_output_tokens": 100, "temperature": 0}, &r)
+		"tool_choice": "required", "max_output_tokens": 400, "temperature": 0}, &r)
 	items := r.items(t)
 	if len(items) != 1 || items[0].Type != "function_call" || items[0].Name != "get_weather" || !strings.HasPrefix(items[0].CallID, "call_") {
 		t.Fatalf("got output %+v, want one get_weather function_call", items)

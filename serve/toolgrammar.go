@@ -6,19 +6,76 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/muserhq/muser/infer/grammar"
-	"github.com/muserhq/muser/infer/sample"
 )
 
 // This file forces a tool call when tool_choice is "required" or names a
-// function: the reply is constrained (infer/grammar) to one call, in the
-// template's format, of one of the allowed functions, with a JSON object
-// as its arguments.
+// function: the reply is constrained (infer/grammar) to exactly one call,
+// in the template's format, of one of the allowed functions, its arguments
+// generated from the function's parameters schema.
 
-// toolArgsGBNF is the grammar of a call's arguments: a JSON object. Its
-// sizes are bounded (at most 8 members or elements per object or array,
+// toolCallGrammar returns the grammar of one call of one of tools in
+// format f. When every tool's parameters are flat (see argsGBNF) the call
+// is generated compactly: no white space inside the JSON, every property,
+// bounded strings and numbers, so that a small model cannot wander inside
+// it; otherwise infer/grammar's tool-call grammar compiles the schemas.
+func toolCallGrammar(f toolFormat, tools []toolDef) (*grammar.Grammar, error) {
+	if src := compactCallGBNF(f, tools); src != "" {
+		return grammar.Parse(src)
+	}
+	fns := make([]grammar.Function, len(tools))
+	for i, t := range tools {
+		fns[i] = grammar.Function{Name: t.Name, Parameters: t.Parameters}
+		if t.noParams {
+			fns[i].Parameters = nil // any JSON object
+		}
+	}
+	opt := grammar.ToolCallOptions{}
+	switch f {
+	case toolFormatHermes:
+		return grammar.ToolCallHermes(fns, opt)
+	case toolFormatLlama3:
+		return grammar.ToolCallLlama3(fns, opt)
+	case toolFormatMistral:
+		return grammar.ToolCallMistral(fns, opt)
+	}
+	return nil, fmt.Errorf("the tool-call format %v cannot be forced", f)
+}
+
+// toolConstraint returns the compiled grammar that forces a call for
+// tool_choice "required" (any of the tools) or a named function, and nil
+// otherwise. A parameters schema the grammar compiler refuses is a 400
+// naming that tool's parameters (toolsParam "tools" on chat; the
+// Responses API's flat tools are mapped by chatToolParam).
+func (s *Server) toolConstraint(ts *toolSet) (*grammar.Compiled, *apiError) {
+	if ts == nil || (ts.choice.Mode != toolRequired && ts.choice.Mode != toolNamed) {
+		return nil, nil
+	}
+	tools := ts.defs
+	if ts.choice.Mode == toolNamed {
+		for _, d := range ts.defs {
+			if d.Name == ts.choice.Name {
+				tools = []toolDef{d}
+			}
+		}
+	}
+	g, err := toolCallGrammar(ts.format, tools)
+	if err != nil {
+		// Name the tool at fault.
+		for i, d := range ts.defs {
+			if _, e1 := toolCallGrammar(ts.format, []toolDef{d}); e1 != nil {
+				p := fmt.Sprintf("tools[%d].function.parameters", i)
+				return nil, badRequest("invalid_value", p, "%s: %v", p, e1)
+			}
+		}
+		return nil, unsupported("tool_choice", "tool_choice cannot be forced: %v", err)
+	}
+	return s.compileGrammar(g, "tool_choice")
+}
+
+// toolArgsGBNF holds the rules compact arguments use (and a bounded JSON
+// object, obj, for reference). Its sizes are bounded (at most 8 members or elements per object or array,
 // strings of at most 24 characters, numbers of at most 9 digits) so a
 // small model cannot wander inside one for ever.
 const toolArgsGBNF = `
@@ -30,37 +87,40 @@ str   ::= "\"" ( [^"\\\x00-\x1f] | "\\" ["\\/bfnrt] ){0,24} "\""
 num   ::= "-"? [0-9]{1,9} ( "." [0-9]{1,6} )?
 `
 
-// toolCallGBNF returns the grammar of one call of one of tools in format
-// f, or "" when f has none. Each tool's arguments follow its parameters
-// schema where argsGBNF can express it, else any JSON object.
-func (s *Server) toolCallGBNF(f toolFormat, tools []toolDef) string {
+// compactCallGBNF returns the compact grammar of one call of one of tools
+// in format f, or "" when a tool's parameters are not flat or f has no
+// format.
+func compactCallGBNF(f toolFormat, tools []toolDef) string {
 	var call string
 	switch f {
 	case toolFormatHermes:
-		call = `"<tool_call>\n{\"name\": \"%s\", \"arguments\": " %s "}\n</tool_call>"`
+		call = `<"<tool_call>"> "\n{\"name\": \"%s\", \"arguments\": " %s "}\n" <"</tool_call>">`
 	case toolFormatLlama3:
 		call = `"{\"name\": \"%s\", \"parameters\": " %s "}"`
 	case toolFormatMistral:
-		marker := ""
-		if _, ok := s.model.tok.ID(mistralCalls); ok {
-			marker = `<"[TOOL_CALLS]"> `
-		}
-		call = marker + `"[{\"name\": \"%s\", \"arguments\": " %s "}]"`
+		call = `<"[TOOL_CALLS]"> "[{\"name\": \"%s\", \"arguments\": " %s "}]"`
 	default:
 		return ""
 	}
 	alts := make([]string, len(tools))
 	for i, t := range tools {
+		args := `"{}"`
+		if !t.noParams {
+			if args = argsGBNF(t.Parameters); args == "" {
+				return ""
+			}
+		}
 		// Names hold [A-Za-z0-9_.-] only (checkToolName).
-		alts[i] = fmt.Sprintf(call, t.Name, argsGBNF(t.Parameters))
+		alts[i] = fmt.Sprintf(call, t.Name, args)
 	}
 	return "root ::= " + strings.Join(alts, " | ") + "\n" + toolArgsGBNF
 }
 
 // argsGBNF returns the grammar of arguments that fit schema, when it is an
 // object schema whose properties are all of type string, integer, number
-// or boolean (or enums of strings): every property, in name order. Any
-// other schema gives "obj", any JSON object; no properties give "{}".
+// or boolean (or enums): every property, in name order, strings of at
+// most 24 characters. Any other schema gives "" (not flat); an object
+// schema without properties gives "{}".
 func argsGBNF(schema json.RawMessage) string {
 	var sc struct {
 		Type       string `json:"type"`
@@ -70,13 +130,13 @@ func argsGBNF(schema json.RawMessage) string {
 		} `json:"properties"`
 	}
 	if json.Unmarshal(schema, &sc) != nil || sc.Type != "" && sc.Type != "object" {
-		return "obj"
+		return ""
 	}
 	if len(sc.Properties) == 0 {
-		if strings.TrimSpace(string(schema)) == "{}" || sc.Type == "object" {
+		if sc.Type == "object" {
 			return `"{}"`
 		}
-		return "obj"
+		return ""
 	}
 	names := make([]string, 0, len(sc.Properties))
 	for n := range sc.Properties {
@@ -93,7 +153,7 @@ func argsGBNF(schema json.RawMessage) string {
 			for _, e := range p.Enum {
 				b, err := json.Marshal(e)
 				if err != nil {
-					return "obj"
+					return ""
 				}
 				alts = append(alts, strconv.Quote(string(b)))
 			}
@@ -107,69 +167,10 @@ func argsGBNF(schema json.RawMessage) string {
 		case p.Type == "boolean":
 			v = `( "true" | "false" )`
 		default:
-			return "obj"
+			return ""
 		}
 		key, _ := json.Marshal(n)
 		parts = append(parts, strconv.Quote(string(key)+": ")+" "+v)
 	}
 	return `"{" ` + strings.Join(parts, ` ", " `) + ` "}"`
-}
-
-// grammarCache keeps compiled grammars by their text: compiling walks the
-// vocabulary, a request's matcher does not.
-type grammarCache struct {
-	mu sync.Mutex
-	m  map[string]*grammar.Compiled
-}
-
-// maxCachedGrammars bounds the cache; past it, it starts again empty.
-const maxCachedGrammars = 64
-
-func (c *grammarCache) compile(src string, v grammar.Vocab) (*grammar.Compiled, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if g, ok := c.m[src]; ok {
-		return g, nil
-	}
-	g, err := grammar.Parse(src)
-	if err != nil {
-		return nil, err
-	}
-	cg, err := grammar.Compile(g, v)
-	if err != nil {
-		return nil, err
-	}
-	if c.m == nil || len(c.m) >= maxCachedGrammars {
-		c.m = map[string]*grammar.Compiled{}
-	}
-	c.m[src] = cg
-	return cg, nil
-}
-
-var toolGrammars grammarCache
-
-// toolConstraint returns the constraint that forces a call for
-// tool_choice "required" (any of the tools) or a named function, and nil
-// otherwise.
-func (s *Server) toolConstraint(ts *toolSet) (sample.Constraint, *apiError) {
-	if ts == nil || (ts.choice.Mode != toolRequired && ts.choice.Mode != toolNamed) {
-		return nil, nil
-	}
-	tools := ts.defs
-	if ts.choice.Mode == toolNamed {
-		for _, d := range ts.defs {
-			if d.Name == ts.choice.Name {
-				tools = []toolDef{d}
-			}
-		}
-	}
-	src := s.toolCallGBNF(ts.format, tools)
-	if src == "" {
-		return nil, unsupported("tool_choice", "the model's chat template defines no tool-call format muser can force")
-	}
-	cg, err := toolGrammars.compile(src, s.model.tok)
-	if err != nil {
-		return nil, &apiError{Status: 500, Type: typeServer, Code: "internal_error", Message: fmt.Sprintf("building the tool-call grammar: %v", err)}
-	}
-	return cg.NewMatcher(s.model.tok), nil
 }

@@ -18,6 +18,8 @@ type toolDef struct {
 	Name string
 	// Parameters is the JSON schema of its arguments ({} when absent).
 	Parameters json.RawMessage
+	// noParams is set when the tool gave no parameters.
+	noParams bool
 	// raw is the definition as the template sees it, in OpenAI's
 	// {"type": "function", "function": {...}} form with the client's key
 	// order.
@@ -89,12 +91,13 @@ func parseTools(raw json.RawMessage, param string) ([]toolDef, *apiError) {
 		}
 		seen[t.Function.Name] = true
 		params := t.Function.Parameters
-		if !isSet(params) {
+		noParams := !isSet(params)
+		if noParams {
 			params = json.RawMessage(`{}`)
 		} else if bytes.TrimSpace(params)[0] != '{' {
 			return nil, badRequest("invalid_value", p+".function.parameters", "%s.function.parameters must be a JSON schema object", p)
 		}
-		out = append(out, toolDef{Name: t.Function.Name, Parameters: params, raw: el})
+		out = append(out, toolDef{Name: t.Function.Name, Parameters: params, noParams: noParams, raw: el})
 	}
 	return out, nil
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/muserhq/muser/infer/defaultmodel"
-	"github.com/muserhq/muser/infer/grammar"
 	"github.com/muserhq/muser/infer/template"
 )
 
@@ -295,11 +294,10 @@ func TestChatToolsBadInput(t *testing.T) {
 }
 
 func TestToolCallGrammar(t *testing.T) {
-	ts := startDefault(t)
 	defs, e := parseTools(json.RawMessage(`[
-		{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"},"unit":{"enum":["c","f"]}}}}},
-		{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{}}}},
-		{"type":"function","function":{"name":"free","parameters":{"type":"object","properties":{"x":{"type":"object"}}}}}]`), "tools")
+		{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"},"unit":{"enum":["c","f"]}},"required":["city","days","unit"],"additionalProperties":false}}},
+		{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{},"additionalProperties":false}}},
+		{"type":"function","function":{"name":"free"}}]`), "tools")
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -312,13 +310,16 @@ func TestToolCallGrammar(t *testing.T) {
 		{toolFormatHermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"town\": \"Paris\", \"days\": 2, \"unit\": \"c\"}}\n</tool_call>", false},
 		{toolFormatHermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2, \"unit\": \"k\"}}\n</tool_call>", false},
 		{toolFormatHermes, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>", true},
-		{toolFormatHermes, "<tool_call>\n{\"name\": \"free\", \"arguments\": {\"x\": [1, \"a\", {\"b\": null}]}}\n</tool_call>", true},
+		{toolFormatHermes, "<tool_call>\n{\"name\": \"free\", \"arguments\": {}}\n</tool_call>", true},
+		{toolFormatHermes, "<tool_call>\n{\"name\": \"free\", \"arguments\": {\"x\": 1}}\n</tool_call>", false},
+		{toolFormatHermes, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": { }}\n</tool_call>", false},
 		{toolFormatHermes, "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>", false},
+		{toolFormatHermes, "Sure: <tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>", false},
 		{toolFormatLlama3, "{\"name\": \"get_time\", \"parameters\": {}}", true},
-		{toolFormatMistral, "[{\"name\": \"get_time\", \"arguments\": {}}]", true},
+		{toolFormatMistral, "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}}]", true},
 	} {
 		t.Run(fmt.Sprintf("%v %.40s", c.f, c.text), func(t *testing.T) {
-			g, err := grammar.Parse(ts.s.toolCallGBNF(c.f, defs))
+			g, err := toolCallGrammar(c.f, defs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -334,61 +335,24 @@ func TestToolCallGrammar(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestOllamaChatTools(t *testing.T) {
-	ts := startDefault(t)
-	body := func(stream bool) map[string]any {
-		return map[string]any{"model": defaultmodel.Name, "stream": stream, "options": map[string]any{"temperature": 0, "num_predict": 200},
-			"tools": []any{weatherTool}, "tool_choice": "required",
-			"messages": []any{
-				map[string]any{"role": "user", "content": "Weather in Rome?"},
-				map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"function": map[string]any{"index": 0, "name": "get_weather", "arguments": map[string]any{"city": "Rome"}}}}},
-				map[string]any{"role": "tool", "tool_name": "get_weather", "content": "sunny"},
-				map[string]any{"role": "user", "content": "And in Paris?"},
-			}}
+	// A schema that is not flat goes to infer/grammar's schema compiler.
+	nested, e := parseTools(json.RawMessage(`[{"type":"function","function":{"name":"locate","parameters":{"type":"object","properties":{"at":{"type":"object","properties":{"lat":{"type":"number"}},"required":["lat"]}},"required":["at"]}}}]`), "tools")
+	if e != nil {
+		t.Fatal(e)
 	}
-	type ollamaCall struct {
-		Function struct {
-			Name      string         `json:"name"`
-			Arguments map[string]any `json:"arguments"`
-		} `json:"function"`
+	if compactCallGBNF(toolFormatHermes, nested) != "" {
+		t.Errorf("a nested schema got a compact grammar")
 	}
-	var whole struct {
-		Message struct {
-			Content   string       `json:"content"`
-			ToolCalls []ollamaCall `json:"tool_calls"`
-		} `json:"message"`
-		Done bool `json:"done"`
+	g, err := toolCallGrammar(toolFormatHermes, nested)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ts.postJSON(t, "/api/chat", body(false), &whole)
-	if !whole.Done || len(whole.Message.ToolCalls) != 1 || whole.Message.ToolCalls[0].Function.Name != "get_weather" {
-		t.Fatalf("got %+v, want one get_weather call", whole)
-	}
-	if _, ok := whole.Message.ToolCalls[0].Function.Arguments["city"].(string); !ok {
-		t.Errorf("got arguments %v, want a string city (the schema's)", whole.Message.ToolCalls[0].Function.Arguments)
-	}
-	b, _ := json.Marshal(body(true))
-	resp, raw := ts.post(t, "/api/chat", string(b))
-	if resp.StatusCode != 200 {
-		t.Fatalf("got %d %s", resp.StatusCode, raw)
-	}
-	var calls []ollamaCall
-	content := ""
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var ev struct {
-			Message struct {
-				Content   string       `json:"content"`
-				ToolCalls []ollamaCall `json:"tool_calls"`
-			} `json:"message"`
+	for text, want := range map[string]bool{
+		"<tool_call>\n{\"name\": \"locate\", \"arguments\": {\"at\": {\"lat\": 1.5}}}\n</tool_call>": true,
+		"<tool_call>\n{\"name\": \"locate\", \"arguments\": {\"at\": {\"lat\": \"x\"}}}\n</tool_call>": false,
+	} {
+		if got, err := g.Match(text); err != nil || got != want {
+			t.Errorf("nested %q: got %v (%v), want %v", text, got, err, want)
 		}
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		content += ev.Message.Content
-		calls = append(calls, ev.Message.ToolCalls...)
-	}
-	if content != whole.Message.Content || len(calls) != 1 || fmt.Sprint(calls[0]) != fmt.Sprint(whole.Message.ToolCalls[0]) {
-		t.Errorf("streamed content %q calls %+v, want %q %+v", content, calls, whole.Message.Content, whole.Message.ToolCalls)
 	}
 }

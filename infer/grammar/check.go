@@ -1,32 +1,50 @@
 package grammar
 
-// nullable returns, for each rule, whether it can match the empty string.
+// nullable returns, for each rule, whether it can match the empty string,
+// in time linear in the grammar's size: each alternative counts the rule
+// references it still waits on, and a rule found nullable releases the
+// alternatives that wait on it.
 func (g *Grammar) nullable() []bool {
 	null := make([]bool, len(g.rules))
-	for changed := true; changed; {
-		changed = false
-		for i, r := range g.rules {
-			if null[i] {
-				continue
-			}
-			for _, alt := range r.alts {
-				if g.seqNullable(alt, null) {
-					null[i], changed = true, true
+	type altRef struct{ rule, pending int }
+	var alts []altRef
+	users := make([][]int, len(g.rules)) // per rule, alternatives that refer to it (once per reference)
+	var queue []int
+	for ri, r := range g.rules {
+		for _, alt := range r.alts {
+			a := len(alts)
+			alts = append(alts, altRef{rule: ri})
+			chars := false
+			for _, e := range alt {
+				if e.kind != elRule {
+					chars = true
 					break
 				}
+			}
+			if chars {
+				continue // never empty
+			}
+			alts[a].pending = len(alt)
+			for _, e := range alt {
+				users[e.rule] = append(users[e.rule], a)
+			}
+			if len(alt) == 0 && !null[ri] {
+				null[ri] = true
+				queue = append(queue, ri)
+			}
+		}
+	}
+	for len(queue) > 0 {
+		r := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		for _, a := range users[r] {
+			if alts[a].pending--; alts[a].pending == 0 && !null[alts[a].rule] {
+				null[alts[a].rule] = true
+				queue = append(queue, alts[a].rule)
 			}
 		}
 	}
 	return null
-}
-
-func (g *Grammar) seqNullable(seq []elem, null []bool) bool {
-	for _, e := range seq {
-		if e.kind != elRule || !null[e.rule] {
-			return false
-		}
-	}
-	return true
 }
 
 // checkLeftRecursion refuses a rule that can reach itself without

@@ -28,7 +28,11 @@ type Vocab interface {
 const (
 	maxNodes     = 1 << 21 // distinct stack frames
 	maxSets      = 1 << 16 // distinct parser states
-	maskCacheMem = 64 << 20
+	maskCacheMem = 16 << 20
+	// maxWork bounds the stack expansions of one Allowed or Accept call
+	// (or of one byte of Match), so a grammar whose states are huge fails
+	// its request instead of stalling the scheduler.
+	maxWork = 1 << 22
 )
 
 // code element kinds beyond elemKind.
@@ -94,6 +98,7 @@ type Compiled struct {
 	buf      []int32
 	keyBuf   []byte
 	stateErr error
+	work     int // expansions left in this call
 }
 
 // Compile binds g to a vocabulary. A token reference resolves to a
@@ -147,7 +152,11 @@ func Compile(g *Grammar, v Vocab) (*Compiled, error) {
 		c.maxMasks = maskCacheMem / max(1, (c.vocab+63)/64*8)
 	}
 	c.sets = []set{{}} // 0: dead
+	c.work = maxWork
 	nodes, accept := c.expandAll(c.alts[g.root], -1)
+	if c.work < 0 {
+		return nil, errWork
+	}
 	start, err := c.intern(nodes, accept)
 	if err != nil {
 		return nil, err
@@ -243,6 +252,9 @@ func (c *Compiled) expandAll(starts []int32, parent int32) ([]int32, bool) {
 // It reports whether the whole stack can complete without input.
 func (c *Compiled) expand(pos, parent int32) bool {
 	for {
+		if c.work--; c.work < 0 {
+			return false
+		}
 		k := uint64(uint32(pos))<<32 | uint64(uint32(parent))
 		if _, ok := c.seen[k]; ok {
 			return false // already expanded in this step (its accept was counted)
@@ -329,6 +341,9 @@ func (c *Compiled) advance(s int32, r rune) (int32, error) {
 			}
 		}
 	}
+	if c.work < 0 {
+		return 0, errWork
+	}
 	id, err := c.intern(c.buf, accept)
 	if err != nil {
 		return 0, err
@@ -363,6 +378,9 @@ func (c *Compiled) advanceToken(s int32, tok int32) (int32, error) {
 				accept = true
 			}
 		}
+	}
+	if c.work < 0 {
+		return 0, errWork
 	}
 	id, err := c.intern(c.buf, accept)
 	if err != nil {
@@ -452,8 +470,11 @@ func (c *Compiled) step(st state, b byte) (state, bool, error) {
 	return n, c.feasible(st.set, lo, hi), nil
 }
 
+var errWork = fmt.Errorf("%w: one step needs more than %d parser stack expansions", ErrTooLarge, maxWork)
+
 // allowed adds the tokens allowed in st to out.
 func (c *Compiled) allowed(st state, out sample.TokenSet) error {
+	c.work = maxWork
 	if st.set == 0 {
 		return nil
 	}

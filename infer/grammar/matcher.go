@@ -48,6 +48,7 @@ func (m *Matcher) Accept(tok int32) error {
 	m.c.mu.Lock()
 	defer m.c.mu.Unlock()
 	c := m.c
+	c.work = maxWork
 	if m.st.need == 0 && m.st.set != 0 {
 		for _, n := range c.sets[m.st.set].nodes {
 			if e := &c.code[c.nodes[n].pos]; e.kind == elToken && e.tok == tok {
@@ -112,6 +113,7 @@ func (m *Matcher) AcceptString(s string) error {
 	defer m.c.mu.Unlock()
 	st := m.st
 	for i := 0; i < len(s); i++ {
+		m.c.work = maxWork
 		var (
 			ok  bool
 			err error
@@ -135,6 +137,7 @@ func (g *Grammar) Match(s string) (bool, error) {
 	}
 	st := state{set: c.start}
 	for i := 0; i < len(s); i++ {
+		c.work = maxWork
 		var ok bool
 		if st, ok, err = c.step(st, s[i]); err != nil {
 			return false, err

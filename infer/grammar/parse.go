@@ -31,6 +31,7 @@ func Parse(src string) (*Grammar, error) {
 	if err := p.grammar(); err != nil {
 		return nil, err
 	}
+	p.uniqueNames()
 	g := &Grammar{rules: p.rules}
 	for i, r := range p.rules {
 		if !p.defined[i] {
@@ -67,12 +68,13 @@ func MustParse(src string) *Grammar {
 }
 
 type parser struct {
-	src     string
-	pos     int
-	rules   []rule
-	defined []bool
-	names   map[string]int
-	size    int // elements so far, to stop runaway repetition early
+	src       string
+	pos       int
+	rules     []rule
+	defined   []bool
+	names     map[string]int // rules of the source, by name
+	generated []int          // rules made for groups and repetitions
+	size      int            // elements so far, to stop runaway repetition early
 }
 
 func (p *parser) errorf(format string, a ...any) error {
@@ -131,16 +133,30 @@ func (p *parser) ruleID(name string) int {
 	return len(p.rules) - 1
 }
 
-// newRule adds a generated rule named after base.
+// newRule adds a generated rule named after base. Generated rules are
+// not in p.names, so a rule of the source never refers to one; their
+// names are made unique against the source's after parsing.
 func (p *parser) newRule(base string, alts [][]elem) int {
-	for i := len(p.rules); ; i++ {
-		name := base + "-" + strconv.Itoa(i)
-		if _, ok := p.names[name]; !ok {
-			id := p.ruleID(name)
-			p.rules[id].alts = alts
-			p.defined[id] = true
-			return id
+	id := len(p.rules)
+	p.rules = append(p.rules, rule{name: base + "-" + strconv.Itoa(id), alts: alts})
+	p.defined = append(p.defined, true)
+	p.generated = append(p.generated, id)
+	return id
+}
+
+// uniqueNames renames generated rules whose names a source rule uses.
+func (p *parser) uniqueNames() {
+	taken := make(map[string]bool, len(p.rules))
+	for name := range p.names {
+		taken[name] = true
+	}
+	for _, id := range p.generated {
+		name := p.rules[id].name
+		for i := 0; taken[name]; i++ {
+			name = p.rules[id].name + "-" + strconv.Itoa(i)
 		}
+		taken[name] = true
+		p.rules[id].name = name
 	}
 }
 

@@ -185,7 +185,7 @@ test('ollama: generate and chat, streamed and not', async () => {
 });
 
 test('ollama: errors', async () => {
-  await assert.rejects(ollama.generate({ model, prompt: 'x', format: 'json' }), (err) => {
+  await assert.rejects(ollama.generate({ model, prompt: 'x', format: 'yaml' }), (err) => {
     assert.equal(err.name, 'ResponseError');
     assert.equal(err.status_code, 400);
     assert.match(err.error, /format/);
