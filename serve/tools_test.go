@@ -196,7 +196,8 @@ func TestToolMessagesRender(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	src := defaultmodel.ChatTemplate
+	// A plain ChatML template: it reads neither tools nor tool_calls.
+	src := "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 	got := toolMessages(src, detectToolFormat(src), []template.Message{
 		{Role: "user", Content: "hi"}, {Role: "assistant", NullContent: true, ToolCalls: calls}, {Role: "tool", Content: "2", ToolCallID: "c1"}}, tools)
 	if len(got) != 4 || got[0].Role != "system" || !strings.Contains(got[0].Content, `{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}`) {
