@@ -80,3 +80,13 @@ func wireToolCalls(requestID string, choice int, calls []toolCall) []wireToolCal
 	}
 	return out
 }
+
+// anyPartial reports whether a call was cut short.
+func anyPartial(calls []toolCall) bool {
+	for _, c := range calls {
+		if c.Partial {
+			return true
+		}
+	}
+	return false
+}

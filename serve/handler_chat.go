@@ -298,7 +298,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 				calls = g.keepCalls(calls)
 				msg["content"] = nilIfBlank(content)
 				msg["tool_calls"] = wireToolCalls(info(r).id, i, calls)
-				finish = "tool_calls"
+				if !anyPartial(calls) {
+					finish = "tool_calls" // a call cut short keeps "length"
+				}
 			}
 		}
 		choice := map[string]any{"index": i, "message": msg, "logprobs": nil, "finish_reason": finish}
@@ -394,37 +396,62 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 	}
 	n := g.choices()
 	streams := make([]*toolStream, n)
-	ncalls := make([]int, n)
+	ncalls := make([]int, n)        // calls sent per choice
+	partial := make([]bool, n)      // a call was cut short
+	skip := make([]map[int]bool, n) // calls dropped by parallel_tool_calls: false
 	for i := range streams {
-		streams[i] = &toolStream{f: toolFormatNone}
+		streams[i] = &toolStream{f: toolFormatNone, record: true}
 		if g.tools.parses() {
 			streams[i].f = g.tools.format
 		}
+		skip[i] = map[int]bool{}
 	}
-	// send writes choice's content and calls.
-	send := func(choice int, text string, calls []toolCall, lp *choiceLogprob) error {
-		if text != "" || lp != nil {
-			if err := sw.send(chunk(choice, chatDelta{Content: &text}, lp, nil)); err != nil {
-				return err
+	// send writes what choice's stream released, in order; lp rides on
+	// the first content chunk (or alone).
+	send := func(choice int, lp *choiceLogprob) error {
+		var err error
+		put := func(d chatDelta, lp *choiceLogprob) {
+			if err == nil {
+				err = sw.send(chunk(choice, d, lp, nil))
 			}
 		}
-		for _, c := range calls {
-			k := ncalls[choice]
+		head := func(k int, name string) {
 			if k > 0 && !g.parallelCalls() {
-				continue
+				skip[choice][k] = true
+				return
 			}
 			ncalls[choice]++
-			head := deltaToolCall{Index: k, ID: toolCallID(info(r).id, choice, k), Type: "function",
-				Function: deltaFunction{Name: c.Name, Arguments: ""}}
-			if err := sw.send(chunk(choice, chatDelta{ToolCalls: []deltaToolCall{head}}, nil, nil)); err != nil {
-				return err
-			}
-			body := deltaToolCall{Index: k, Function: deltaFunction{Arguments: c.Arguments}}
-			if err := sw.send(chunk(choice, chatDelta{ToolCalls: []deltaToolCall{body}}, nil, nil)); err != nil {
-				return err
+			put(chatDelta{ToolCalls: []deltaToolCall{{Index: k, ID: toolCallID(info(r).id, choice, k), Type: "function",
+				Function: deltaFunction{Name: name, Arguments: ""}}}}, nil)
+		}
+		args := func(k int, a string) {
+			if !skip[choice][k] {
+				put(chatDelta{ToolCalls: []deltaToolCall{{Index: k, Function: deltaFunction{Arguments: a}}}}, nil)
 			}
 		}
-		return nil
+		for _, p := range streams[choice].drain() {
+			switch {
+			case p.Call != nil:
+				partial[choice] = partial[choice] || p.Call.Partial
+				if !p.Streamed {
+					head(p.Index, p.Call.Name)
+					args(p.Index, p.Call.Arguments)
+				}
+			case p.Name != "":
+				head(p.Index, p.Name)
+			case p.Args != "":
+				args(p.Index, p.Args)
+			default:
+				text := p.Text
+				put(chatDelta{Content: &text}, lp)
+				lp = nil
+			}
+		}
+		if lp != nil {
+			empty := ""
+			put(chatDelta{Content: &empty}, lp)
+		}
+		return err
 	}
 	empty := ""
 	cur := 0
@@ -438,8 +465,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 			}
 			c := grp[0].Choice
 			for cur < c { // the earlier choices are done
-				text, calls := streams[cur].flush()
-				if err := send(cur, text, calls, nil); err != nil {
+				streams[cur].flush()
+				if err := send(cur, nil); err != nil {
 					return err
 				}
 				cur++
@@ -447,14 +474,14 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 					return err
 				}
 			}
-			text, calls := streams[c].write(eventsText(grp))
+			streams[c].write(eventsText(grp))
 			var lp *choiceLogprob
 			if wantLogprobs {
 				if l := s.chatLogprobs(grp); len(l) > 0 {
 					lp = &choiceLogprob{Content: l}
 				}
 			}
-			if err := send(c, text, calls, lp); err != nil {
+			if err := send(c, lp); err != nil {
 				return err
 			}
 		}
@@ -469,8 +496,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 		return
 	}
 	for ; cur < n; cur++ {
-		text, calls := streams[cur].flush()
-		if send(cur, text, calls, nil) != nil {
+		streams[cur].flush()
+		if send(cur, nil) != nil {
 			return
 		}
 		if cur+1 < n && sw.send(chunk(cur+1, chatDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
@@ -479,7 +506,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 	}
 	for i := range n {
 		fr := finishReason(choiceFinish(res, i))
-		if ncalls[i] > 0 {
+		if ncalls[i] > 0 && !partial[i] {
 			fr = "tool_calls"
 		}
 		if sw.send(chunk(i, chatDelta{}, nil, &fr)) != nil {

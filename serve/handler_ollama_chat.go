@@ -104,6 +104,9 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 			out = prev
 		}
 		for _, c := range calls {
+			if c.Partial {
+				continue // a call cut short has no arguments object to give
+			}
 			out = append(out, map[string]any{"id": toolCallID(info(r).id, 0, ncalls),
 				"function": map[string]any{"index": ncalls, "name": c.Name, "arguments": json.RawMessage(c.Arguments)}})
 			ncalls++

@@ -482,6 +482,7 @@ type responseState struct {
 	msg     *messageItem // the open message item, if any
 	msgAt   int          // its output index
 	calls   int
+	open    map[int]int // output index of each call still open, by call index
 	sw      *streamWriter
 	seq     int
 }
@@ -505,23 +506,78 @@ func (rs *responseState) addText(text string) {
 		"delta": text, "logprobs": []any{}})
 }
 
-// addCalls appends function call items.
+// addCalls appends whole function call items.
 func (rs *responseState) addCalls(calls []toolCall) {
 	for _, c := range calls {
-		if rs.calls > 0 && !rs.g.parallelCalls() {
-			return
+		k := rs.calls
+		if rs.startCall(k, c.Name) {
+			rs.callArgs(k, c.Arguments)
+			rs.endCall(k, c)
 		}
-		callID := toolCallID(rs.reqID, 0, rs.calls)
-		item := &functionCallItem{Type: "function_call", ID: "fc_" + strings.TrimPrefix(callID, "call_"), CallID: callID,
-			Name: c.Name, Arguments: "", Status: "in_progress"}
-		at := len(rs.output)
-		rs.output = append(rs.output, item)
-		rs.calls++
-		rs.event("response.output_item.added", map[string]any{"output_index": at, "item": item})
-		rs.event("response.function_call_arguments.delta", map[string]any{"item_id": item.ID, "output_index": at, "delta": c.Arguments})
-		item.Arguments, item.Status = c.Arguments, "completed"
-		rs.event("response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": at, "name": c.Name, "arguments": c.Arguments})
-		rs.event("response.output_item.done", map[string]any{"output_index": at, "item": item})
+	}
+}
+
+// startCall opens function call item k; it returns false when
+// parallel_tool_calls: false drops it.
+func (rs *responseState) startCall(k int, name string) bool {
+	if k > 0 && !rs.g.parallelCalls() {
+		return false
+	}
+	callID := toolCallID(rs.reqID, 0, k)
+	item := &functionCallItem{Type: "function_call", ID: "fc_" + strings.TrimPrefix(callID, "call_"), CallID: callID,
+		Name: name, Arguments: "", Status: "in_progress"}
+	if rs.open == nil {
+		rs.open = map[int]int{}
+	}
+	rs.open[k] = len(rs.output)
+	rs.output = append(rs.output, item)
+	rs.calls++
+	rs.event("response.output_item.added", map[string]any{"output_index": rs.open[k], "item": item})
+	return true
+}
+
+// callArgs adds a piece of call k's arguments.
+func (rs *responseState) callArgs(k int, args string) {
+	at, ok := rs.open[k]
+	if !ok {
+		return
+	}
+	item := rs.output[at].(*functionCallItem)
+	item.Arguments += args
+	rs.event("response.function_call_arguments.delta", map[string]any{"item_id": item.ID, "output_index": at, "delta": args})
+}
+
+// endCall finishes call k as c (incomplete when it was cut short).
+func (rs *responseState) endCall(k int, c toolCall) {
+	at, ok := rs.open[k]
+	if !ok {
+		return
+	}
+	delete(rs.open, k)
+	item := rs.output[at].(*functionCallItem)
+	item.Arguments, item.Status = c.Arguments, "completed"
+	if c.Partial {
+		item.Status = "incomplete"
+	}
+	rs.event("response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": at, "name": c.Name, "arguments": c.Arguments})
+	rs.event("response.output_item.done", map[string]any{"output_index": at, "item": item})
+}
+
+// feed releases a stream's pieces, in order.
+func (rs *responseState) feed(pieces []streamPiece) {
+	for _, p := range pieces {
+		switch {
+		case p.Call != nil && !p.Streamed:
+			rs.addCalls([]toolCall{*p.Call})
+		case p.Call != nil:
+			rs.endCall(p.Index, *p.Call)
+		case p.Name != "":
+			rs.startCall(p.Index, p.Name)
+		case p.Args != "":
+			rs.callArgs(p.Index, p.Args)
+		default:
+			rs.addText(p.Text)
+		}
 	}
 }
 
@@ -594,15 +650,15 @@ func (rs *responseState) object(res sched.Result, status string) *responseObject
 // the whole output text.
 func (rs *responseState) stream(w http.ResponseWriter, r *http.Request, task *sched.Task) (sched.Result, string, bool) {
 	rs.sw = newStream(w, true)
+	rs.ts.record = true
 	rs.event("response.created", map[string]any{"response": rs.object(sched.Result{}, "in_progress")})
 	rs.event("response.in_progress", map[string]any{"response": rs.object(sched.Result{}, "in_progress")})
 	var all strings.Builder
 	ok := rs.s.drive(r, task, func(evs []sched.Event) error {
 		text := eventsText(evs)
 		all.WriteString(text)
-		c, calls := rs.ts.write(text)
-		rs.addText(c)
-		rs.addCalls(calls)
+		rs.ts.write(text)
+		rs.feed(rs.ts.drain())
 		return rs.sw.err
 	})
 	if !ok {
@@ -613,9 +669,8 @@ func (rs *responseState) stream(w http.ResponseWriter, r *http.Request, task *sc
 		rs.event("error", map[string]any{"code": e.Code, "message": e.Message, "param": nil})
 		return res, "", false
 	}
-	c, calls := rs.ts.flush()
-	rs.addText(c)
-	rs.addCalls(calls)
+	rs.ts.flush()
+	rs.feed(rs.ts.drain())
 	return res, all.String(), true
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -65,8 +66,12 @@ func detectToolFormat(src string) toolFormat {
 // toolCall is one call parsed from a reply.
 type toolCall struct {
 	Name string
-	// Arguments is the arguments' JSON text, compacted.
+	// Arguments is the arguments' JSON text, compacted: a JSON object,
+	// unless Partial.
 	Arguments string
+	// Partial marks a committed Hermes call whose block was malformed or
+	// cut short: Arguments are what came.
+	Partial bool
 }
 
 // toolCallID is the id of call index of a reply's choice: "call_" and 24
@@ -132,9 +137,15 @@ func argumentsObject(args json.RawMessage) (json.RawMessage, bool) {
 // (calls is nil). A Llama 3 or Mistral reply is a call only when it starts
 // with one (after white space).
 func parseToolCalls(f toolFormat, text string) (content string, calls []toolCall) {
+	ts := &toolStream{f: f}
+	c1, k1 := ts.write(text)
+	c2, k2 := ts.flush()
+	return c1 + c2, append(k1, k2...)
+}
+
+// parseWhole parses a whole Llama 3 or Mistral reply.
+func parseWhole(f toolFormat, text string) (content string, calls []toolCall) {
 	switch f {
-	case toolFormatHermes:
-		return parseHermes(text)
 	case toolFormatLlama3:
 		if calls := parseLlama3(text); calls != nil {
 			return "", calls
@@ -152,39 +163,6 @@ func parseToolCalls(f toolFormat, text string) (content string, calls []toolCall
 		}
 	}
 	return text, nil
-}
-
-// parseHermes finds every <tool_call> block; the text around them is the
-// content. An unclosed last block (the reply ran out of tokens) is parsed
-// to the end of the text. From a block that does not parse on, the reply
-// is text, as toolStream treats it.
-func parseHermes(text string) (string, []toolCall) {
-	var (
-		rest  = text
-		outer strings.Builder
-		calls []toolCall
-	)
-	for {
-		i := strings.Index(rest, hermesOpen)
-		if i < 0 {
-			outer.WriteString(rest)
-			break
-		}
-		outer.WriteString(rest[:i])
-		after := rest[i+len(hermesOpen):]
-		body, next := after, ""
-		if j := strings.Index(after, hermesClose); j >= 0 {
-			body, next = after[:j], after[j+len(hermesClose):]
-		}
-		c, ok := decodeCall([]byte(strings.TrimSpace(body)))
-		if !ok {
-			outer.WriteString(rest[i:])
-			break
-		}
-		calls = append(calls, c)
-		rest = next
-	}
-	return outer.String(), calls
 }
 
 // parseLlama3 parses a reply that is one or more call objects (separated
@@ -253,10 +231,16 @@ func parseMistral(s string) []toolCall {
 	return calls
 }
 
-// toolStream turns a streamed reply into content deltas and calls. Text
-// that may start a call is held back until it is known not to; a call is
-// reported once it is complete (its closing marker, or the end of the
-// reply).
+// toolStream turns a streamed reply into content and calls. Text that may
+// start a call is held back until it is known not to. A Hermes call whose
+// block begins {"name": "...", "arguments": { is committed there: its name
+// is known and its arguments are released as they come (compacted: white
+// space outside strings dropped), and it stays a call even if its block
+// turns out malformed (then its Arguments are what came, and Partial is
+// set). Any other call is reported once it is complete (its closing
+// marker, or the end of the reply). parseToolCalls runs the same machine
+// over a whole reply, so a reply streamed in any pieces gives what it gives
+// whole.
 type toolStream struct {
 	f       toolFormat
 	buf     strings.Builder // text held back
@@ -265,6 +249,60 @@ type toolStream struct {
 	started bool            // some content was released
 	failed  bool            // a block did not parse: the rest is text
 	calls   []toolCall
+	cur     callScan // the Hermes block being read
+
+	// record, when set, logs what write and flush release, in order, in
+	// pieces (for streaming consumers; take them with drain).
+	record bool
+	pieces []streamPiece
+}
+
+// streamPiece is one thing a toolStream released, in order: text, the
+// start of a committed call (Name), a piece of its arguments (Args), or a
+// finished call (Call; Streamed says whether its start and arguments were
+// released before).
+type streamPiece struct {
+	Text     string
+	Index    int // the call's index in the reply
+	Name     string
+	Args     string
+	Call     *toolCall
+	Streamed bool
+}
+
+// callScan follows a Hermes block's arguments as they arrive.
+type callScan struct {
+	head     bool   // the block's {"name": ..., "arguments": { was read
+	name     string // the call's name
+	pos      int    // bytes of the block scanned
+	depth    int    // nesting inside the arguments
+	inStr    bool   // inside a string
+	esc      bool   // after a backslash in a string
+	argsDone bool   // the arguments' object closed
+	args     strings.Builder
+}
+
+// headRE matches the start of a Hermes call up to its arguments' "{".
+var headRE = regexp.MustCompile(`^\s*\{\s*"name"\s*:\s*("(?:[^"\\\x00-\x1f]|\\.)*")\s*,\s*"arguments"\s*:\s*\{`)
+
+func (ts *toolStream) emit(p streamPiece) {
+	if ts.record {
+		ts.pieces = append(ts.pieces, p)
+	}
+}
+
+// drain returns the pieces released since the last drain.
+func (ts *toolStream) drain() []streamPiece {
+	p := ts.pieces
+	ts.pieces = nil
+	return p
+}
+
+// addCall records a finished call.
+func (ts *toolStream) addCall(c toolCall, streamed bool) []toolCall {
+	ts.calls = append(ts.calls, c)
+	ts.emit(streamPiece{Index: len(ts.calls) - 1, Call: &ts.calls[len(ts.calls)-1], Streamed: streamed})
+	return []toolCall{c}
 }
 
 // write adds text and returns the content that can be released and the
@@ -276,7 +314,7 @@ func (ts *toolStream) write(text string) (content string, calls []toolCall) {
 	}
 	switch ts.f {
 	case toolFormatHermes:
-		return ts.hermes()
+		return ts.hermes(false)
 	case toolFormatLlama3, toolFormatMistral:
 		if ts.whole {
 			return "", nil
@@ -314,46 +352,140 @@ func (ts *toolStream) take() string {
 	ts.buf.Reset()
 	if s != "" {
 		ts.started = true
+		ts.emit(streamPiece{Text: s})
 	}
 	return s
 }
 
+// scan advances the current block's call: it reads its head, then
+// releases its arguments as far as block goes.
+func (ts *toolStream) scan(block string) {
+	c := &ts.cur
+	if !c.head {
+		m := headRE.FindStringSubmatchIndex(block)
+		if m == nil {
+			return
+		}
+		var name string
+		if json.Unmarshal([]byte(block[m[2]:m[3]]), &name) != nil || name == "" {
+			return
+		}
+		c.head, c.name, c.pos = true, name, m[1]-1 // at the arguments' "{"
+		ts.emit(streamPiece{Index: len(ts.calls), Name: name})
+	}
+	if c.argsDone {
+		return
+	}
+	var out strings.Builder
+	for ; c.pos < len(block) && !c.argsDone; c.pos++ {
+		b := block[c.pos]
+		if c.inStr {
+			out.WriteByte(b)
+			switch {
+			case c.esc:
+				c.esc = false
+			case b == '\\':
+				c.esc = true
+			case b == '"':
+				c.inStr = false
+			}
+			continue
+		}
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '"':
+			c.inStr = true
+		case '{', '[':
+			c.depth++
+		case '}', ']':
+			c.depth--
+			c.argsDone = c.depth <= 0
+		}
+		out.WriteByte(b)
+	}
+	if out.Len() > 0 {
+		c.args.WriteString(out.String())
+		ts.emit(streamPiece{Index: len(ts.calls), Args: out.String()})
+	}
+}
+
+// endCall finishes the current block (closed, or cut by the end of the
+// reply) and returns its call, or false when it is text.
+func (ts *toolStream) endCall(block string) (toolCall, bool) {
+	ts.scan(block)
+	c := &ts.cur
+	defer func() { ts.cur = callScan{} }()
+	got, ok := decodeCall([]byte(strings.TrimSpace(block)))
+	if !c.head {
+		if ok {
+			ts.addCall(got, false)
+		}
+		return got, ok
+	}
+	call := toolCall{Name: c.name, Arguments: c.args.String()}
+	if ok && got.Name == c.name && got.Arguments == call.Arguments {
+		ts.addCall(call, true)
+		return call, true
+	}
+	call.Partial = true
+	ts.addCall(call, true)
+	return call, true
+}
+
 // hermes releases text outside <tool_call> blocks, holding back a suffix
-// that may begin the marker, and parses each block when it closes.
-func (ts *toolStream) hermes() (string, []toolCall) {
+// that may begin the marker, and follows each block (see toolStream).
+// At the end (final) an unclosed block is finished as it stands.
+func (ts *toolStream) hermes(final bool) (string, []toolCall) {
 	var (
 		out   strings.Builder
 		calls []toolCall
 	)
+	text := func(s string) {
+		if s != "" {
+			out.WriteString(s)
+			ts.emit(streamPiece{Text: s})
+		}
+	}
 	for {
 		s := ts.buf.String()
 		if ts.inCall {
 			j := strings.Index(s, hermesClose)
-			if j < 0 {
+			if j < 0 && !final {
+				ts.scan(s[:len(s)-partialSuffix(s, hermesClose)]) // not what may be the marker
 				return out.String(), calls
 			}
-			c, ok := decodeCall([]byte(strings.TrimSpace(s[:j])))
-			ts.buf.Reset()
-			if !ok {
-				ts.failed, ts.inCall = true, false
-				out.WriteString(hermesOpen + s)
-				return out.String(), calls
+			block, rest := s, ""
+			if j >= 0 {
+				block, rest = s[:j], s[j+len(hermesClose):]
 			}
-			ts.buf.WriteString(s[j+len(hermesClose):])
 			ts.inCall = false
+			ts.buf.Reset()
+			c, ok := ts.endCall(block)
+			if !ok {
+				ts.failed = true
+				text(hermesOpen + s)
+				return out.String(), calls
+			}
 			calls = append(calls, c)
-			ts.calls = append(ts.calls, c)
+			ts.buf.WriteString(rest)
+			if final && rest == "" {
+				return out.String(), calls
+			}
 			continue
 		}
 		if i := strings.Index(s, hermesOpen); i >= 0 {
-			out.WriteString(s[:i])
+			text(s[:i])
 			ts.buf.Reset()
 			ts.buf.WriteString(s[i+len(hermesOpen):])
 			ts.inCall = true
 			continue
 		}
-		keep := partialSuffix(s, hermesOpen)
-		out.WriteString(s[:len(s)-keep])
+		keep := 0
+		if !final {
+			keep = partialSuffix(s, hermesOpen)
+		}
+		text(s[:len(s)-keep])
 		ts.buf.Reset()
 		ts.buf.WriteString(s[len(s)-keep:])
 		return out.String(), calls
@@ -374,20 +506,20 @@ func partialSuffix(s, marker string) int {
 // flush ends the reply: it returns the text still held and the calls it
 // completes (an unclosed Hermes block, a whole Llama 3 or Mistral reply).
 func (ts *toolStream) flush() (string, []toolCall) {
-	s := ts.buf.String()
-	ts.buf.Reset()
 	switch {
-	case ts.inCall:
-		ts.inCall = false
-		if c, ok := decodeCall([]byte(strings.TrimSpace(s))); ok {
-			ts.calls = append(ts.calls, c)
-			return "", []toolCall{c}
-		}
-		return hermesOpen + s, nil
+	case ts.f == toolFormatHermes && !ts.failed:
+		return ts.hermes(true)
 	case ts.whole:
-		content, calls := parseToolCalls(ts.f, s)
-		ts.calls = append(ts.calls, calls...)
+		s := ts.buf.String()
+		ts.buf.Reset()
+		content, calls := parseWhole(ts.f, s)
+		if content != "" {
+			ts.emit(streamPiece{Text: content})
+		}
+		for _, c := range calls {
+			ts.addCall(c, false)
+		}
 		return content, calls
 	}
-	return s, nil
+	return ts.take(), nil
 }

@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -37,22 +39,25 @@ func TestParseToolCalls(t *testing.T) {
 	}{
 		{"hermes one call", toolFormatHermes, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>", "", []toolCall{weather}},
 		{"hermes text and two calls", toolFormatHermes, "Sure. <tool_call>{\"name\":\"a\",\"arguments\":{}}</tool_call><tool_call>{\"name\":\"b\",\"arguments\":{\"x\":[1,2]}}</tool_call>",
-			"Sure. ", []toolCall{{"a", "{}"}, {"b", `{"x":[1,2]}`}}},
+			"Sure. ", []toolCall{{Name: "a", Arguments: "{}"}, {Name: "b", Arguments: `{"x":[1,2]}`}}},
 		{"hermes unclosed at the end", toolFormatHermes, "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}", "", []toolCall{weather}},
-		{"hermes stringified arguments", toolFormatHermes, `<tool_call>{"name":"f","arguments":"{\"k\": 1}"}</tool_call>`, "", []toolCall{{"f", `{"k":1}`}}},
-		{"hermes missing arguments", toolFormatHermes, `<tool_call>{"name":"f"}</tool_call>`, "", []toolCall{{"f", `{}`}}},
+		{"hermes stringified arguments", toolFormatHermes, `<tool_call>{"name":"f","arguments":"{\"k\": 1}"}</tool_call>`, "", []toolCall{{Name: "f", Arguments: `{"k":1}`}}},
+		{"hermes missing arguments", toolFormatHermes, `<tool_call>{"name":"f"}</tool_call>`, "", []toolCall{{Name: "f", Arguments: `{}`}}},
 		{"hermes bad json is text", toolFormatHermes, "<tool_call>{\"name\": </tool_call> after", "<tool_call>{\"name\": </tool_call> after", nil},
+		{"hermes committed call cut short", toolFormatHermes, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"x y", "", []toolCall{{Name: "f", Arguments: `{"a":"x y`, Partial: true}}},
+		{"hermes committed call malformed", toolFormatHermes, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\" 1}}</tool_call>ok", "ok", []toolCall{{Name: "f", Arguments: `{"a"1}`, Partial: true}}},
+		{"hermes committed call with trailing keys", toolFormatHermes, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, 2]}, \"id\": 3}</tool_call>", "", []toolCall{{Name: "f", Arguments: `{"a":[1,2]}`}}},
 		{"hermes no name is text", toolFormatHermes, `<tool_call>{"arguments":{}}</tool_call>`, `<tool_call>{"arguments":{}}</tool_call>`, nil},
 		{"hermes array arguments is text", toolFormatHermes, `<tool_call>{"name":"f","arguments":[1]}</tool_call>`, `<tool_call>{"name":"f","arguments":[1]}</tool_call>`, nil},
-		{"hermes good then bad", toolFormatHermes, `<tool_call>{"name":"a","arguments":{}}</tool_call>x<tool_call>oops`, "x<tool_call>oops", []toolCall{{"a", "{}"}}},
+		{"hermes good then bad", toolFormatHermes, `<tool_call>{"name":"a","arguments":{}}</tool_call>x<tool_call>oops`, "x<tool_call>oops", []toolCall{{Name: "a", Arguments: "{}"}}},
 		{"hermes plain text", toolFormatHermes, "Once upon a time", "Once upon a time", nil},
 		{"llama3 parameters", toolFormatLlama3, ` {"name": "get_weather", "parameters": {"city": "Paris", "days": 2}}`, "", []toolCall{weather}},
-		{"llama3 python tag, two calls", toolFormatLlama3, `<|python_tag|>{"name":"a","parameters":{}}; {"name":"b","parameters":{"y":true}}`, "", []toolCall{{"a", "{}"}, {"b", `{"y":true}`}}},
+		{"llama3 python tag, two calls", toolFormatLlama3, `<|python_tag|>{"name":"a","parameters":{}}; {"name":"b","parameters":{"y":true}}`, "", []toolCall{{Name: "a", Arguments: "{}"}, {Name: "b", Arguments: `{"y":true}`}}},
 		{"llama3 text", toolFormatLlama3, "The weather {is} fine", "The weather {is} fine", nil},
 		{"llama3 trailing junk is text", toolFormatLlama3, `{"name":"a","parameters":{}} and more`, `{"name":"a","parameters":{}} and more`, nil},
 		{"mistral array", toolFormatMistral, `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}, "id": "abcdefghi"}]`, "", []toolCall{weather}},
-		{"mistral array without marker", toolFormatMistral, `[{"name":"a","arguments":{}}]`, "", []toolCall{{"a", "{}"}}},
-		{"mistral args form", toolFormatMistral, `[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "days": 2}[TOOL_CALLS]a[ARGS]{}`, "", []toolCall{weather, {"a", "{}"}}},
+		{"mistral array without marker", toolFormatMistral, `[{"name":"a","arguments":{}}]`, "", []toolCall{{Name: "a", Arguments: "{}"}}},
+		{"mistral args form", toolFormatMistral, `[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "days": 2}[TOOL_CALLS]a[ARGS]{}`, "", []toolCall{weather, {Name: "a", Arguments: "{}"}}},
 		{"mistral text", toolFormatMistral, "Hello [TOOL_CALLS] there", "Hello [TOOL_CALLS] there", nil},
 		{"none", toolFormatNone, `<tool_call>{"name":"a","arguments":{}}</tool_call>`, `<tool_call>{"name":"a","arguments":{}}</tool_call>`, nil},
 	} {
@@ -74,9 +79,11 @@ func TestParseToolCalls(t *testing.T) {
 	}
 }
 
-// streamToolCalls runs pieces through a toolStream.
+// streamToolCalls runs pieces through a toolStream and checks that its
+// recorded pieces tell the same story: the same text, and each call's
+// streamed start and arguments matching the call.
 func streamToolCalls(f toolFormat, pieces ...string) (string, []toolCall) {
-	ts := &toolStream{f: f}
+	ts := &toolStream{f: f, record: true}
 	var (
 		content string
 		calls   []toolCall
@@ -87,7 +94,33 @@ func streamToolCalls(f toolFormat, pieces ...string) (string, []toolCall) {
 		calls = append(calls, cs...)
 	}
 	c, cs := ts.flush()
-	return content + c, append(calls, cs...)
+	content, calls = content+c, append(calls, cs...)
+	var (
+		text    strings.Builder
+		names   = map[int]string{}
+		args    = map[int]string{}
+		replay  []toolCall
+		badNote string
+	)
+	for _, p := range ts.drain() {
+		switch {
+		case p.Call != nil:
+			if p.Streamed && (names[p.Index] != p.Call.Name || args[p.Index] != p.Call.Arguments) {
+				badNote = fmt.Sprintf("call %d streamed as %q %q, finished as %+v", p.Index, names[p.Index], args[p.Index], *p.Call)
+			}
+			replay = append(replay, *p.Call)
+		case p.Name != "":
+			names[p.Index] = p.Name
+		case p.Args != "":
+			args[p.Index] += p.Args
+		default:
+			text.WriteString(p.Text)
+		}
+	}
+	if badNote != "" || text.String() != content || !slices.Equal(replay, calls) {
+		return fmt.Sprintf("pieces disagree: %s; text %q; calls %v", badNote, text.String(), replay), nil
+	}
+	return content, calls
 }
 
 func TestToolCallID(t *testing.T) {
@@ -118,6 +151,9 @@ func FuzzToolCalls(f *testing.F) {
 		ff := toolFormat(format % 4)
 		content, calls := parseToolCalls(ff, text)
 		for _, c := range calls {
+			if c.Partial {
+				continue
+			}
 			if c.Name == "" {
 				t.Fatalf("a call with no name from %q", text)
 			}

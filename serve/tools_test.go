@@ -54,9 +54,10 @@ func (ts *testServer) chatReply(t *testing.T, body map[string]any) chatReply {
 // streamReply assembles a streamed chat completion per choice: content,
 // calls (from their deltas) and finish reasons.
 type streamChoice struct {
-	content string
-	calls   []wireToolCall
-	finish  string
+	content   string
+	calls     []wireToolCall
+	finish    string
+	argDeltas int // deltas that carried argument text
 }
 
 func (ts *testServer) streamReply(t *testing.T, body map[string]any) ([]streamChoice, usage) {
@@ -107,6 +108,9 @@ func (ts *testServer) streamReply(t *testing.T, body map[string]any) ([]streamCh
 					t.Fatalf("delta for call %d before call %d", d.Index, len(sc.calls))
 				}
 				sc.calls[d.Index].Function.Arguments += d.Function.Arguments
+				if d.Function.Arguments != "" {
+					sc.argDeltas++
+				}
 			}
 			if ch.FinishReason != nil {
 				sc.finish = *ch.FinishReason
@@ -158,6 +162,9 @@ func TestChatToolChoiceForcesCall(t *testing.T) {
 			sc := streamed[0]
 			if sc.finish != "tool_calls" || len(sc.calls) != 1 || sc.calls[0].Function != call.Function || sc.content != "" {
 				t.Errorf("streamed finish %q calls %+v content %q, want tool_calls, %+v and no content", sc.finish, sc.calls, sc.content, call)
+			}
+			if call.Function.Name == "get_weather" && sc.argDeltas < 3 {
+				t.Errorf("the arguments came in %d deltas, want them streamed as they are generated (3 or more)", sc.argDeltas)
 			}
 			if u.CompletionTokens != r.Usage.CompletionTokens {
 				t.Errorf("streamed %d completion tokens, want %d", u.CompletionTokens, r.Usage.CompletionTokens)
@@ -349,7 +356,7 @@ func TestToolCallGrammar(t *testing.T) {
 		t.Fatal(err)
 	}
 	for text, want := range map[string]bool{
-		"<tool_call>\n{\"name\": \"locate\", \"arguments\": {\"at\": {\"lat\": 1.5}}}\n</tool_call>": true,
+		"<tool_call>\n{\"name\": \"locate\", \"arguments\": {\"at\": {\"lat\": 1.5}}}\n</tool_call>":   true,
 		"<tool_call>\n{\"name\": \"locate\", \"arguments\": {\"at\": {\"lat\": \"x\"}}}\n</tool_call>": false,
 	} {
 		if got, err := g.Match(text); err != nil || got != want {
