@@ -364,3 +364,60 @@ func TestToolCallGrammar(t *testing.T) {
 		}
 	}
 }
+
+func TestCompletionsN(t *testing.T) {
+	ts := startDefault(t)
+	body := func(n, seed int, stream bool) map[string]any {
+		return map[string]any{"model": defaultmodel.Name, "prompt": "Once upon a time", "max_tokens": 10, "temperature": 1,
+			"seed": seed, "n": n, "stream": stream}
+	}
+	type reply struct {
+		Choices []struct {
+			Index        int    `json:"index"`
+			Text         string `json:"text"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage usage `json:"usage"`
+	}
+	var two reply
+	ts.postJSON(t, "/v1/completions", body(2, 5, false), &two)
+	if len(two.Choices) != 2 {
+		t.Fatalf("got %d choices, want 2", len(two.Choices))
+	}
+	sum := 0
+	for i := range 2 {
+		var one reply
+		ts.postJSON(t, "/v1/completions", body(1, 5+i, false), &one)
+		if two.Choices[i].Index != i || two.Choices[i].Text != one.Choices[0].Text || two.Choices[i].FinishReason != one.Choices[0].FinishReason {
+			t.Errorf("choice %d: got %+v, want %+v (seed %d alone)", i, two.Choices[i], one.Choices[0], 5+i)
+		}
+		sum += one.Usage.CompletionTokens
+	}
+	if two.Usage.CompletionTokens != sum {
+		t.Errorf("got %d completion tokens, want %d (summed)", two.Usage.CompletionTokens, sum)
+	}
+	b, _ := json.Marshal(body(2, 5, true))
+	resp, raw := ts.post(t, "/v1/completions", string(b))
+	if resp.StatusCode != 200 {
+		t.Fatalf("got %d %s", resp.StatusCode, raw)
+	}
+	texts := make([]string, 2)
+	for _, ev := range sseEvents(raw) {
+		var c reply
+		if ev == "[DONE]" || json.Unmarshal([]byte(ev), &c) != nil {
+			continue
+		}
+		for _, ch := range c.Choices {
+			texts[ch.Index] += ch.Text
+		}
+	}
+	for i := range 2 {
+		if texts[i] != two.Choices[i].Text {
+			t.Errorf("streamed choice %d: got %q, want %q", i, texts[i], two.Choices[i].Text)
+		}
+	}
+	b, _ = json.Marshal(body(0, 5, false))
+	if resp, _ := ts.post(t, "/v1/completions", string(b)); resp.StatusCode != 400 {
+		t.Errorf("n 0: got %d, want 400", resp.StatusCode)
+	}
+}
