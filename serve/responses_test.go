@@ -183,6 +183,20 @@ func TestResponsesTools(t *testing.T) {
 	if len(next.items(t)) == 0 || next.Usage.InputTokens <= r.Usage.InputTokens {
 		t.Errorf("got %+v, want output from a longer prompt", next)
 	}
+	// Without storing: the earlier output items, as a client passes them
+	// back, and the call's output.
+	input := []any{map[string]any{"role": "user", "content": "Weather in Oslo?"}}
+	for _, raw := range r.Output {
+		input = append(input, raw)
+	}
+	input = append(input, map[string]any{"type": "function_call_output", "call_id": items[0].CallID, "output": `{"temp": 3}`})
+	var manual responseReply
+	ts.postJSON(t, "/v1/responses", map[string]any{"model": defaultmodel.Name, "tools": tools, "input": input, "store": false,
+		"max_output_tokens": 8, "temperature": 0}, &manual)
+	if manual.Usage.InputTokens != next.Usage.InputTokens || manual.text(t) != next.text(t) {
+		t.Errorf("output items passed back: %d input tokens, %q; want %d, %q as with previous_response_id",
+			manual.Usage.InputTokens, manual.text(t), next.Usage.InputTokens, next.text(t))
+	}
 	// Bad input names the field.
 	for _, c := range []struct {
 		name  string
