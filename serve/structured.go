@@ -109,7 +109,9 @@ func (s *Server) ollamaFormat(raw json.RawMessage) (*grammar.Compiled, *apiError
 
 // compiledCache holds compiled grammars by vocabulary and grammar text, so
 // that repeated formats (json_object, a client's fixed schema) share their
-// compiled states and allowed-token sets across requests.
+// compiled states and allowed-token sets across requests. A compiled
+// grammar whose states near their bounds (Worn) is replaced by a fresh one
+// for new requests.
 var compiledCache struct {
 	sync.Mutex
 	m     map[compiledKey]*grammar.Compiled
@@ -129,7 +131,7 @@ func (s *Server) compileGrammar(g *grammar.Grammar, param string) (*grammar.Comp
 	compiledCache.Lock()
 	c, ok := compiledCache.m[k]
 	compiledCache.Unlock()
-	if ok {
+	if ok && !c.Worn() {
 		return c, nil
 	}
 	c, err := grammar.Compile(g, s.model.tok)
@@ -144,7 +146,9 @@ func (s *Server) compileGrammar(g *grammar.Grammar, param string) (*grammar.Comp
 	if compiledCache.m == nil {
 		compiledCache.m = map[compiledKey]*grammar.Compiled{}
 	}
-	if _, ok := compiledCache.m[k]; !ok {
+	if old, ok := compiledCache.m[k]; ok && old.Worn() {
+		compiledCache.m[k] = c // a fresh one for new requests; running ones keep the old
+	} else if !ok {
 		if len(compiledCache.order) >= maxCompiled {
 			delete(compiledCache.m, compiledCache.order[0])
 			compiledCache.order = compiledCache.order[1:]

@@ -9,6 +9,7 @@ import (
 	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/engine/cpu"
+	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/infer/tokenizer"
 )
@@ -130,4 +131,66 @@ func constrainedRun(b *testing.B, m *engine.Model, tok *tokenizer.Tokenizer, c *
 		dec += time.Since(t1)
 	}
 	return gram, dec, n
+}
+
+// BenchmarkAllowedLargeVocab times Allowed on a vocabulary of about
+// 100,000 byte-level BPE tokens (deepseek-llm's, from ../shared/vocab)
+// along a fixed JSON text, cold (each state met for the first time: a
+// trie walk) and warm (cached sets).
+func BenchmarkAllowedLargeVocab(b *testing.B) {
+	const path = "../../../shared/vocab/ggml-vocab-deepseek-llm.gguf"
+	f, err := gguf.Open(path)
+	if err != nil {
+		b.Skipf("skipping: %v", err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(f.Meta)
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := `{"name": "Ada Lovelace", "age": 36, "pet": "cat", "tags": ["math", "poetry"]}`
+	ids, err := tok.Encode(text, tokenizer.EncodeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := FromSchema([]byte(benchSchema), SchemaOptions{Strict: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	warm, err := Compile(g, tok)
+	if err != nil {
+		b.Fatal(err)
+	}
+	set := sample.NewTokenSet(tok.VocabSize())
+	for _, mode := range []string{"cold", "warm"} {
+		b.Run(mode, func(b *testing.B) {
+			var d time.Duration
+			calls := 0
+			for b.Loop() {
+				c := warm
+				if mode == "cold" {
+					b.StopTimer()
+					if c, err = Compile(g, tok); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				m := c.NewMatcher(tok)
+				for _, id := range ids {
+					t0 := time.Now()
+					set.Clear()
+					if err := m.Allowed(set); err != nil {
+						b.Fatal(err)
+					}
+					d += time.Since(t0)
+					calls++
+					if err := m.Accept(id); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(d.Nanoseconds())/float64(calls), "ns/Allowed")
+			b.ReportMetric(float64(tok.VocabSize()), "vocab")
+		})
+	}
 }

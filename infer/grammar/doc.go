@@ -53,6 +53,33 @@
 // escapes, string literals, comments, and token references <[id]>,
 // <name> and <"text">.
 //
+// # JSON schemas
+//
+// FromSchema documents the keywords it enforces; with SchemaOptions.Strict
+// any other keyword is an error rather than silently ignored. JSONObject
+// and JSONValue are the generic grammars. All JSON grammars share one set
+// of rules (json-value, json-string, ws, ...) and bound whitespace to one
+// space, or a newline and up to 16 spaces or tabs.
+//
+// # Tool calls
+//
+// ToolCallHermes, ToolCallLlama3 and ToolCallMistral build grammars that
+// force a call of one of a set of functions (Function: a name and the
+// JSON schema of its parameters), in the format each model family was
+// trained on:
+//
+//	Hermes, Qwen   <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>
+//	Llama 3.x      {"name": "f", "parameters": {...}}
+//	Mistral        [TOOL_CALLS][{"name": "f", "arguments": {...}}]
+//
+// The arguments follow the function's schema (compiled as FromSchema
+// does; ToolCallOptions.Strict makes it strict), and
+// ToolCallOptions.Parallel allows more than one call. Tags such as
+// <tool_call> and [TOOL_CALLS] are token references: a vocabulary that
+// holds them as control tokens gets the token, any other the text.
+// Compile the grammar and hand a Matcher to the scheduler as the
+// request's Constraint, as for any grammar.
+//
 // # Errors and bounds
 //
 // Nothing read from a request panics: a bad grammar is a *SyntaxError or

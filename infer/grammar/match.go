@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -26,13 +27,18 @@ type Vocab interface {
 // Bounds on a compiled grammar's state, so that a pathological grammar
 // fails a request instead of exhausting memory.
 const (
-	maxNodes     = 1 << 21 // distinct stack frames
-	maxSets      = 1 << 16 // distinct parser states
 	maskCacheMem = 16 << 20
 	// maxWork bounds the stack expansions of one Allowed or Accept call
 	// (or of one byte of Match), so a grammar whose states are huge fails
 	// its request instead of stalling the scheduler.
 	maxWork = 1 << 22
+)
+
+// Bounds on a Compiled's interned stack frames and parser states
+// (variables so that tests can lower them).
+var (
+	maxNodes = 1 << 21
+	maxSets  = 1 << 16
 )
 
 // code element kinds beyond elemKind.
@@ -62,16 +68,89 @@ type set struct {
 	mask   sample.TokenSet // allowed tokens with no partial character pending
 }
 
-// trieNode is a node of the token trie: the tokens whose piece ends here
-// and the edges by next byte.
-type trieNode struct {
-	toks  []int32
-	edges []trieEdge
+// vocabTrie is the trie of a vocabulary's token pieces, flattened in
+// breadth-first order so that a node's children are contiguous: node i's
+// children are childStart[i] to childStart[i+1]-1, and label[j] is the
+// byte on the edge into node j; node i's tokens are
+// toks[tokStart[i]:tokStart[i+1]]. Node 0 is the root. It depends only on
+// the vocabulary, so grammars compiled for one vocabulary share it.
+type vocabTrie struct {
+	childStart []int32
+	label      []byte
+	tokStart   []int32
+	toks       []int32
+	eog        []int32 // the end-of-generation tokens
+	vocab      int
 }
 
-type trieEdge struct {
-	b     byte
-	child int32
+// trieCache holds the trie of each vocabulary (by identity) that Compile
+// has seen; a few vocabularies per process at most.
+var trieCache sync.Map
+
+// buildTrie returns v's trie, from trieCache when v was seen before.
+func buildTrie(v Vocab) (*vocabTrie, error) {
+	comparable := reflect.TypeOf(v).Comparable()
+	if comparable {
+		if t, ok := trieCache.Load(v); ok {
+			return t.(*vocabTrie), nil
+		}
+	}
+	type pnode struct {
+		toks     []int32
+		children map[byte]int32
+	}
+	nodes := []pnode{{}}
+	t := &vocabTrie{vocab: v.VocabSize()}
+	for id := int32(0); int(id) < t.vocab; id++ {
+		if v.IsEOG(id) {
+			t.eog = append(t.eog, id)
+			continue
+		}
+		p, err := v.Piece(id, false)
+		if err != nil {
+			return nil, err
+		}
+		if p == "" {
+			continue // a control token: only a token reference allows it
+		}
+		n := int32(0)
+		for i := 0; i < len(p); i++ {
+			next, ok := nodes[n].children[p[i]]
+			if !ok {
+				next = int32(len(nodes))
+				nodes = append(nodes, pnode{})
+				if nodes[n].children == nil {
+					nodes[n].children = map[byte]int32{}
+				}
+				nodes[n].children[p[i]] = next
+			}
+			n = next
+		}
+		nodes[n].toks = append(nodes[n].toks, id)
+	}
+	// Breadth-first renumbering; children in byte order.
+	order := []int32{0}
+	t.label = []byte{0}
+	t.childStart = make([]int32, 0, len(nodes)+1)
+	t.tokStart = make([]int32, 0, len(nodes)+1)
+	for i := 0; i < len(order); i++ {
+		n := &nodes[order[i]]
+		t.childStart = append(t.childStart, int32(len(order)))
+		for b := 0; b < 256; b++ {
+			if ch, ok := n.children[byte(b)]; ok {
+				order = append(order, ch)
+				t.label = append(t.label, byte(b))
+			}
+		}
+		t.tokStart = append(t.tokStart, int32(len(t.toks)))
+		t.toks = append(t.toks, n.toks...)
+	}
+	t.childStart = append(t.childStart, int32(len(order)))
+	t.tokStart = append(t.tokStart, int32(len(t.toks)))
+	if comparable {
+		trieCache.Store(v, t)
+	}
+	return t, nil
 }
 
 // Compiled is a grammar bound to a vocabulary: its flattened rules, the
@@ -84,7 +163,7 @@ type Compiled struct {
 	alts  [][]int32 // per rule, the start of each alternative in code
 	vocab int
 	eog   []int32
-	trie  []trieNode
+	trie  *vocabTrie
 
 	mu       sync.Mutex
 	nodes    []node
@@ -134,21 +213,11 @@ func Compile(g *Grammar, v Vocab) (*Compiled, error) {
 		}
 	}
 	if v != nil {
-		c.trie = []trieNode{{}}
-		for id := int32(0); int(id) < c.vocab; id++ {
-			if v.IsEOG(id) {
-				c.eog = append(c.eog, id)
-				continue
-			}
-			p, err := v.Piece(id, false)
-			if err != nil {
-				return nil, err
-			}
-			if p == "" {
-				continue // a control token: only a token reference allows it
-			}
-			c.insert(p, id)
+		t, err := buildTrie(v)
+		if err != nil {
+			return nil, err
 		}
+		c.trie, c.eog = t, t.eog
 		c.maxMasks = maskCacheMem / max(1, (c.vocab+63)/64*8)
 	}
 	c.sets = []set{{}} // 0: dead
@@ -163,6 +232,17 @@ func Compile(g *Grammar, v Vocab) (*Compiled, error) {
 	}
 	c.start = start
 	return c, nil
+}
+
+// Worn reports whether c has used more than half of its bounds on parser
+// stack frames and states, or hit one. States accumulate as matchers meet
+// new ones and are never dropped (live matchers refer to them), so a
+// long-lived cache of compiled grammars should compile a fresh one for new
+// requests once this is true; matchers already started keep working.
+func (c *Compiled) Worn() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stateErr != nil || len(c.nodes) > maxNodes/2 || len(c.sets) > maxSets/2
 }
 
 // token appends the code for token reference e.
@@ -193,27 +273,6 @@ func (c *Compiled) token(e *elem, rule string, v Vocab) error {
 		c.code = append(c.code, celem{kind: elChar, el: &elem{kind: elChar, ranges: []runeRange{{r, r}}}})
 	}
 	return nil
-}
-
-func (c *Compiled) insert(p string, id int32) {
-	n := int32(0)
-	for i := 0; i < len(p); i++ {
-		b := p[i]
-		next := int32(-1)
-		for _, e := range c.trie[n].edges {
-			if e.b == b {
-				next = e.child
-				break
-			}
-		}
-		if next < 0 {
-			next = int32(len(c.trie))
-			c.trie = append(c.trie, trieNode{})
-			c.trie[n].edges = append(c.trie[n].edges, trieEdge{b, next})
-		}
-		n = next
-	}
-	c.trie[n].toks = append(c.trie[n].toks, id)
 }
 
 func (c *Compiled) node(pos, parent int32) int32 {
@@ -521,19 +580,29 @@ func (c *Compiled) allowed(st state, out sample.TokenSet) error {
 
 // walk adds the tokens below trie node t that st allows.
 func (c *Compiled) walk(t int32, st state, out sample.TokenSet) error {
-	for _, e := range c.trie[t].edges {
-		n, ok, err := c.step(st, e.b)
-		if err != nil {
-			return err
+	tr := c.trie
+	for ch := tr.childStart[t]; ch < tr.childStart[t+1]; ch++ {
+		b := tr.label[ch]
+		var (
+			n  state
+			ok bool
+		)
+		if a := c.sets[st.set].ascii; st.need == 0 && b < 0x80 && a != nil && a[b] != 0 {
+			n, ok = state{set: a[b] - 1}, a[b] > 1 // cached transition; 1 is dead
+		} else {
+			var err error
+			if n, ok, err = c.step(st, b); err != nil {
+				return err
+			}
 		}
 		if !ok {
 			continue
 		}
-		for _, id := range c.trie[e.child].toks {
+		for _, id := range tr.toks[tr.tokStart[ch]:tr.tokStart[ch+1]] {
 			out.Add(id)
 		}
-		if len(c.trie[e.child].edges) > 0 && (n.need > 0 || len(c.sets[n.set].nodes) > 0) {
-			if err := c.walk(e.child, n, out); err != nil {
+		if tr.childStart[ch+1] > tr.childStart[ch] && (n.need > 0 || len(c.sets[n.set].nodes) > 0) {
+			if err := c.walk(ch, n, out); err != nil {
 				return err
 			}
 		}

@@ -106,8 +106,9 @@ func (m *Matcher) Clone() sample.Constraint {
 }
 
 // AcceptString advances past the bytes of s as if tokens spelling them
-// had been accepted; it returns a *SyntaxError-free ErrRejected error
-// naming the byte offset where the grammar stops allowing s.
+// had been accepted. When the grammar does not allow s it returns an
+// error wrapping ErrRejected that names the byte offset, and keeps its
+// state.
 func (m *Matcher) AcceptString(s string) error {
 	m.c.mu.Lock()
 	defer m.c.mu.Unlock()

@@ -225,3 +225,34 @@ func TestMultibyteTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestWorn checks that a compiled grammar reports when its states near
+// their bounds, and that a matcher past them fails with ErrTooLarge.
+func TestWorn(t *testing.T) {
+	defer func(n, s int) { maxNodes, maxSets = n, s }(maxNodes, maxSets)
+	maxNodes, maxSets = 64, 1<<16
+	tok := vocab(t)
+	c, err := Compile(JSONValue(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Worn() {
+		t.Fatal("a fresh compiled grammar is worn")
+	}
+	m := c.NewMatcher(tok)
+	ids, err := tok.Encode("[", tokenizer.EncodeOptions{})
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("encoding [: %v, %v", ids, err)
+	}
+	open := ids[0]
+	var last error
+	for i := 0; i < 200 && last == nil; i++ { // each nesting level is new stack frames
+		last = m.Accept(open)
+	}
+	if !errors.Is(last, ErrTooLarge) {
+		t.Errorf("nesting past the bound: got %v, want ErrTooLarge", last)
+	}
+	if !c.Worn() {
+		t.Errorf("Worn = false after the bound was hit")
+	}
+}

@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -95,6 +96,50 @@ func TestConstraint(t *testing.T) {
 	for i := range n {
 		if !slices.Equal(got[i].res.Generated, want[i].res.Generated) || got[i].text != want[i].text {
 			t.Errorf("request %d: batched gave %v, alone %v", i, got[i].res.Generated, want[i].res.Generated)
+		}
+	}
+}
+
+// onlyEOG allows nothing but the end-of-generation tokens: the output is
+// complete from the start.
+type onlyEOG struct{ eog []int32 }
+
+func (c onlyEOG) Allowed(set sample.TokenSet) error {
+	for _, id := range c.eog {
+		set.Add(id)
+	}
+	return nil
+}
+func (c onlyEOG) Accept(tok int32) error {
+	if !slices.Contains(c.eog, tok) {
+		return fmt.Errorf("token %d is not an end-of-generation token", tok)
+	}
+	return nil
+}
+func (onlyEOG) CanEnd() bool               { return true }
+func (c onlyEOG) Clone() sample.Constraint { return c }
+
+// TestConstraintEndsWhenEOGBanned: a complete output whose
+// end-of-generation tokens are banned (ignore_eos) finishes with stop
+// instead of failing.
+func TestConstraintEndsWhenEOGBanned(t *testing.T) {
+	e := loadEnv(t)
+	s := e.newSched(t, nil, nil)
+	for _, ban := range []bool{false, true} {
+		p := sampling(1)
+		if ban { // as ignore_eos does
+			p.LogitBias = map[int32]float64{}
+			for _, id := range e.tok.EOGs() {
+				p.LogitBias[id] = math.Inf(-1)
+			}
+		}
+		o := run(t, s, &Request{ID: "x", Prompt: e.encode(t, "Once"), MaxTokens: 10, Sampling: p, NoCache: true,
+			Constraint: onlyEOG{eog: e.tok.EOGs()}})
+		if o.err != nil || o.res.Finish != FinishStop || o.text != "" {
+			t.Errorf("ban %v: got finish %v, err %v, text %q; want stop, nil, empty", ban, o.res.Finish, o.err, o.text)
+		}
+		if want := map[bool]int{false: 1, true: 0}[ban]; len(o.res.Generated) != want {
+			t.Errorf("ban %v: generated %v, want %d tokens", ban, o.res.Generated, want)
 		}
 	}
 }

@@ -30,7 +30,9 @@ type Request struct {
 	// sampler's chain, and each sampled token is passed to its Accept.
 	// The scheduler owns it after Submit; one Constraint serves one
 	// request. Log-probabilities still report the model's unconstrained
-	// distribution.
+	// distribution. When the output is complete (CanEnd) and no allowed
+	// token can be sampled (ignore_eos bans the end-of-generation
+	// tokens), the request finishes with FinishStop.
 	Constraint sample.Constraint
 	// Stop lists stop strings: generation ends before the first one the
 	// output contains, which is not returned.
