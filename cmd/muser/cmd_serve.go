@@ -67,6 +67,7 @@ func newServeCommand() *command {
 		summary: "serve OpenAI-, llama.cpp- and Ollama-compatible HTTP, reusing cached prefixes",
 		help: `Loads the model, opens the store under --home and serves HTTP:
   OpenAI     POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/ID]
+             POST /v1/responses; GET, DELETE /v1/responses/ID (stored under --home)
   llama.cpp  POST /completion, /tokenize, /detokenize; GET /props, /health, /slots
   Ollama     POST /api/generate, /api/chat, /api/show; GET /api/tags, /api/version
   metrics    GET /metrics (Prometheus)

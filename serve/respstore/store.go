@@ -20,17 +20,26 @@ var bucket = []byte("responses")
 // Message is one message of a stored conversation, in the form the chat
 // template renders.
 type Message struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content,omitempty"`
-	NullOK     bool       `json:"null_content,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	// Role is system, user, assistant or tool.
+	Role string `json:"role"`
+	// Content is the message's text.
+	Content string `json:"content,omitempty"`
+	// NullOK marks content that is None to the template (an assistant
+	// message that only calls tools).
+	NullOK bool `json:"null_content,omitempty"`
+	// ToolCallID names the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ToolCalls are an assistant message's calls.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ToolCall is a call an assistant message made.
 type ToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
+	// ID is the call's id (call_id in the Responses API).
+	ID string `json:"id"`
+	// Name is the function's name.
+	Name string `json:"name"`
+	// Arguments is the arguments' JSON object, as text.
 	Arguments string `json:"arguments"`
 }
 
