@@ -21,7 +21,8 @@
 // patterns in routes.go:
 //
 //	OpenAI     POST /v1/chat/completions, POST /v1/completions,
-//	           GET /v1/models, GET /v1/models/{id}
+//	           GET /v1/models, GET /v1/models/{id},
+//	           POST /v1/responses, GET and DELETE /v1/responses/{id}
 //	llama.cpp  POST /completion, POST /tokenize, POST /detokenize,
 //	           GET /props, GET /health, GET /slots
 //	Ollama     POST /api/generate, POST /api/chat, GET /api/tags,
@@ -45,13 +46,24 @@
 // tokens_cached and timings.cache_n (llama.cpp), cached_tokens beside
 // Ollama's counters and in the access log.
 //
+// # Tools, choices and stored responses
+//
+// tools.go reads tool definitions, tool_choice and the history's calls;
+// toolcall.go detects the chat template's tool-call format (Hermes,
+// Llama 3 JSON, Mistral) and parses replies into calls, whole or streamed;
+// toolgrammar.go forces a call (tool_choice required or named) with an
+// infer/grammar constraint. n > 1 runs the choices from one prefill
+// (serve/sched, "Several choices"). handler_responses.go serves the
+// Responses API; its stored responses live in serve/respstore, under the
+// home, per tenant. docs/serve.md states the rules.
+//
 // # Strict input
 //
 // Bodies are read through http.MaxBytesReader (Options.MaxBodyBytes; 413
 // beyond) and decoded with serve/strictjson: malformed JSON, an unknown
 // field (named with its path, e.g. messages[1].contnet), a value of the
 // wrong type and trailing data are 400s. Fields the APIs define but muser
-// does not support yet (tools, n > 1, images, ...) are 400s with code
+// does not support yet (images, ...) are 400s with code
 // unsupported_field naming them;
 // fields without effect on the output (user, store, metadata, keep_alive,
 // hardware options) are accepted. A prompt that does not fit a slot's

@@ -30,6 +30,8 @@ func FuzzRequests(f *testing.F) {
 		`{"model":"stories260K:latest","prompt":"hi","system":"s","context":[1,2],"options":{"num_predict":3,"stop":["."]}}`,
 		`{"model":"stories260K","messages":[{"role":"user","content":"hi"}],"tools":[],"options":{"temperature":0.1}}`,
 		`{"messages":[{"role":"tool","content":"x"}],"n":2,"tools":[{}]}`, `{"prompt":[[1,2],[3]]}`, `{`, `[]`, `null`,
+		`{"model":"stories260K","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"2"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}],"tool_choice":"required","n":2}`,
+		`{"model":"stories260K","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"1"}],"instructions":"be brief","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"},"max_output_tokens":4}`,
 	} {
 		f.Add(s)
 	}
@@ -96,6 +98,17 @@ func FuzzRequests(f *testing.F) {
 					g.prompt, e = s.parsePrompt(q.Prompt, "prompt", true, true)
 				}
 				check(t, "completion", g, e)
+			}
+		}
+		{
+			var q responsesRequest
+			if strictjson.Decode([]byte(body), &q) == nil {
+				g, _, e := s.responsesGen("fuzz", &q)
+				if e != nil && e.Code == "previous_response_not_found" {
+					e = nil // a 404 for an id the store lacks
+					g = &genReq{prompt: []int32{1}}
+				}
+				check(t, "responses", g, e)
 			}
 		}
 		{

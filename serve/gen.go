@@ -24,8 +24,12 @@ type genReq struct {
 	logprobs  int // < 0: none
 	cacheSalt string
 	noCache   bool
+	n         int      // choices; ≤ 1 means one
+	tools     *toolSet // nil: no tools
+	parallel  *bool    // parallel_tool_calls
 	// constraint, when set, restricts the output to a grammar
-	// (response_format, grammar, json_schema, format).
+	// (response_format, grammar, json_schema, format, or a forced tool
+	// call, which wins over response_format).
 	constraint *grammar.Compiled
 }
 
@@ -56,6 +60,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, g *genReq) *sche
 		Stop:      g.stop,
 		Logprobs:  g.logprobs,
 		NoCache:   g.noCache,
+		N:         g.n,
 		Route:     r.Pattern,
 		Received:  ri.start,
 	}

@@ -35,10 +35,12 @@ type chatRequest struct {
 	ServiceTier      *string           `json:"service_tier"`
 	SafetyIdentifier string            `json:"safety_identifier"`
 	PromptCacheKey   string            `json:"prompt_cache_key"`
+	// Tools and ToolChoice: see tools.go. ParallelToolCalls false keeps
+	// the first call of a reply only.
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	// Known and not supported yet: a 400 when set.
-	Tools                json.RawMessage `json:"tools"`
-	ToolChoice           json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls    json.RawMessage `json:"parallel_tool_calls"`
 	Functions            json.RawMessage `json:"functions"`
 	FunctionCall         json.RawMessage `json:"function_call"`
 	Audio                json.RawMessage `json:"audio"`
@@ -69,9 +71,11 @@ type chatMessage struct {
 	Content *messageContent `json:"content"`
 	Name    string          `json:"name"`
 	Refusal *string         `json:"refusal"`
+	// ToolCalls are an assistant message's calls; ToolCallID names the
+	// call a tool message answers.
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID *string         `json:"tool_call_id"`
 	// Known and not supported yet.
-	ToolCalls    json.RawMessage `json:"tool_calls"`
-	ToolCallID   json.RawMessage `json:"tool_call_id"`
 	FunctionCall json.RawMessage `json:"function_call"`
 	Audio        json.RawMessage `json:"audio"`
 }
@@ -112,7 +116,7 @@ func (q *chatRequest) unsupported() *apiError {
 		name string
 		raw  json.RawMessage
 	}{
-		{"tools", q.Tools}, {"tool_choice", q.ToolChoice}, {"functions", q.Functions},
+		{"functions", q.Functions},
 		{"function_call", q.FunctionCall}, {"audio", q.Audio}, {"prediction", q.Prediction},
 		{"reasoning_effort", q.ReasoningEffort}, {"verbosity", q.Verbosity},
 		{"web_search_options", q.WebSearchOptions}, {"moderation", q.Moderation},
@@ -122,11 +126,8 @@ func (q *chatRequest) unsupported() *apiError {
 			return unsupported(f.name, "")
 		}
 	}
-	if isSet(q.ParallelToolCalls) && string(q.ParallelToolCalls) != "false" {
-		return unsupported("parallel_tool_calls", "parallel_tool_calls is not supported yet by muser (tools are not)")
-	}
-	if q.N != nil && *q.N != 1 {
-		return unsupported("n", "n is %d; muser generates one choice per request (n = 1) for now", *q.N)
+	if q.N != nil && (*q.N < 1 || *q.N > sched.MaxChoices) {
+		return badRequest("invalid_value", "n", "n is %d; want 1 to %d", *q.N, sched.MaxChoices)
 	}
 	for i, m := range q.Modalities {
 		if m != "text" {
@@ -147,7 +148,7 @@ func (q *chatRequest) messages() ([]template.Message, *apiError) {
 		for _, f := range []struct {
 			name string
 			raw  json.RawMessage
-		}{{"tool_calls", m.ToolCalls}, {"tool_call_id", m.ToolCallID}, {"function_call", m.FunctionCall}, {"audio", m.Audio}} {
+		}{{"function_call", m.FunctionCall}, {"audio", m.Audio}} {
 			if isSet(f.raw) {
 				return nil, unsupported(p+"."+f.name, "")
 			}
@@ -157,16 +158,37 @@ func (q *chatRequest) messages() ([]template.Message, *apiError) {
 		case "system", "user", "assistant":
 		case "developer":
 			role = "system" // OpenAI's newer name for system instructions
-		case "tool", "function":
-			return nil, unsupported(p+".role", "role %q is not supported yet (tools are not)", role)
+		case "tool":
+			if m.ToolCallID == nil || *m.ToolCallID == "" {
+				return nil, badRequest("invalid_value", p+".tool_call_id", "%s.tool_call_id is missing; a tool message answers a call by its id", p)
+			}
+		case "function":
+			return nil, unsupported(p+".role", "role \"function\" (the legacy functions API) is not supported; use tools")
 		case "":
 			return nil, badRequest("invalid_value", p+".role", "%s.role is missing", p)
 		default:
 			return nil, badRequest("invalid_value", p+".role", "role %q is not one of system, developer, user, assistant", role)
 		}
 		tm := template.Message{Role: role, Name: m.Name}
+		if isSet(m.ToolCalls) {
+			if role != "assistant" {
+				return nil, badRequest("invalid_value", p+".tool_calls", "%s.tool_calls is only allowed on an assistant message", p)
+			}
+			calls, e := parseWireCalls(m.ToolCalls, p+".tool_calls")
+			if e != nil {
+				return nil, e
+			}
+			tm.ToolCalls = calls
+		}
+		if m.ToolCallID != nil {
+			if role != "tool" {
+				return nil, badRequest("invalid_value", p+".tool_call_id", "%s.tool_call_id is only allowed on a tool message", p)
+			}
+			tm.ToolCallID = *m.ToolCallID
+		}
 		switch c := m.Content; {
 		case c == nil:
+			tm.NullContent = len(tm.ToolCalls) > 0
 			if role != "assistant" {
 				return nil, badRequest("invalid_value", p+".content", "%s.content is missing", p)
 			}
@@ -228,8 +250,9 @@ type chunkChoice struct {
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []deltaToolCall `json:"tool_calls,omitempty"`
 }
 
 type choiceLogprob struct {
@@ -264,27 +287,40 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	id := "chatcmpl-" + info(r).id
 	created := time.Now().Unix()
 	if q.Stream != nil && *q.Stream {
-		s.streamChat(w, r, task, &q, id, created)
+		s.streamChat(w, r, task, &q, g, id, created)
 		return
 	}
 	evs, res, ok := s.collect(w, r, task)
 	if !ok {
 		return
 	}
-	text := eventsText(evs)
-	choice := map[string]any{
-		"index":         0,
-		"message":       map[string]any{"role": "assistant", "content": text, "refusal": nil},
-		"logprobs":      nil,
-		"finish_reason": finishReason(res.Finish),
-	}
-	if g.logprobs >= 0 {
-		choice["logprobs"] = choiceLogprob{Content: s.chatLogprobs(evs), Refusal: nil}
+	groups := byChoice(evs, g.choices())
+	choices := make([]any, len(groups))
+	for i, evs := range groups {
+		text := eventsText(evs)
+		msg := map[string]any{"role": "assistant", "content": text, "refusal": nil}
+		finish := finishReason(choiceFinish(res, i))
+		if g.tools.parses() {
+			content, calls := parseToolCalls(g.tools.format, text)
+			if calls != nil {
+				calls = g.keepCalls(calls)
+				msg["content"] = nilIfBlank(content)
+				msg["tool_calls"] = wireToolCalls(info(r).id, i, calls)
+				if !anyPartial(calls) {
+					finish = "tool_calls" // a call cut short keeps "length"
+				}
+			}
+		}
+		choice := map[string]any{"index": i, "message": msg, "logprobs": nil, "finish_reason": finish}
+		if g.logprobs >= 0 {
+			choice["logprobs"] = choiceLogprob{Content: s.chatLogprobs(evs), Refusal: nil}
+		}
+		choices[i] = choice
 	}
 	body := map[string]any{
 		"id": id, "object": "chat.completion", "created": created, "model": s.model.id,
 		"system_fingerprint": s.fingerprint(),
-		"choices":            []any{choice},
+		"choices":            choices,
 		"usage":              usageOf(res),
 	}
 	if q.Timings != nil && *q.Timings {
@@ -312,7 +348,11 @@ func (s *Server) chatGenReq(q *chatRequest) (*genReq, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	g := &genReq{promptArg: "messages", sampling: p, seed: q.Seed, stop: q.Stop, logprobs: -1, cacheSalt: q.CacheSalt}
+	g := &genReq{promptArg: "messages", sampling: p, seed: q.Seed, stop: q.Stop, logprobs: -1, cacheSalt: q.CacheSalt,
+		parallel: q.ParallelToolCalls}
+	if q.N != nil {
+		g.n = *q.N
+	}
 	switch {
 	case q.MaxCompletionTokens != nil:
 		g.maxTokens = *q.MaxCompletionTokens
@@ -343,37 +383,121 @@ func (s *Server) chatGenReq(q *chatRequest) (*genReq, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if g.prompt, e = s.renderChat(msgs, "messages"); e != nil {
+	if g.tools, e = s.requestTools(q.Tools, q.ToolChoice, "tools", "tool_choice"); e != nil {
 		return nil, e
+	}
+	if g.prompt, e = s.renderChatTools(msgs, g.tools.defs, "messages"); e != nil {
+		return nil, e
+	}
+	if c, e := s.toolConstraint(g.tools); e != nil {
+		return nil, e
+	} else if c != nil {
+		g.constraint = c // a forced call wins over response_format
 	}
 	return g, nil
 }
 
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.Task, q *chatRequest, id string, created int64) {
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.Task, q *chatRequest, g *genReq, id string, created int64) {
 	sw := newStream(w, true)
 	includeUsage := q.StreamOptions != nil && q.StreamOptions.IncludeUsage
 	wantLogprobs := q.Logprobs != nil && *q.Logprobs
-	chunk := func(d chatDelta, lp *choiceLogprob, finish *string) chatChunk {
+	chunk := func(choice int, d chatDelta, lp *choiceLogprob, finish *string) chatChunk {
 		return chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.model.id,
 			SystemFingerprint: s.fingerprint(), nullUsage: includeUsage,
-			Choices: []chunkChoice{{Index: 0, Delta: d, Logprobs: lp, FinishReason: finish}}}
+			Choices: []chunkChoice{{Index: choice, Delta: d, Logprobs: lp, FinishReason: finish}}}
+	}
+	n := g.choices()
+	streams := make([]*toolStream, n)
+	ncalls := make([]int, n)        // calls sent per choice
+	partial := make([]bool, n)      // a call was cut short
+	skip := make([]map[int]bool, n) // calls dropped by parallel_tool_calls: false
+	for i := range streams {
+		streams[i] = &toolStream{f: toolFormatNone, record: true}
+		if g.tools.parses() {
+			streams[i].f = g.tools.format
+		}
+		skip[i] = map[int]bool{}
+	}
+	// send writes what choice's stream released, in order; lp rides on
+	// the first content chunk (or alone).
+	send := func(choice int, lp *choiceLogprob) error {
+		var err error
+		put := func(d chatDelta, lp *choiceLogprob) {
+			if err == nil {
+				err = sw.send(chunk(choice, d, lp, nil))
+			}
+		}
+		head := func(k int, name string) {
+			if k > 0 && !g.parallelCalls() {
+				skip[choice][k] = true
+				return
+			}
+			ncalls[choice]++
+			put(chatDelta{ToolCalls: []deltaToolCall{{Index: k, ID: toolCallID(info(r).id, choice, k), Type: "function",
+				Function: deltaFunction{Name: name, Arguments: ""}}}}, nil)
+		}
+		args := func(k int, a string) {
+			if !skip[choice][k] {
+				put(chatDelta{ToolCalls: []deltaToolCall{{Index: k, Function: deltaFunction{Arguments: a}}}}, nil)
+			}
+		}
+		for _, p := range streams[choice].drain() {
+			switch {
+			case p.Call != nil:
+				partial[choice] = partial[choice] || p.Call.Partial
+				if !p.Streamed {
+					head(p.Index, p.Call.Name)
+					args(p.Index, p.Call.Arguments)
+				}
+			case p.Name != "":
+				head(p.Index, p.Name)
+			case p.Args != "":
+				args(p.Index, p.Args)
+			default:
+				text := p.Text
+				put(chatDelta{Content: &text}, lp)
+				lp = nil
+			}
+		}
+		if lp != nil {
+			empty := ""
+			put(chatDelta{Content: &empty}, lp)
+		}
+		return err
 	}
 	empty := ""
-	if sw.send(chunk(chatDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
+	cur := 0
+	if sw.send(chunk(0, chatDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
 		return
 	}
 	ok := s.drive(r, task, func(evs []sched.Event) error {
-		text := eventsText(evs)
-		var lp *choiceLogprob
-		if wantLogprobs {
-			if c := s.chatLogprobs(evs); len(c) > 0 {
-				lp = &choiceLogprob{Content: c}
+		for _, grp := range byChoice(evs, n) {
+			if len(grp) == 0 {
+				continue
+			}
+			c := grp[0].Choice
+			for cur < c { // the earlier choices are done
+				streams[cur].flush()
+				if err := send(cur, nil); err != nil {
+					return err
+				}
+				cur++
+				if err := sw.send(chunk(cur, chatDelta{Role: "assistant", Content: &empty}, nil, nil)); err != nil {
+					return err
+				}
+			}
+			streams[c].write(eventsText(grp))
+			var lp *choiceLogprob
+			if wantLogprobs {
+				if l := s.chatLogprobs(grp); len(l) > 0 {
+					lp = &choiceLogprob{Content: l}
+				}
+			}
+			if err := send(c, lp); err != nil {
+				return err
 			}
 		}
-		if text == "" && lp == nil {
-			return nil
-		}
-		return sw.send(chunk(chatDelta{Content: &text}, lp, nil))
+		return nil
 	})
 	if !ok {
 		return
@@ -394,6 +518,23 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 	}
 	if sw.send(last) != nil {
 		return
+	for ; cur < n; cur++ {
+		streams[cur].flush()
+		if send(cur, nil) != nil {
+			return
+		}
+		if cur+1 < n && sw.send(chunk(cur+1, chatDelta{Role: "assistant", Content: &empty}, nil, nil)) != nil {
+			return
+		}
+	}
+	for i := range n {
+		fr := finishReason(choiceFinish(res, i))
+		if ncalls[i] > 0 && !partial[i] {
+			fr = "tool_calls"
+		}
+		if sw.send(chunk(i, chatDelta{}, nil, &fr)) != nil {
+			return
+		}
 	}
 	if includeUsage {
 		sw.send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.model.id,

@@ -104,8 +104,8 @@ func (s *Server) parsePrompt(raw json.RawMessage, param string, mixed bool, addS
 
 func (q *completionRequest) check() *apiError {
 	switch {
-	case q.N != nil && *q.N != 1:
-		return unsupported("n", "n is %d; muser generates one choice per request (n = 1) for now", *q.N)
+	case q.N != nil && (*q.N < 1 || *q.N > sched.MaxChoices):
+		return badRequest("invalid_value", "n", "n is %d; want 1 to %d", *q.N, sched.MaxChoices)
 	case q.BestOf != nil && *q.BestOf != 1:
 		return unsupported("best_of", "best_of is %d; only 1 is supported for now", *q.BestOf)
 	case q.Echo != nil && *q.Echo:
@@ -180,6 +180,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if q.Logprobs != nil {
 		g.logprobs = *q.Logprobs
 	}
+	if q.N != nil {
+		g.n = *q.N
+	}
 	if g.constraint, e = s.responseFormatGrammar(q.ResponseFormat); e != nil {
 		s.fail(w, r, e)
 		return
@@ -203,8 +206,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		return m
 	}
-	choice := func(text string, lp *completionLogprobs, finish *string) map[string]any {
-		c := map[string]any{"text": text, "index": 0, "logprobs": nil, "finish_reason": finish}
+	choice := func(index int, text string, lp *completionLogprobs, finish *string) map[string]any {
+		c := map[string]any{"text": text, "index": index, "logprobs": nil, "finish_reason": finish}
 		if lp != nil {
 			c["logprobs"] = lp
 		}
@@ -213,18 +216,23 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if q.Stream != nil && *q.Stream {
 		includeUsage := q.StreamOptions != nil && q.StreamOptions.IncludeUsage
 		sw := newStream(w, true)
-		offset := 0
-		ok := s.drive(r, task, func(evs []sched.Event) error {
-			text := eventsText(evs)
-			var lp *completionLogprobs
-			if g.logprobs >= 0 {
-				lp = s.completionLogprobs(evs, offset)
+		offset := make([]int, g.choices())
+		ok := s.drive(r, task, func(all []sched.Event) error {
+			for i, evs := range byChoice(all, g.choices()) {
+				text := eventsText(evs)
+				var lp *completionLogprobs
+				if g.logprobs >= 0 {
+					lp = s.completionLogprobs(evs, offset[i])
+				}
+				offset[i] += len(text)
+				if text == "" && (lp == nil || len(lp.Tokens) == 0) {
+					continue
+				}
+				if err := sw.send(obj([]any{choice(i, text, lp, nil)}, nil, includeUsage)); err != nil {
+					return err
+				}
 			}
-			offset += len(text)
-			if text == "" && (lp == nil || len(lp.Tokens) == 0) {
-				return nil
-			}
-			return sw.send(obj([]any{choice(text, lp, nil)}, nil, includeUsage))
+			return nil
 		})
 		if !ok {
 			return
@@ -234,9 +242,11 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			sw.send(errorBody(famOpenAI, e, info(r).id))
 			return
 		}
-		fr := finishReason(res.Finish)
-		if sw.send(obj([]any{choice("", nil, &fr)}, nil, includeUsage)) != nil {
-			return
+		for i := range g.choices() {
+			fr := finishReason(choiceFinish(res, i))
+			if sw.send(obj([]any{choice(i, "", nil, &fr)}, nil, includeUsage)) != nil {
+				return
+			}
 		}
 		if includeUsage {
 			sw.send(obj([]any{}, usageOf(res), true))
@@ -248,10 +258,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var lp *completionLogprobs
-	if g.logprobs >= 0 {
-		lp = s.completionLogprobs(evs, 0)
+	groups := byChoice(evs, g.choices())
+	choices := make([]any, len(groups))
+	for i, evs := range groups {
+		var lp *completionLogprobs
+		if g.logprobs >= 0 {
+			lp = s.completionLogprobs(evs, 0)
+		}
+		fr := finishReason(choiceFinish(res, i))
+		choices[i] = choice(i, eventsText(evs), lp, &fr)
 	}
-	fr := finishReason(res.Finish)
-	writeJSON(w, http.StatusOK, obj([]any{choice(eventsText(evs), lp, &fr)}, usageOf(res), true))
+	writeJSON(w, http.StatusOK, obj(choices, usageOf(res), true))
 }

@@ -135,13 +135,15 @@ func (ts *testServer) postJSON(t testing.TB, path string, v, out any, header ...
 	}
 }
 
-// sseEvents splits an SSE body into its data payloads.
+// sseEvents splits an SSE body into its data payloads (an "event:" line
+// before the data is skipped).
 func sseEvents(body []byte) []string {
 	var out []string
 	for _, block := range bytes.Split(body, []byte("\n\n")) {
-		line := strings.TrimSpace(string(block))
-		if rest, ok := strings.CutPrefix(line, "data: "); ok {
-			out = append(out, rest)
+		for _, line := range strings.Split(strings.TrimSpace(string(block)), "\n") {
+			if rest, ok := strings.CutPrefix(line, "data: "); ok {
+				out = append(out, rest)
+			}
 		}
 	}
 	return out

@@ -14,8 +14,20 @@ import (
 // result as llama.cpp's server does: special tokens parsed, BOS added
 // unless the rendered text already starts with it.
 func (s *Server) renderChat(msgs []template.Message, param string) ([]int32, *apiError) {
+	return s.renderChatTools(msgs, nil, param)
+}
+
+// renderChatTools is renderChat with tool definitions: the template gets
+// them as its tools variable (see toolMessages for templates that do not
+// read them).
+func (s *Server) renderChatTools(msgs []template.Message, tools []toolDef, param string) ([]int32, *apiError) {
+	src := s.model.tmpl.Source()
+	if tools != nil || hasToolCalls(msgs) {
+		msgs = toolMessages(src, detectToolFormat(src), msgs, tools)
+	}
 	text, err := s.model.tmpl.Render(template.Context{
 		Messages:            msgs,
+		Tools:               templateTools(tools),
 		AddGenerationPrompt: true,
 		BOSToken:            s.model.bos,
 		EOSToken:            s.model.eos,

@@ -17,6 +17,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
 	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("GET /v1/responses/{id}", s.handleGetResponse)
+	mux.HandleFunc("DELETE /v1/responses/{id}", s.handleDeleteResponse)
 	// llama.cpp.
 	mux.HandleFunc("POST /completion", s.handleLlamaCompletion)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
@@ -62,6 +65,8 @@ var knownPaths = map[string]string{
 	"/api/ps": "GET", "/apply-template": "POST", "/infill": "POST",
 	// The dashboard.
 	"/": "GET", "/dashboard/api/state": "GET",
+	"/metrics":      "GET",
+	"/v1/responses": "POST",
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/serve/dashboard"
+	"github.com/muserhq/muser/serve/respstore"
 	"github.com/muserhq/muser/serve/sched"
 	"github.com/muserhq/muser/serve/tenant"
 	"github.com/muserhq/muser/store"
@@ -147,6 +148,15 @@ type Server struct {
 	dash     *dashboard.Config
 	adminKey string       // handler_admin.go
 	adminAPI adminapi.API // the admin endpoint's store operations
+	// responses holds the Responses API's stored responses.
+	responses *respstore.Store
+	sched     *sched.Scheduler
+	keys      *tenant.Keys
+	salter    *tenant.Salter
+	metrics   *metrics
+	handler   http.Handler
+	identity  pack.Identity
+	started   time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -245,6 +255,10 @@ func New(opts Options) (s *Server, err error) {
 		s.ownStore = true
 		closers = append(closers, s.store.Close)
 	}
+	if s.responses, err = respstore.Open(opts.Home, opts.StoreNoSync); err != nil {
+		return nil, err
+	}
+	closers = append(closers, s.responses.Close)
 	if s.identity, err = m.Identity(s.store.BlockTokens()); err != nil {
 		return nil, err
 	}
@@ -434,6 +448,7 @@ func (s *Server) Close() error {
 		if s.ownStore {
 			errs = append(errs, s.store.Close())
 		}
+		errs = append(errs, s.responses.Close())
 		errs = append(errs, s.model.eng.Close())
 		s.closeErr = errors.Join(errs...)
 		if s.served.Load() { // nothing to report of a server that never listened

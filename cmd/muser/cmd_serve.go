@@ -76,6 +76,10 @@ func newServeCommand() *command {
              GET /props, /health, /slots
   Ollama     POST /api/generate, /api/chat, /api/show, /api/embed, /api/embeddings;
              GET /api/tags, /api/ps, /api/version
+  OpenAI     POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/ID]
+             POST /v1/responses; GET, DELETE /v1/responses/ID (stored under --home)
+  llama.cpp  POST /completion, /tokenize, /detokenize; GET /props, /health, /slots
+  Ollama     POST /api/generate, /api/chat, /api/show; GET /api/tags, /api/version
   metrics    GET /metrics (Prometheus)
   dashboard  GET / in a browser (other clients get Ollama's probe text);
              the page polls GET /dashboard/api/state

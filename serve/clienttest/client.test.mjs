@@ -133,8 +133,8 @@ test('openai: errors have OpenAI\'s shape', async () => {
       return true;
     });
   await assert.rejects(
-    openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], n: 3 }),
-    (err) => err instanceof OpenAI.BadRequestError && err.code === 'unsupported_field' && err.param === 'n');
+    openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], n: 17 }),
+    (err) => err instanceof OpenAI.BadRequestError && err.code === 'invalid_value' && err.param === 'n');
   await assert.rejects(
     openai.chat.completions.create({ model, messages: [{ role: 'user', content: story(400) }] }),
     (err) => err instanceof OpenAI.BadRequestError && err.code === 'context_length_exceeded' && /the context holds/.test(err.message));

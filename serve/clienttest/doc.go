@@ -6,6 +6,16 @@
 // runs embed.test.mjs: openai embeddings.create (base64 and float), the
 // Vercel AI SDK's embed and embedMany, LangChain's OpenAIEmbeddings, and
 // ollama's embed, embeddings, ps and version.
+// client.test.mjs with `node --test`. structured_test.go starts a second
+// server with the embedded default model (infer/defaultmodel, the chat
+// model) and runs structured.test.mjs: structured output through the
+// OpenAI SDK's chat.completions.parse with zod, the Vercel AI SDK's
+// generateObject, LangChain's withStructuredOutput and the Ollama client's
+// format, each answer validated by parsing it with the zod schema.
+// tools_clienttest_test.go serves the default model the same way and
+// runs tools.test.mjs: tool calling, n > 1 and the Responses API through
+// the OpenAI and Ollama clients, the Vercel AI SDK and LangChain, with
+// calls forced by tool_choice.
 //
 // The npm packages are pinned in package.json and package-lock.json;
 // install them with `npm ci --prefix serve/clienttest` (scripts/test.sh

@@ -70,6 +70,17 @@
 // at once (ErrSlotBusy), never waited for; one whose finished request's
 // blocks are being copied out for the publisher is taken as soon as they
 // are.
+// # Several choices
+//
+// A request with N > 1 (at most MaxChoices) asks for N completions of one
+// prompt. Its prompt is computed once: the logits after it are kept, and
+// the choices run one after the other in the same slot, each from the
+// prompt's KV (the slot is truncated back to the prompt between them) with
+// its own sampler seeded with the request's seed plus the choice's index
+// (choice 0 is what the request with N = 1 generates; choice i what it
+// generates with seed+i, bit for bit) and its own copy of the Constraint.
+// Event.Choice names each event's choice, in index order; Result.Choices
+// holds each choice's outcome. A cancel or an error ends every choice.
 //
 // # Cancellation
 //

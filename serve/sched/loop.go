@@ -445,6 +445,8 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 		}
 		sl.res.PrefillDone = now
 		if req.PrefillOnly || req.Hidden != engine.OutputNone {
+		keepPromptLogits(sl)
+		if req.PrefillOnly {
 			s.end(sl, FinishStop, nil, true)
 			return
 		}
@@ -485,7 +487,7 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 	}
 	sl.task.sampler.Accept(tok)
 	sl.res.Generated = append(sl.res.Generated, tok)
-	if len(sl.res.Generated) == 1 {
+	if sl.res.FirstToken.IsZero() {
 		sl.res.FirstToken = now
 	} else {
 		s.obs.InterToken(now.Sub(sl.lastAt))
@@ -556,7 +558,11 @@ func (s *Scheduler) end(sl *slot, f Finish, err error, publish bool) {
 			}
 		}
 	}
+	if s.nextChoice(sl, f) {
+		return
+	}
 	sl.res.Finish = f
+	finishChoices(t, &sl.res)
 	sl.res.Done = time.Now()
 	res := sl.res
 	s.obs.Finished(t.req, res)

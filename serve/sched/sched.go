@@ -250,6 +250,7 @@ func (s *Scheduler) check(req *Request) (*sample.Sampler, error) {
 		}
 	}
 	if err := s.checkHidden(req); err != nil {
+	if err := checkChoices(req); err != nil {
 		return nil, err
 	}
 	sm, err := sample.New(req.Sampling, s.vocab)
@@ -278,6 +279,9 @@ func (s *Scheduler) Submit(ctx context.Context, req *Request) (*Task, error) {
 		sm.Accept(tok)
 	}
 	t := &Task{req: req, sampler: sm, notify: make(chan struct{}, 1)}
+	if err := s.initChoices(t); err != nil {
+		return nil, err
+	}
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	t.res = Result{Slot: -1, PromptTokens: len(req.Prompt), Queued: time.Now()}
 	t.stopAF = context.AfterFunc(t.ctx, s.poke)

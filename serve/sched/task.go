@@ -60,6 +60,9 @@ type Request struct {
 	OnPrefill func(done, total int)
 	// Route is the HTTP route, for the Observer.
 	Route string
+	// N is the number of choices (completions of the one prompt) to
+	// generate; ≤ 1 means one. See "Several choices" in the package doc.
+	N int
 	// Received is when the request arrived; time to first token counts
 	// from it (from the submission when zero).
 	Received time.Time
@@ -84,6 +87,9 @@ type Event struct {
 	Top []sample.TokenLogprob
 	// Time is when the token was sampled.
 	Time time.Time
+	// Choice is the index of the choice the event belongs to (0 unless
+	// Request.N > 1).
+	Choice int
 }
 
 // Finish says why a request ended.
@@ -154,6 +160,11 @@ type Result struct {
 	// Hidden holds, for a request with Hidden set, the hidden states it
 	// asked for: Config.Hidden floats per token, in prompt order.
 	Hidden []float32
+	// Choices holds each choice's outcome, in index order, when
+	// Request.N > 1 (nil otherwise). Generated then holds every choice's
+	// tokens, one after the other, and Finish, EOG and StopWord are the
+	// last choice's.
+	Choices []ChoiceResult
 }
 
 // Task is a submitted request. Next delivers its events; the task ends
@@ -165,6 +176,7 @@ type Task struct {
 	stopAF  func() bool
 	sampler *sample.Sampler
 	allowed sample.TokenSet // the Constraint's set at each step
+	multi   *choices        // the state of Request.N > 1; nil for one choice
 
 	mu     sync.Mutex
 	events []Event
@@ -235,6 +247,9 @@ func (t *Task) Err() error {
 }
 
 func (t *Task) emit(ev Event) {
+	if t.multi != nil {
+		ev.Choice = t.multi.index
+	}
 	t.mu.Lock()
 	t.events = append(t.events, ev)
 	t.mu.Unlock()

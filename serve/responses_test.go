@@ -1,0 +1,230 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/muserhq/muser/infer/defaultmodel"
+	"github.com/muserhq/muser/infer/infertest"
+)
+
+// responseReply is the part of a Response the tests read.
+type responseReply struct {
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	Status             string            `json:"status"`
+	PreviousResponseID *string           `json:"previous_response_id"`
+	Output             []json.RawMessage `json:"output"`
+	Usage              responsesUsage    `json:"usage"`
+	IncompleteDetails  *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+}
+
+type outputItem struct {
+	Type      string       `json:"type"`
+	ID        string       `json:"id"`
+	Role      string       `json:"role"`
+	Content   []outputText `json:"content"`
+	CallID    string       `json:"call_id"`
+	Name      string       `json:"name"`
+	Arguments string       `json:"arguments"`
+	Status    string       `json:"status"`
+}
+
+func (r responseReply) items(t *testing.T) []outputItem {
+	t.Helper()
+	out := make([]outputItem, len(r.Output))
+	for i, raw := range r.Output {
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func (r responseReply) text(t *testing.T) string {
+	var b strings.Builder
+	for _, it := range r.items(t) {
+		for _, c := range it.Content {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+func startDefaultHome(t *testing.T, home string, keys string) *testServer {
+	t.Helper()
+	f, err := defaultmodel.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, func(o *Options) {
+		o.ModelPath, o.Model, o.ModelName, o.Home = "", f, defaultmodel.Name, home
+		o.APIKeysFile = keys
+	})
+}
+
+func TestResponses(t *testing.T) {
+	home := t.TempDir()
+	keys := writeKeys(t, "key-aaaaaaaaaaaaaaaa alice", "key-bbbbbbbbbbbbbbbb bob")
+	ts := startDefaultHome(t, home, keys)
+	a, b := []string{"Authorization", "Bearer key-aaaaaaaaaaaaaaaa"}, []string{"Authorization", "Bearer key-bbbbbbbbbbbbbbbb"}
+	long := infertest.Story(0, 150)
+	var first responseReply
+	ts.postJSON(t, "/v1/responses", map[string]any{"model": defaultmodel.Name, "input": long, "instructions": "You tell stories.",
+		"max_output_tokens": 8, "temperature": 0}, &first, a...)
+	if first.Object != "response" || !strings.HasPrefix(first.ID, "resp_") || first.Usage.OutputTokens == 0 || first.Usage.InputTokens < 128 {
+		t.Fatalf("got %+v, want a response of some tokens from a prompt of two blocks or more", first)
+	}
+	if items := first.items(t); len(items) != 1 || items[0].Type != "message" || items[0].Role != "assistant" || items[0].Status != "completed" {
+		t.Fatalf("got output %+v, want one completed assistant message", items)
+	}
+	if first.Status == "incomplete" && (first.IncompleteDetails == nil || first.IncompleteDetails.Reason != "max_output_tokens") {
+		t.Errorf("got incomplete details %+v, want max_output_tokens", first.IncompleteDetails)
+	}
+	if err := ts.s.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Retrieval: the owner only.
+	resp, raw := ts.do(t, "GET", "/v1/responses/"+first.ID, "", a...)
+	if resp.StatusCode != 200 || !strings.Contains(string(raw), first.ID) {
+		t.Errorf("GET own response: %d %s", resp.StatusCode, raw)
+	}
+	if resp, _ := ts.do(t, "GET", "/v1/responses/"+first.ID, "", b...); resp.StatusCode != 404 {
+		t.Errorf("GET another tenant's response: got %d, want 404", resp.StatusCode)
+	}
+	cont := map[string]any{"model": defaultmodel.Name, "input": "And then?", "instructions": "You tell stories.",
+		"previous_response_id": first.ID, "max_output_tokens": 8, "temperature": 0}
+	body, _ := json.Marshal(cont)
+	if resp, raw := ts.post(t, "/v1/responses", string(body), b...); resp.StatusCode != 404 || !strings.Contains(string(raw), `"param":"previous_response_id"`) {
+		t.Errorf("bob continuing alice's response: got %d %s, want 404 naming previous_response_id", resp.StatusCode, raw)
+	}
+	// Continued after a restart: the conversation's prefix is a cache hit.
+	ts.stop(t)
+	ts = startDefaultHome(t, home, keys)
+	var second responseReply
+	ts.postJSON(t, "/v1/responses", cont, &second, a...)
+	if second.PreviousResponseID == nil || *second.PreviousResponseID != first.ID {
+		t.Errorf("got previous_response_id %v, want %s", second.PreviousResponseID, first.ID)
+	}
+	if second.Usage.InputTokens <= first.Usage.InputTokens+first.Usage.OutputTokens-1 {
+		t.Errorf("continued prompt has %d tokens, want more than the first turn's %d + %d", second.Usage.InputTokens, first.Usage.InputTokens, first.Usage.OutputTokens)
+	}
+	if c := second.Usage.InputTokensDetails.CachedTokens; c < 128 {
+		t.Errorf("continued response: %d cached tokens, want the first turn's blocks (at least 128)", c)
+	}
+	// The same continuation, streamed: the same text, and the events a
+	// client expects.
+	cont["stream"] = true
+	body, _ = json.Marshal(cont)
+	resp, raw = ts.post(t, "/v1/responses", string(body), a...)
+	if resp.StatusCode != 200 {
+		t.Fatalf("streamed: %d %s", resp.StatusCode, raw)
+	}
+	var (
+		types []string
+		delta strings.Builder
+		done  responseReply
+	)
+	for i, ev := range sseEvents(raw) {
+		var e struct {
+			Type     string         `json:"type"`
+			Seq      int            `json:"sequence_number"`
+			Delta    string         `json:"delta"`
+			Response *responseReply `json:"response"`
+		}
+		if err := json.Unmarshal([]byte(ev), &e); err != nil {
+			t.Fatalf("event %q: %v", ev, err)
+		}
+		if e.Seq != i {
+			t.Errorf("event %d has sequence_number %d", i, e.Seq)
+		}
+		types = append(types, e.Type)
+		if e.Type == "response.output_text.delta" {
+			delta.WriteString(e.Delta)
+		}
+		if e.Type == "response.completed" {
+			done = *e.Response
+		}
+	}
+	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added", "response.output_text.delta"}
+	if len(types) < len(want)+4 || strings.Join(types[:len(want)], " ") != strings.Join(want, " ") ||
+		strings.Join(types[len(types)-4:], " ") != "response.output_text.done response.content_part.done response.output_item.done response.completed" {
+		t.Errorf("got events %v", types)
+	}
+	if delta.String() != second.text(t) || done.text(t) != second.text(t) || done.Usage.OutputTokens != second.Usage.OutputTokens {
+		t.Errorf("streamed %q (completed: %q, %d tokens), want %q (%d tokens)", delta.String(), done.text(t), done.Usage.OutputTokens, second.text(t), second.Usage.OutputTokens)
+	}
+}
+
+func TestResponsesTools(t *testing.T) {
+	ts := startDefault(t)
+	tools := []any{map[string]any{"type": "function", "name": "get_weather", "parameters": map[string]any{
+		"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}
+	var r responseReply
+	ts.postJSON(t, "/v1/responses", map[string]any{"model": defaultmodel.Name, "input": "Weather in Oslo?", "tools": tools,
+		"tool_choice": "required", "max_output_tokens": 400, "temperature": 0}, &r)
+	items := r.items(t)
+	if len(items) != 1 || items[0].Type != "function_call" || items[0].Name != "get_weather" || !strings.HasPrefix(items[0].CallID, "call_") {
+		t.Fatalf("got output %+v, want one get_weather function_call", items)
+	}
+	var args map[string]string
+	if err := json.Unmarshal([]byte(items[0].Arguments), &args); err != nil {
+		t.Fatalf("arguments %q: %v", items[0].Arguments, err)
+	}
+	// The round trip: the call's output continues the stored response.
+	var next responseReply
+	ts.postJSON(t, "/v1/responses", map[string]any{"model": defaultmodel.Name, "previous_response_id": r.ID, "tools": tools,
+		"input":             []any{map[string]any{"type": "function_call_output", "call_id": items[0].CallID, "output": `{"temp": 3}`}},
+		"max_output_tokens": 8, "temperature": 0}, &next)
+	if len(next.items(t)) == 0 || next.Usage.InputTokens <= r.Usage.InputTokens {
+		t.Errorf("got %+v, want output from a longer prompt", next)
+	}
+	// Without storing: the earlier output items, as a client passes them
+	// back, and the call's output.
+	input := []any{map[string]any{"role": "user", "content": "Weather in Oslo?"}}
+	for _, raw := range r.Output {
+		input = append(input, raw)
+	}
+	input = append(input, map[string]any{"type": "function_call_output", "call_id": items[0].CallID, "output": `{"temp": 3}`})
+	var manual responseReply
+	ts.postJSON(t, "/v1/responses", map[string]any{"model": defaultmodel.Name, "tools": tools, "input": input, "store": false,
+		"max_output_tokens": 8, "temperature": 0}, &manual)
+	if manual.Usage.InputTokens != next.Usage.InputTokens || manual.text(t) != next.text(t) {
+		t.Errorf("output items passed back: %d input tokens, %q; want %d, %q as with previous_response_id",
+			manual.Usage.InputTokens, manual.text(t), next.Usage.InputTokens, next.text(t))
+	}
+	// Bad input names the field.
+	for _, c := range []struct {
+		name  string
+		body  map[string]any
+		param string
+	}{
+		{"tool without a name", map[string]any{"input": "x", "tools": []any{map[string]any{"type": "function"}}}, "tools[0].name"},
+		{"web search", map[string]any{"input": "x", "tools": []any{map[string]any{"type": "web_search"}}}, "tools[0]"},
+		{"no input", map[string]any{}, "input"},
+		{"call output without id", map[string]any{"input": []any{map[string]any{"type": "function_call_output", "output": "1"}}}, "input[0].call_id"},
+		{"call with bad arguments", map[string]any{"input": []any{map[string]any{"type": "function_call", "call_id": "c", "name": "f", "arguments": "[]"}}}, "input[0].arguments"},
+		{"image part", map[string]any{"input": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image"}}}}}, "input[0].content[0]"},
+		{"max_output_tokens 0", map[string]any{"input": "x", "max_output_tokens": 0}, "max_output_tokens"},
+		{"unknown previous", map[string]any{"input": "x", "previous_response_id": "resp_nope"}, "previous_response_id"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.body["model"] = defaultmodel.Name
+			b, _ := json.Marshal(c.body)
+			resp, raw := ts.post(t, "/v1/responses", string(b))
+			var e struct {
+				Error struct {
+					Param string `json:"param"`
+				} `json:"error"`
+			}
+			json.Unmarshal(raw, &e)
+			if resp.StatusCode/100 != 4 || !strings.HasPrefix(e.Error.Param, c.param) {
+				t.Errorf("got %d param %q (%s), want 4xx naming %q", resp.StatusCode, e.Error.Param, raw, c.param)
+			}
+		})
+	}
+}

@@ -1,0 +1,130 @@
+package respstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// FileName is the store's file under the server's home.
+const FileName = "responses.db"
+
+// MaxRecordBytes bounds one record's JSON.
+const MaxRecordBytes = 16 << 20
+
+var bucket = []byte("responses")
+
+// Message is one message of a stored conversation, in the form the chat
+// template renders.
+type Message struct {
+	// Role is system, user, assistant or tool.
+	Role string `json:"role"`
+	// Content is the message's text.
+	Content string `json:"content,omitempty"`
+	// NullOK marks content that is None to the template (an assistant
+	// message that only calls tools).
+	NullOK bool `json:"null_content,omitempty"`
+	// ToolCallID names the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ToolCalls are an assistant message's calls.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ToolCall is a call an assistant message made.
+type ToolCall struct {
+	// ID is the call's id (call_id in the Responses API).
+	ID string `json:"id"`
+	// Name is the function's name.
+	Name string `json:"name"`
+	// Arguments is the arguments' JSON object, as text.
+	Arguments string `json:"arguments"`
+}
+
+// Record is one stored response.
+type Record struct {
+	// ID is the response ID ("resp_...").
+	ID string `json:"id"`
+	// Created is when it was made.
+	Created time.Time `json:"created"`
+	// Messages is the conversation the response ends: every earlier
+	// turn's input and output, this request's input and its output (as
+	// an assistant message), without the instructions, which a request
+	// does not inherit.
+	Messages []Message `json:"messages"`
+	// Response is the response object as it was answered, for retrieval.
+	Response json.RawMessage `json:"response"`
+}
+
+// Store is the responses file. It is safe for concurrent use.
+type Store struct {
+	db *bolt.DB
+}
+
+// Open opens (creating if needed) the store under home.
+func Open(home string, noSync bool) (*Store, error) {
+	db, err := bolt.Open(filepath.Join(home, FileName), 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: noSync})
+	if err != nil {
+		return nil, fmt.Errorf("respstore: opening %s: %w", filepath.Join(home, FileName), err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucket)
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("respstore: %w", err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+func key(tenant, id string) []byte { return []byte(tenant + "\x00" + id) }
+
+// Put stores rec under the tenant.
+func (s *Store) Put(tenant string, rec *Record) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return &RecordError{ID: rec.ID, Err: err}
+	}
+	if len(b) > MaxRecordBytes {
+		return &RecordError{ID: rec.ID, Err: fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, len(b), MaxRecordBytes)}
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).Put(key(tenant, rec.ID), b)
+	})
+}
+
+// Get returns the tenant's response id.
+func (s *Store) Get(tenant, id string) (*Record, error) {
+	var rec Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucket).Get(key(tenant, id))
+		if v == nil {
+			return &RecordError{ID: id, Err: ErrNotFound}
+		}
+		if err := json.Unmarshal(v, &rec); err != nil || rec.ID != id {
+			return &RecordError{ID: id, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// Delete removes the tenant's response id.
+func (s *Store) Delete(tenant, id string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucket)
+		k := key(tenant, id)
+		if b.Get(k) == nil {
+			return &RecordError{ID: id, Err: ErrNotFound}
+		}
+		return b.Delete(k)
+	})
+}
