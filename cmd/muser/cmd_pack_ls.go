@@ -9,7 +9,10 @@ import (
 )
 
 func newPackLsCommand() *command {
-	var asJSON bool
+	var (
+		asJSON bool
+		tf     tierFlags
+	)
 	cmd := &command{
 		name:    "pack ls",
 		summary: "list the packs in the store",
@@ -17,13 +20,25 @@ func newPackLsCommand() *command {
 pack command accepts), the tokens it covers, the bytes of its chunks, its
 chunk count, the short key of its identity, when it was created and last
 used, and its state (pinned, quarantined). --json prints the full records.
-The store is opened read-only.`,
-		home:  true,
-		flags: func(fs *pflag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print JSON") },
+The store is opened read-only.
+
+With --tier s3://BUCKET/PREFIX it lists the fleet tier's manifests instead:
+ID, tokens, bytes, chunks, identity, the producer, when it was uploaded and
+its state (pinned, or why it does not verify).
+
+` + tierHelp,
+		home: true,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&asJSON, "json", false, "print JSON")
+			tf.AddFlags(fs, "list")
+		},
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef(cmd, "takes no arguments, got %q", args[0])
+		}
+		if tf.url != "" {
+			return runTierLs(ctx, env, &tf, asJSON)
 		}
 		s, err := openStore(env, true, false)
 		if err != nil {

@@ -31,6 +31,7 @@ func newPackVerifyCommand() *command {
 	var (
 		asJSON bool
 		subset string
+		tf     tierFlags
 	)
 	cmd := &command{
 		name:    "pack verify",
@@ -48,14 +49,29 @@ them) and each gets a receipt.
 
 --read-data-subset n/t reads only chunks in subset n of t (see the
 format spec); running 1/t to t/t covers every chunk. Progress goes to
-stderr when it is a terminal. The store must not be in use.`,
+stderr when it is a terminal. The store must not be in use.
+
+With --tier s3://BUCKET/PREFIX it checks the fleet tier instead, reading
+every object once and changing nothing: each manifest object's layout,
+name, seal (under the cluster's key) and Merkle root, and each chunk a
+manifest names (present, its size, its BLAKE3). Each finding names the
+object, the pack and the fault (missing, truncated, digest, bad seal).
+
+` + tierHelp,
 		home: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&subset, "read-data-subset", "", "read only the chunks of subset `n/t`")
 			fs.BoolVar(&asJSON, "json", false, "print JSON")
+			tf.AddFlags(fs, "check")
 		},
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
+		if tf.url != "" {
+			if len(args) > 0 || subset != "" {
+				return usagef(cmd, "--tier checks the whole tier: no IDs or --read-data-subset")
+			}
+			return runTierVerify(ctx, env, &tf, asJSON)
+		}
 		opts := store.VerifyOptions{Quarantine: true}
 		if subset != "" {
 			sub, err := store.ParseSubset(subset)
