@@ -35,6 +35,8 @@ const (
 	MinGrace = RefreshAge + MaxUploadTime + MaxGCTime
 	// MaxGCTime (rule G4): a gc that has run this long deletes nothing more.
 	MaxGCTime = 3 * time.Hour
+	// DefaultGrace is muser pack gc --tier's grace period.
+	DefaultGrace = 24 * time.Hour
 )
 
 // keyContext is the BLAKE3 derive-key context of a cluster's tier key.
