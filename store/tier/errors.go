@@ -14,6 +14,10 @@ var ErrBadURL = errors.New("bad tier URL")
 // least pack.MinSealKey bytes.
 var ErrNoKey = errors.New("no tier seal key")
 
+// ErrWrongKey is returned by GC when manifests exist but none verifies
+// under the tier's key: collecting would delete every chunk.
+var ErrWrongKey = errors.New("no manifest verifies under the tier key")
+
 // ErrUnavailable is returned (inside an *OpError) when the bucket cannot
 // be reached or refuses a request: the server is down or slow, the
 // credentials are wrong, the bucket is missing or read-only.

@@ -115,6 +115,10 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		}
 		packs = append(packs, l)
 	}
+	if rep.Packs == 0 && rep.BadManifests > 0 {
+		// Likely the wrong key: sweeping now would delete every chunk.
+		return rep, fmt.Errorf("%w: none of the tier's %d manifests verifies under this key (the wrong cluster or --tier-key?); gc deletes nothing", ErrWrongKey, rep.BadManifests)
+	}
 	cobjs, err := t.list(ctx, dirChunks)
 	if err != nil {
 		return rep, err

@@ -98,6 +98,12 @@ func TestGC(t *testing.T) {
 		}
 		return tr
 	}
+	// A collector with the wrong key sees no manifest verify: it refuses
+	// to delete anything.
+	wrong := f.open(t, []byte("another cluster's tier key, 32 b"), "gc")
+	if rep, err := wrong.GC(ctx, tier.GCOptions{MaxBytes: 1}); !errors.Is(err, tier.ErrWrongKey) || rep.BadManifests != 2 {
+		t.Fatalf("gc with the wrong key: got %+v, %v; want ErrWrongKey with 2 bad manifests", rep, err)
+	}
 	if _, err := f.tier.GC(ctx, tier.GCOptions{Grace: time.Hour}); err == nil {
 		t.Fatal("gc with a grace shorter than MinGrace: got nil, want an error")
 	}
