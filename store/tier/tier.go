@@ -217,9 +217,24 @@ func (t *Tier) get(ctx context.Context, key string, limit int64) ([]byte, error)
 		return nil, t.opError("get", key, err)
 	}
 	defer o.Close()
-	b, err := io.ReadAll(io.LimitReader(o, limit+1))
-	if err != nil {
-		return nil, t.opError("get", key, err)
+	// Read into one buffer of the expected size (a chunk's is known):
+	// no growing copies.
+	b := make([]byte, 0, min(limit+1, 1<<20))
+	for {
+		if len(b) == cap(b) {
+			if int64(len(b)) > limit {
+				break
+			}
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := o.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, t.opError("get", key, err)
+		}
 	}
 	if int64(len(b)) > limit {
 		return nil, &ObjectError{Key: key, Err: &pack.LimitError{Object: "tier object " + key, Field: "size", Got: uint64(len(b)), Max: uint64(limit)}}

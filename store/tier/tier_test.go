@@ -24,7 +24,7 @@ type env struct {
 	prefix string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	srv := tiertest.Start(t)
 	return &env{srv: srv, bucket: srv.Bucket(), prefix: "fleet/a"}

@@ -14,7 +14,7 @@ import (
 )
 
 // parallel is how many chunk objects one upload or restore moves at once.
-const parallel = 4
+const parallel = 8
 
 // UploadResult says what an upload did.
 type UploadResult struct {
