@@ -261,7 +261,9 @@ func openServeTier(home string, o *serveTierOptions, log *slog.Logger, opts *ser
 		}
 		return nil
 	}
-	if err := t.Check(context.Background()); err != nil {
+	cctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	if err := t.Check(cctx); err != nil {
 		log.Warn("tier unavailable at start; serving from the local store until it answers", "tier", t.String(), "err", err)
 	}
 	st.rt.Start()
