@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/muserhq/muser/pack/packtest"
@@ -24,15 +25,21 @@ import (
 //
 //   - raw-put: the 512 chunks PUT to a fresh prefix, 8 at a time, nothing
 //     else (the peer of upload);
+//
 //   - upload: tier.Upload into a fresh prefix (HEAD each chunk, read it
 //     verified from the store, PUT, then the sealed manifest, conditional);
+//
 //   - raw-get: the 512 chunk objects GET, 8 at a time, bytes discarded
 //     (the peer of install);
+//
 //   - install: tier.Install into an empty store (manifest, seal, identity,
 //     root, each chunk GET, BLAKE3-verified and written with the store's
-//     durability, then published).
+//     durability, then published);
 //
-//	go test -run '^$' -bench BenchmarkTier32K -benchtime 2x -count 3 ./store/tier
+//   - install-nosync: the same into a store opened without fsync (what
+//     the local disk's durability costs).
+//
+//     go test -run '^$' -bench BenchmarkTier32K -benchtime 2x -count 3 ./store/tier
 func BenchmarkTier32K(b *testing.B) {
 	const (
 		tokens    = 32768
@@ -101,68 +108,76 @@ func BenchmarkTier32K(b *testing.B) {
 	if _, err := opener(readPrefix).Upload(ctx, src, pid); err != nil {
 		b.Fatal(err)
 	}
-	b.Run("raw-put", func(b *testing.B) {
-		b.SetBytes(total)
-		for b.Loop() {
-			p := prefix()
-			err := parallel(len(chunks), func(i int) error {
-				_, err := cl.PutObject(ctx, e.bucket, fmt.Sprintf("%s/chunks/%s", p, m.Chunks[i].ID), bytes.NewReader(chunks[i]),
-					int64(len(chunks[i])), minio.PutObjectOptions{DisableMultipart: true})
-				return err
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("upload", func(b *testing.B) {
-		b.SetBytes(total)
-		for b.Loop() {
-			res, err := opener(prefix()).Upload(ctx, src, pid)
-			if err != nil || res.ChunksPut != len(chunks) {
-				b.Fatalf("upload: %+v, %v", res, err)
-			}
-		}
-	})
-	b.Run("raw-get", func(b *testing.B) {
-		b.SetBytes(total)
-		for b.Loop() {
-			err := parallel(len(chunks), func(i int) error {
-				o, err := cl.GetObject(ctx, e.bucket, fmt.Sprintf("%s/chunks/%s", readPrefix, m.Chunks[i].ID), minio.GetObjectOptions{})
-				if err != nil {
-					return err
-				}
-				defer o.Close()
-				n, err := io.Copy(io.Discard, o)
-				if err == nil && n != chunkSize {
-					err = fmt.Errorf("chunk %d: %d bytes", i, n)
-				}
-				return err
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 	rt := opener(readPrefix)
-	b.Run("install", func(b *testing.B) {
-		b.SetBytes(total)
-		for b.Loop() {
-			b.StopTimer()
-			dst, err := store.Open(b.TempDir(), store.Options{Node: "dst"})
+	rawPut := func() {
+		p := prefix()
+		err := parallel(len(chunks), func(i int) error {
+			_, err := cl.PutObject(ctx, e.bucket, fmt.Sprintf("%s/chunks/%s", p, m.Chunks[i].ID), bytes.NewReader(chunks[i]),
+				int64(len(chunks[i])), minio.PutObjectOptions{DisableMultipart: true})
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	upload := func() {
+		res, err := opener(prefix()).Upload(ctx, src, pid)
+		if err != nil || res.ChunksPut != len(chunks) {
+			b.Fatalf("upload: %+v, %v", res, err)
+		}
+	}
+	rawGet := func() {
+		err := parallel(len(chunks), func(i int) error {
+			o, err := cl.GetObject(ctx, e.bucket, fmt.Sprintf("%s/chunks/%s", readPrefix, m.Chunks[i].ID), minio.GetObjectOptions{})
+			if err != nil {
+				return err
+			}
+			defer o.Close()
+			n, err := io.Copy(io.Discard, o)
+			if err == nil && n != chunkSize {
+				err = fmt.Errorf("chunk %d: %d bytes", i, n)
+			}
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	install := func(noSync bool) func() {
+		return func() {
+			dst, err := store.Open(b.TempDir(), store.Options{Node: "dst", NoSync: noSync})
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.StartTimer()
+			defer dst.Close()
 			res, err := rt.Install(ctx, dst, pid, id)
 			if err != nil || res.ChunksFetched != len(chunks) {
 				b.Fatalf("install: %+v, %v", res, err)
 			}
-			b.StopTimer()
-			if err := dst.Close(); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
 		}
-	})
+	}
+	// Every variant once per iteration, interleaved, so that all see the
+	// same machine state; each reports its MB/s, and the ratios are taken
+	// within the run.
+	variants := []struct {
+		name string
+		f    func()
+	}{{"raw-put", rawPut}, {"upload", upload}, {"raw-get", rawGet}, {"install", install(false)}, {"install-nosync", install(true)}}
+	spent := make([]time.Duration, len(variants))
+	b.ResetTimer()
+	for b.Loop() {
+		for i, v := range variants {
+			t0 := time.Now()
+			v.f()
+			spent[i] += time.Since(t0)
+		}
+	}
+	rate := func(i int) float64 { return float64(total) * float64(b.N) / spent[i].Seconds() / 1e6 }
+	for i, v := range variants {
+		b.ReportMetric(rate(i), v.name+"-MB/s")
+	}
+	b.ReportMetric(rate(1)/rate(0), "upload/raw-put")
+	b.ReportMetric(rate(3)/rate(2), "install/raw-get")
+	b.ReportMetric(rate(4)/rate(2), "install-nosync/raw-get")
+	b.ReportMetric(0, "ns/op")
 }
