@@ -261,10 +261,12 @@ func openServeTier(home string, o *serveTierOptions, log *slog.Logger, opts *ser
 		}
 		return nil
 	}
+	// Warm the index before serving; a tier that is down or slow is
+	// logged (by Refresh) and retried every --tier-refresh.
 	cctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	if err := t.Check(cctx); err != nil {
-		log.Warn("tier unavailable at start; serving from the local store until it answers", "tier", t.String(), "err", err)
+	if err := st.rt.Refresh(cctx); err == nil {
+		log.Info("tier index loaded", "tier", t.String(), "packs", st.rt.Index().Len())
 	}
 	st.rt.Start()
 	return st, nil

@@ -105,20 +105,21 @@ func (r *ReadThrough) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// Start refreshes the index now (a new node warms from the tier) and
-// then every ReadThroughOptions.Refresh until Close.
+// Start refreshes the index every ReadThroughOptions.Refresh until
+// Close. A server calls Refresh once before it serves (a new node warms
+// from the tier), then Start.
 func (r *ReadThrough) Start() {
 	go func() {
 		defer close(r.done)
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
-			_ = r.Refresh(ctx)
-			cancel()
 			select {
 			case <-r.stop:
 				return
 			case <-time.After(r.opts.Refresh):
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+			_ = r.Refresh(ctx)
+			cancel()
 		}
 	}()
 }
