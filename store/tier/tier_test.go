@@ -148,6 +148,31 @@ func TestUploadInstallRoundTrip(t *testing.T) {
 			t.Fatalf("block %d differs between A and B", i)
 		}
 	}
+	// A stored manifest is read again and again, in any order: no replay
+	// or stale-generation refusal. B drops the pack and installs it
+	// again; then a newer pack and the older one again.
+	if _, err := b.Remove(f.pack); err != nil {
+		t.Fatal(err)
+	}
+	if ir, err := tb.Install(ctx, b, f.pack, f.id); err != nil || !ir.New || ir.ChunksFetched != 5 {
+		t.Fatalf("install again: got %+v, %v; want it new, its 5 chunks fetched again", ir, err)
+	}
+	p2 := storetest.Publish(t, f.a, f.id, f.salt, packtest.Tokens(70, 32, 500), 96).Pack
+	if _, err := f.tier.Upload(ctx, f.a, p2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Install(ctx, b, p2, f.id); err != nil {
+		t.Fatalf("install of a newer pack: %v", err)
+	}
+	if _, err := b.Remove(f.pack); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Install(ctx, b, f.pack, f.id); err != nil {
+		t.Fatalf("install of the older pack after the newer: %v", err)
+	}
+	if rs, _ := b.Receipts(store.ReceiptFilter{}); len(rs) != 0 {
+		t.Fatalf("B holds %d receipts, want 0", len(rs))
+	}
 	// Another tenant's salt finds nothing.
 	if n, _ := restoreAll(t, b, f.id, []byte("tenant-2"), f.tokens); n != 0 {
 		t.Fatalf("tenant-2 restored %d tokens of tenant-1's pack, want 0", n)
