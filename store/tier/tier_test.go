@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/muserhq/muser/pack"
@@ -287,4 +288,51 @@ func TestInstallRefusals(t *testing.T) {
 			storetest.Check(t, b)
 		})
 	}
+}
+
+// TestInstallIgnoresTheReplayLedger: a node that accepted a pack from
+// producer node-a over replication (or an export file) with a later
+// generation still installs node-a's older tier manifests: stored
+// manifests are not offers, and the replay ledger does not apply
+// (store.AdmitOptions.Stored).
+func TestInstallIgnoresTheReplayLedger(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	key := bytes.Repeat([]byte("s"), 32)
+	a := storetest.Open(t, "", store.Options{Node: "node-a", BlockTokens: 16, SealKey: key})
+	b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16, SealKey: key})
+	id := packtest.Identity("replay")
+	// The tier manifest is sealed at generation 0 (a clock at the epoch).
+	cfg := e.config(testKey, "node-a")
+	cfg.Now = func() time.Time { return time.Unix(0, 0) }
+	old, err := tier.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1 := storetest.Publish(t, a, id, nil, packtest.Tokens(1, 32, 500), 64).Pack
+	if _, err := old.Upload(ctx, a, p1); err != nil {
+		t.Fatal(err)
+	}
+	// B imports another of node-a's packs (generation 1 in its ledger).
+	p2 := storetest.Publish(t, a, id, nil, packtest.Tokens(2, 32, 500), 64).Pack
+	var exp bytes.Buffer
+	if err := a.Export(ctx, p2, &exp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Import(ctx, &exp, store.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// An offer sealed at generation 0 would now be stale...
+	seal, mb, _, err := old.Manifest(ctx, p1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Admit(ctx, store.Offer{Manifest: mb, Seal: seal}, store.AdmitOptions{Key: testKey}); store.ReasonOf(err) != pack.ReasonStaleGeneration {
+		t.Fatalf("admit as an offer: got %v, want a stale-generation refusal", err)
+	}
+	// ...but the stored manifest installs.
+	if _, err := e.open(t, testKey, "node-b").Install(ctx, b, p1, id); err != nil {
+		t.Fatalf("install: got %v, want nil", err)
+	}
+	storetest.Check(t, b)
 }
