@@ -70,13 +70,14 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 	defer cancel()
 	for range min(parallel, len(missing)) {
 		wg.Go(func() {
+			var buf []byte // reused: the store keeps no reference to a chunk it wrote
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(missing) || cctx.Err() != nil {
 					return
 				}
 				c := missing[i]
-				n, err := t.fetchChunk(cctx, st, id, c, size[c], block[c])
+				n, err := t.fetchChunk(cctx, st, id, c, size[c], block[c], &buf)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -100,9 +101,12 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 
 // fetchChunk reads chunk c of pack pid and hands it to the store, which
 // verifies it against its ID.
-func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Digest, size uint32, block int) (int64, error) {
+func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Digest, size uint32, block int, buf *[]byte) (int64, error) {
 	key := t.chunkKey(c)
-	data, err := t.get(ctx, key, int64(size))
+	data, err := t.getInto(ctx, key, int64(size), *buf)
+	if data != nil {
+		*buf = data
+	}
 	if err != nil {
 		var oe *ObjectError
 		switch {

@@ -212,14 +212,21 @@ func (t *Tier) stat(ctx context.Context, key string) (object, error) {
 
 // get reads an object whole, refusing one longer than limit.
 func (t *Tier) get(ctx context.Context, key string, limit int64) ([]byte, error) {
+	return t.getInto(ctx, key, limit, nil)
+}
+
+// getInto is get reading into buf (grown as needed; a chunk's exact size
+// is known, so a buffer of it is never grown).
+func (t *Tier) getInto(ctx context.Context, key string, limit int64, buf []byte) ([]byte, error) {
 	o, err := t.cl.GetObject(ctx, t.cfg.Location.Bucket, key, minio.GetObjectOptions{})
 	if err != nil {
 		return nil, t.opError("get", key, err)
 	}
 	defer o.Close()
-	// Read into one buffer of the expected size (a chunk's is known):
-	// no growing copies.
-	b := make([]byte, 0, min(limit+1, 1<<20))
+	b := buf[:0]
+	if int64(cap(b)) < min(limit+1, 1<<20) {
+		b = make([]byte, 0, min(limit+1, 1<<20))
+	}
 	for {
 		if len(b) == cap(b) {
 			if int64(len(b)) > limit {
