@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,5 +273,29 @@ func TestReadThrough(t *testing.T) {
 	}
 	if n, _ := restoreAll(t, c, f.id, f.salt, prompt); n != 0 {
 		t.Fatalf("C restored %d tokens with the tier down, want 0", n)
+	}
+}
+
+// TestReadThroughConcurrent: requests for the same prompt at once
+// install the pack once.
+func TestReadThroughConcurrent(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
+	rt := tier.NewReadThrough(f.open(t, testKey, "node-b"), b, tier.ReadThroughOptions{})
+	if err := rt.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { _ = rt.Prefill(ctx, f.id, f.salt, f.tokens) })
+	}
+	wg.Wait()
+	stats, bytes := rt.Stats()
+	if stats[tier.OutcomeHit] != 1 || stats[tier.OutcomeMiss] != 3 || bytes != 5*96 {
+		t.Fatalf("4 concurrent reads: got %v and %d bytes fetched, want 1 hit, 3 misses, %d bytes", stats, bytes, 5*96)
+	}
+	if n, _ := restoreAll(t, b, f.id, f.salt, f.tokens); n != 80 {
+		t.Fatalf("restored %d tokens, want 80", n)
 	}
 }

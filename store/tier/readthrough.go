@@ -16,7 +16,8 @@ import (
 const (
 	// OutcomeHit: the tier held a longer prefix; it was installed.
 	OutcomeHit = "hit"
-	// OutcomeMiss: the tier holds no longer prefix than the store.
+	// OutcomeMiss: the tier holds no longer prefix than the store (or
+	// another request was installing it, and this one waited for it).
 	OutcomeMiss = "miss"
 	// OutcomeRefused: what the tier held failed a check (a receipt says
 	// which); the request is prefilled locally.
@@ -58,6 +59,7 @@ type ReadThrough struct {
 	log  *slog.Logger
 
 	mu        sync.Mutex
+	inflight  map[pack.Digest]chan struct{} // installs under way, closed when done
 	counts    map[string]int
 	downUntil time.Time
 	bytes     int64
@@ -82,7 +84,7 @@ func NewReadThrough(t *Tier, st *store.Store, opts ReadThroughOptions) *ReadThro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &ReadThrough{t: t, st: st, ix: NewIndex(t), opts: opts, log: log, counts: map[string]int{},
+	return &ReadThrough{t: t, st: st, ix: NewIndex(t), opts: opts, log: log, counts: map[string]int{}, inflight: map[pack.Digest]chan struct{}{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -162,10 +164,29 @@ func (r *ReadThrough) Read(ctx context.Context, id pack.Identity, salt []byte, t
 	}
 	r.mu.Lock()
 	down := r.t.now().Before(r.downUntil)
+	wait, busy := r.inflight[pid]
+	if !down && !busy {
+		r.inflight[pid] = make(chan struct{})
+	}
 	r.mu.Unlock()
 	if down {
 		return r.count(OutcomeUnavailable), InstallResult{}
 	}
+	if busy {
+		// Another request is installing the same pack: wait for it, and
+		// let the restore find what it installed.
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+		return r.count(OutcomeMiss), InstallResult{}
+	}
+	defer func() {
+		r.mu.Lock()
+		close(r.inflight[pid])
+		delete(r.inflight, pid)
+		r.mu.Unlock()
+	}()
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
