@@ -21,6 +21,7 @@ func TestDependencyDirection(t *testing.T) {
 		{".", nil},
 		{"../store", []string{mod + "pack", mod + "store/vfs"}},
 		{"../store/vfs", nil},
+		{"../store/tier", []string{mod + "pack", mod + "store"}},
 		{"../store/vfs/errorfs", []string{mod + "store/vfs"}},
 	}
 	for _, r := range rules {

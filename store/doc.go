@@ -43,7 +43,10 @@
 // if no pack comes to use it), leaving the fsync of its directory to the
 // next ledger commit; PublishPack publishes the manifest atomically once
 // every chunk is present, paying those directory fsyncs and advancing the
-// replay ledger in the same commit. On the sending side OpenPack returns a
+// replay ledger in the same commit. The fleet tier (store/tier) installs
+// packs read from shared storage through the same calls, with
+// AdmitOptions.Stored (a stored manifest is read many times, so the replay
+// ledger does not apply), and records its own refusals with Refuse. On the sending side OpenPack returns a
 // PackReader that checks the manifest once and reads single blocks,
 // verified, in any order and from several goroutines.
 //

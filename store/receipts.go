@@ -118,6 +118,25 @@ func (s *Store) refuse(id pack.Digest, source string, err error) error {
 	return &RefusalError{Receipt: r, Err: err}
 }
 
+// Refuse records a receipt for a refusal decided outside the store (the
+// fleet tier refusing an object) and returns the *RefusalError to hand
+// back. reason, when not empty, overrides the reason ReasonOf gives err.
+// On a read-only store the receipt is not recorded.
+func (s *Store) Refuse(id pack.Digest, source string, reason pack.Reason, err error) error {
+	r := s.newReceipt(id, source, err)
+	if reason != "" {
+		r.Reason = reason
+	}
+	if s.checkWritable() == nil {
+		_ = s.db.Update(func(tx *bolt.Tx) error {
+			var werr error
+			r, werr = s.putReceipt(tx, r)
+			return werr
+		})
+	}
+	return &RefusalError{Receipt: r, Err: err}
+}
+
 // putReceipt stores r in tx, assigning its ID, and applies retention.
 func (s *Store) putReceipt(tx *bolt.Tx, r Receipt) (Receipt, error) {
 	var rid [8]byte

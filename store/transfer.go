@@ -85,6 +85,12 @@ type AdmitOptions struct {
 	Expect *pack.Identity
 	// Source names the sender in receipts ("peer:NAME", "import:PATH").
 	Source string
+	// Stored marks an offer read from shared storage (the fleet tier)
+	// rather than sent: such a sealed manifest is meant to be read again
+	// and again, in any order, so the replay ledger is not consulted (and
+	// PublishPack must then be called without a Seal). Everything else is
+	// checked as for a sent offer.
+	Stored bool
 }
 
 // Admit checks an offer before any chunk is transferred (rule T1): the
@@ -115,8 +121,10 @@ func (s *Store) Admit(ctx context.Context, o Offer, opts AdmitOptions) (*pack.Ma
 	if err := o.Seal.Verify(key, pid); err != nil {
 		return nil, nil, refuse(err)
 	}
-	if err := s.db.View(func(tx *bolt.Tx) error { return s.checkReplay(tx, &o.Seal, false) }); err != nil {
-		return nil, nil, refuse(err)
+	if !opts.Stored {
+		if err := s.db.View(func(tx *bolt.Tx) error { return s.checkReplay(tx, &o.Seal, false) }); err != nil {
+			return nil, nil, refuse(err)
+		}
 	}
 	want := m.Identity
 	want.Format = pack.FormatVersion

@@ -7,6 +7,7 @@ import (
 
 	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/store"
+	"github.com/muserhq/muser/store/tier"
 	"github.com/spf13/pflag"
 )
 
@@ -15,6 +16,8 @@ func newPackGCCommand() *command {
 		maxBytes string
 		dryRun   bool
 		grace    time.Duration
+		tf       tierFlags
+		tgrace   time.Duration
 	)
 	cmd := &command{
 		name:    "pack gc",
@@ -32,11 +35,24 @@ removes and what it frees. --dry-run prints the same without deleting.
 (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024). While a muser
 server owns the store, the server runs gc (docs/serve.md, "Admin
 endpoint").`,
+(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
+
+With --tier s3://BUCKET/PREFIX it collects the fleet tier instead, safely
+while other nodes upload (docs/tier.md, "Fleet gc"): it marks every chunk
+a verified manifest names; with --max-bytes it evicts unpinned packs
+(pins/ID objects), oldest upload first, by deleting their manifests until
+the chunks the rest name fit; it then deletes chunks no manifest names
+once they are older than --tier-grace (at least 12h, the upload rules'
+bound), and manifests that do not verify after the same period.
+
+` + tierHelp,
 		home: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&maxBytes, "max-bytes", "", "byte budget for the store (default: no budget)")
 			fs.BoolVar(&dryRun, "dry-run", false, "say what would be removed, remove nothing")
 			fs.DurationVar(&grace, "grace", store.DefaultOrphanGrace, "keep orphan files younger than this")
+			tf.AddFlags(fs, "collect")
+			fs.DurationVar(&tgrace, "tier-grace", tier.DefaultGrace, "with --tier: keep unreferenced chunks younger than this (at least 12h)")
 		},
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
@@ -55,6 +71,13 @@ endpoint").`,
 			req.MaxBytes = &n
 		}
 		a, done, err := openAdmin(ctx, env, false)
+		if tf.url != "" {
+			if tgrace < tier.MinGrace {
+				return usagef(cmd, "--tier-grace %v: at least %v (docs/tier.md, rule G3)", tgrace, tier.MinGrace)
+			}
+			return runTierGC(ctx, env, &tf, max(opts.MaxBytes, 0), tgrace, dryRun)
+		}
+		s, err := openStore(env, false, false)
 		if err != nil {
 			return err
 		}

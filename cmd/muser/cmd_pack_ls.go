@@ -9,7 +9,10 @@ import (
 )
 
 func newPackLsCommand() *command {
-	var asJSON bool
+	var (
+		asJSON bool
+		tf     tierFlags
+	)
 	cmd := &command{
 		name:    "pack ls",
 		summary: "list the packs in the store",
@@ -21,12 +24,28 @@ The store is opened read-only; while a muser server owns it, the server
 answers (docs/serve.md, "Admin endpoint").`,
 		home:  true,
 		flags: func(fs *pflag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print JSON") },
+The store is opened read-only.
+
+With --tier s3://BUCKET/PREFIX it lists the fleet tier's manifests instead:
+ID, tokens, bytes, chunks, identity, the producer, when it was uploaded and
+its state (pinned, or why it does not verify).
+
+` + tierHelp,
+		home: true,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&asJSON, "json", false, "print JSON")
+			tf.AddFlags(fs, "list")
+		},
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef(cmd, "takes no arguments, got %q", args[0])
 		}
 		a, done, err := openAdmin(ctx, env, true)
+		if tf.url != "" {
+			return runTierLs(ctx, env, &tf, asJSON)
+		}
+		s, err := openStore(env, true, false)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ func newPackVerifyCommand() *command {
 	var (
 		asJSON bool
 		subset string
+		tf     tierFlags
 	)
 	cmd := &command{
 		name:    "pack verify",
@@ -34,14 +35,31 @@ them) and each gets a receipt.
 format spec); running 1/t to t/t covers every chunk. Progress goes to
 stderr when it is a terminal. While a muser server owns the store, the
 server runs the check (docs/serve.md, "Admin endpoint").`,
+stderr when it is a terminal. The store must not be in use.
+
+With --tier s3://BUCKET/PREFIX it checks the fleet tier instead, reading
+every object once and changing nothing: each manifest object's layout,
+name, seal (under the cluster's key) and Merkle root, and each chunk a
+manifest names (present, its size, its BLAKE3). Each finding names the
+object, the pack and the fault (missing, truncated, digest, bad seal).
+
+` + tierHelp,
 		home: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&subset, "read-data-subset", "", "read only the chunks of subset `n/t`")
 			fs.BoolVar(&asJSON, "json", false, "print JSON")
+			tf.AddFlags(fs, "check")
 		},
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
 		req := adminapi.VerifyRequest{Packs: args, ReadDataSubset: subset}
+		if tf.url != "" {
+			if len(args) > 0 || subset != "" {
+				return usagef(cmd, "--tier checks the whole tier: no IDs or --read-data-subset")
+			}
+			return runTierVerify(ctx, env, &tf, asJSON)
+		}
+		opts := store.VerifyOptions{Quarantine: true}
 		if subset != "" {
 			if _, err := store.ParseSubset(subset); err != nil {
 				return usagef(cmd, "--read-data-subset: %v", err)

@@ -41,6 +41,7 @@ type serveOptions struct {
 	logLevel      string
 	repl          serveReplOptions
 	modelOpts     serveModelOptions // cmd_serve_embed.go
+	tier          serveTierOptions
 }
 
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
@@ -61,6 +62,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	o.repl.AddFlags(fs)
 	o.modelOpts.AddFlags(fs)
+	o.tier.AddFlags(fs)
 }
 
 func newServeCommand() *command {
@@ -126,7 +128,20 @@ Replication (needs this node's cluster directory: 'muser cluster init' or
                         output is identical to a local prefill. If NODE is
                         unreachable or refuses, --prefill-fallback local
                         (default) prefills here and logs why; fail answers
-                        HTTP 502 (remote_prefill_failed).`,
+                        HTTP 502 (remote_prefill_failed).
+
+Fleet tier (docs/tier.md):
+  --tier s3://BUCKET/PREFIX  upload every new pack to the bucket in the
+                        background (only chunks it lacks, then the sealed
+                        manifest; bounded queue, retries, flushed for
+                        --shutdown-grace) and, before each restore, install
+                        from it the longest prefix it holds beyond the
+                        store's, verified as a received pack; a refusal
+                        leaves a receipt and a tier that is down or slow
+                        (--tier-timeout) is logged and skipped: requests
+                        never fail because of it.
+
+` + tierHelp,
 		flags: o.AddFlags,
 		home:  true,
 	}
@@ -242,9 +257,24 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	}
 	if clusterHome != nil {
 		opts.Cluster = dashboardCluster(clusterHome, rs)
+	var ts *serveTier
+	if o.tier.url != "" {
+		if ts, err = openServeTier(env.home, &o.tier, logger, &opts); err != nil {
+			if rs != nil {
+				rs.close(0)
+			}
+			var uerr *usageError
+			if errors.As(err, &uerr) && uerr.cmd == nil {
+				uerr.cmd = cmd
+			}
+			return err
+		}
 	}
 	s, err := serve.New(opts)
 	if err != nil {
+		if ts != nil {
+			ts.close(0)
+		}
 		if rs != nil {
 			rs.close(0)
 		}
@@ -256,6 +286,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		s.Close()
+		if ts != nil {
+			ts.close(0)
+		}
 		if rs != nil {
 			rs.close(0)
 		}
@@ -265,13 +298,30 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		if err := rs.start(s); err != nil {
 			ln.Close()
 			s.Close()
+			if ts != nil {
+				ts.close(0)
+			}
 			rs.close(0)
+			return err
+		}
+	}
+	if ts != nil {
+		if err := s.RegisterMetrics(ts.collectors()...); err != nil {
+			ln.Close()
+			s.Close()
+			ts.close(0)
+			if rs != nil {
+				rs.close(0)
+			}
 			return err
 		}
 	}
 	fmt.Fprintf(env.stdout, "muser serve: %s ready on http://%s (store %s)\n", s.ModelID(), urlHost(ln.Addr()), env.home)
 	if rs != nil {
 		fmt.Fprintf(env.stdout, "muser serve: %s\n", rs.describe())
+	}
+	if ts != nil {
+		fmt.Fprintf(env.stdout, "muser serve: %s\n", ts.describe())
 	}
 	// A second SIGINT or SIGTERM during the shutdown cancels the requests
 	// still running instead of waiting out --shutdown-grace.
@@ -298,6 +348,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		}
 	}()
 	err = s.Serve(ctx, ln)
+	if ts != nil {
+		err = errors.Join(err, ts.close(o.grace))
+	}
 	if rs != nil {
 		err = errors.Join(err, rs.close(o.grace))
 	}

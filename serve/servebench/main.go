@@ -37,6 +37,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -67,8 +68,44 @@ func main() {
 		muserBin  = flag.String("muser", "", "with -remote: the muser binary (default: go build ./cmd/muser)")
 		warmConn  = flag.Bool("warm-conn", true, "with -remote: open each consumer's connection to the producer before the measured request")
 		prodDev   = flag.String("producer-device", "", "with -remote: the producer's --device (e.g. cuda); each consumer then sends a prompt the producer has not seen (it prefills it cold), and local cold is a CPU server of its own")
+		tierMode  = flag.Bool("tier", false, "measure time to first token from the fleet tier (an S3 server, -s3-server) vs a cold prefill instead (muser serve processes; see tier.go)")
+		s3Server  = flag.String("s3-server", "", "with -tier: the versitygw binary (default $MUSER_S3_SERVER, else scripts/s3server.sh's)")
 	)
 	flag.Parse()
+	if *tierMode {
+		model := *modelPath
+		if model == "" {
+			if *keep == "" {
+				fmt.Fprintln(os.Stderr, "servebench: -tier needs -model FILE or -keep DIR (the model is built there once)")
+				os.Exit(2)
+			}
+			model = filepath.Join(*keep, "qwen2.5-0.5b-q8_0-seed1.gguf")
+			if _, err := os.Stat(model); err != nil {
+				logf("building %s", model)
+				if err := enginetest.WriteFile(model, enginetest.Qwen25_05B, ggml.TypeQ8_0, 1); err != nil {
+					fmt.Fprintln(os.Stderr, "servebench:", err)
+					os.Exit(1)
+				}
+			}
+		}
+		s3bin := *s3Server
+		if s3bin == "" {
+			s3bin = os.Getenv("MUSER_S3_SERVER")
+		}
+		if s3bin == "" {
+			out, err := exec.Command("bash", "scripts/s3server.sh").Output()
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "servebench: scripts/s3server.sh:", err)
+				os.Exit(1)
+			}
+			s3bin = strings.TrimSpace(string(out))
+		}
+		if err := runTier(*muserBin, model, s3bin, ints(*depthsArg), *threads); err != nil {
+			fmt.Fprintln(os.Stderr, "servebench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *remote {
 		model := *modelPath
 		if model == "" {

@@ -1,0 +1,226 @@
+package tier
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/muserhq/muser/pack"
+)
+
+// GCOptions qualify GC.
+type GCOptions struct {
+	// MaxBytes, when positive, is the byte budget of the tier's chunks:
+	// unpinned packs are evicted, oldest upload first (then oldest
+	// creation), until the chunks
+	// the remaining packs name fit it.
+	MaxBytes int64
+	// Grace is how old an unreferenced chunk (or a manifest that does
+	// not verify) must be before it is deleted; at least MinGrace
+	// (rule G3). Zero means MinGrace.
+	Grace time.Duration
+	// DryRun reports what would be done without deleting anything.
+	DryRun bool
+}
+
+// GCReport says what GC found and did.
+type GCReport struct {
+	// Packs and Chunks count the manifests and chunk objects found;
+	// Bytes the chunk bytes.
+	Packs, Chunks int
+	Bytes         int64
+	// Pinned counts the packs kept because pins/ID exists.
+	Pinned int
+	// Evicted lists the packs whose manifests were deleted (or would
+	// be, with DryRun) to meet the budget.
+	Evicted []pack.Digest
+	// BadManifests counts manifest objects that do not verify and were
+	// deleted (older than the grace period) or kept (younger).
+	BadManifests int
+	// DeletedChunks and DeletedBytes count the unreferenced chunks
+	// deleted; Young counts unreferenced chunks younger than the grace
+	// period, kept for a later run.
+	DeletedChunks int
+	DeletedBytes  int64
+	Young         int
+	// Stopped is true when the run reached MaxGCTime and deleted nothing
+	// more (rule G4).
+	Stopped bool
+}
+
+// GC keeps the tier within a byte budget and deletes what no pack needs,
+// safely against uploads running on other nodes (docs/tier.md, "Fleet
+// gc"): it marks from the manifests (every chunk a verified manifest
+// names is live), evicts unpinned packs oldest first while over budget by
+// deleting their manifests, and sweeps a chunk only when no remaining
+// manifest names it and its last-modified time, checked again just
+// before the delete, is older than the grace period (G1–G4 make that
+// safe: an uploader refreshes any chunk it relies on that is older than
+// RefreshAge). Manifests that do not verify name nothing and are deleted
+// after the grace period.
+func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
+	var rep GCReport
+	if opts.Grace == 0 {
+		opts.Grace = MinGrace
+	}
+	if opts.Grace < MinGrace {
+		return rep, fmt.Errorf("%w: gc grace %v is shorter than the tier's minimum, %v", pack.ErrInvalid, opts.Grace, MinGrace)
+	}
+	start := t.now()
+	mobjs, err := t.list(ctx, dirManifests)
+	if err != nil {
+		return rep, err
+	}
+	pins, err := t.pins(ctx)
+	if err != nil {
+		return rep, err
+	}
+	type live struct {
+		id       pack.Digest
+		key      string
+		modified time.Time
+		created  time.Time
+		chunks   []pack.Digest
+	}
+	var packs []live
+	refs := map[pack.Digest]int{}
+	var badKeys []object
+	for _, o := range mobjs {
+		id, ok := digestName(o.Key, dirManifests)
+		var m *pack.Manifest
+		if ok {
+			_, _, m, err = t.Manifest(ctx, id)
+			if err != nil && (isUnavailable(err) || isNotFound(err)) {
+				if isNotFound(err) {
+					continue
+				}
+				return rep, err
+			}
+		}
+		if !ok || err != nil {
+			rep.BadManifests++
+			badKeys = append(badKeys, o)
+			continue
+		}
+		rep.Packs++
+		l := live{id: id, key: o.Key, modified: o.Modified, created: m.Created}
+		seen := map[pack.Digest]bool{}
+		for _, c := range m.Chunks {
+			if !seen[c.ID] {
+				seen[c.ID] = true
+				l.chunks = append(l.chunks, c.ID)
+				refs[c.ID]++
+			}
+		}
+		packs = append(packs, l)
+	}
+	if rep.Packs == 0 && rep.BadManifests > 0 {
+		// Likely the wrong key: sweeping now would delete every chunk.
+		return rep, fmt.Errorf("%w: none of the tier's %d manifests verifies under this key (the wrong cluster or --tier-key?); gc deletes nothing", ErrWrongKey, rep.BadManifests)
+	}
+	cobjs, err := t.list(ctx, dirChunks)
+	if err != nil {
+		return rep, err
+	}
+	size := map[pack.Digest]int64{}
+	for _, o := range cobjs {
+		rep.Chunks++
+		rep.Bytes += o.Size
+		if id, ok := digestName(o.Key, dirChunks); ok {
+			size[id] = o.Size
+		}
+	}
+	// Evict, oldest upload first, until the live chunks fit the budget.
+	if opts.MaxBytes > 0 {
+		var liveBytes int64
+		for id := range refs {
+			liveBytes += size[id]
+		}
+		// Object times have a resolution of a second on many servers:
+		// ties go by the packs' creation times.
+		sort.Slice(packs, func(i, j int) bool {
+			if !packs[i].modified.Equal(packs[j].modified) {
+				return packs[i].modified.Before(packs[j].modified)
+			}
+			return packs[i].created.Before(packs[j].created)
+		})
+		for _, p := range packs {
+			if pins[p.id] {
+				rep.Pinned++
+				continue
+			}
+			if liveBytes <= opts.MaxBytes {
+				continue
+			}
+			if !opts.DryRun {
+				if err := t.remove(ctx, p.key); err != nil {
+					return rep, err
+				}
+			}
+			rep.Evicted = append(rep.Evicted, p.id)
+			for _, c := range p.chunks {
+				if refs[c]--; refs[c] == 0 {
+					delete(refs, c)
+					liveBytes -= size[c]
+				}
+			}
+		}
+	} else {
+		for _, p := range packs {
+			if pins[p.id] {
+				rep.Pinned++
+			}
+		}
+	}
+	// Sweep.
+	old := func(m time.Time) bool { return t.now().Sub(m) >= opts.Grace }
+	for _, o := range badKeys {
+		if t.now().Sub(start) > MaxGCTime {
+			rep.Stopped = true
+			return rep, nil
+		}
+		if old(o.Modified) && !opts.DryRun {
+			if err := t.remove(ctx, o.Key); err != nil {
+				return rep, err
+			}
+		}
+	}
+	for _, o := range cobjs {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if t.now().Sub(start) > MaxGCTime {
+			rep.Stopped = true
+			return rep, nil
+		}
+		if id, ok := digestName(o.Key, dirChunks); ok && refs[id] > 0 {
+			continue
+		}
+		if !old(o.Modified) {
+			rep.Young++
+			continue
+		}
+		// Rule G4: check the time again just before deleting; an
+		// uploader may have refreshed the chunk since the listing.
+		cur, err := t.stat(ctx, o.Key)
+		if err != nil {
+			if isNotFound(err) {
+				continue
+			}
+			return rep, err
+		}
+		if !old(cur.Modified) {
+			rep.Young++
+			continue
+		}
+		if !opts.DryRun {
+			if err := t.remove(ctx, o.Key); err != nil {
+				return rep, err
+			}
+		}
+		rep.DeletedChunks++
+		rep.DeletedBytes += cur.Size
+	}
+	return rep, nil
+}

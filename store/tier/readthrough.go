@@ -1,0 +1,242 @@
+package tier
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/store"
+)
+
+// Read-through outcomes, the values of ReadThroughStats' keys and of the
+// muser_tier_reads_total metric's outcome label.
+const (
+	// OutcomeHit: the tier held a longer prefix; it was installed.
+	OutcomeHit = "hit"
+	// OutcomeMiss: the tier holds no longer prefix than the store (or
+	// another request was installing it, and this one waited for it).
+	OutcomeMiss = "miss"
+	// OutcomeRefused: what the tier held failed a check (a receipt says
+	// which); the request is prefilled locally.
+	OutcomeRefused = "refused"
+	// OutcomeUnavailable: the tier could not be reached or was too slow;
+	// the request is prefilled locally.
+	OutcomeUnavailable = "unavailable"
+)
+
+// Outcomes lists every read-through outcome.
+var Outcomes = []string{OutcomeHit, OutcomeMiss, OutcomeRefused, OutcomeUnavailable}
+
+// ReadThroughOptions configure a ReadThrough.
+type ReadThroughOptions struct {
+	// Timeout bounds one read-through (default 30s); past it the request
+	// is prefilled locally.
+	Timeout time.Duration
+	// Refresh is how often the index is refreshed in the background
+	// (default 30s).
+	Refresh time.Duration
+	// Backoff is how long the tier is skipped after it was found
+	// unavailable (default 10s).
+	Backoff time.Duration
+	// Logger receives the logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// ReadThrough serves a store's misses from the tier: before a request's
+// local restore, Prefill looks the prompt up in the tier's index and, when
+// the tier holds more of it than the store, installs that pack in the
+// store (Install: every check of a received pack), so the restore that
+// follows finds it. Nothing it does fails a request: a refusal or an
+// unreachable tier is logged, counted and left to a local prefill.
+type ReadThrough struct {
+	t    *Tier
+	st   *store.Store
+	ix   *Index
+	opts ReadThroughOptions
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	inflight  map[pack.Digest]chan struct{} // installs under way, closed when done
+	counts    map[string]int
+	downUntil time.Time
+	bytes     int64
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewReadThrough returns a read-through of t into st, serving only
+// identity's packs. Start warms and refreshes its index.
+func NewReadThrough(t *Tier, st *store.Store, opts ReadThroughOptions) *ReadThrough {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = 30 * time.Second
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = 10 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &ReadThrough{t: t, st: st, ix: NewIndex(t), opts: opts, log: log, counts: map[string]int{}, inflight: map[pack.Digest]chan struct{}{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Index returns the read-through's index.
+func (r *ReadThrough) Index() *Index { return r.ix }
+
+// Refresh refreshes the index once, logging what it found.
+func (r *ReadThrough) Refresh(ctx context.Context) error {
+	res, err := r.ix.Refresh(ctx)
+	if err != nil {
+		r.markDown(err)
+		return err
+	}
+	for _, e := range res.BadErrs {
+		r.log.Warn("tier manifest ignored: it does not verify", "tier", r.t.String(), "err", e)
+	}
+	if res.Added > 0 || res.Removed > 0 {
+		r.log.Info("tier index refreshed", "tier", r.t.String(), "added", res.Added, "removed", res.Removed, "packs", r.ix.Len())
+	}
+	return nil
+}
+
+// Start refreshes the index every ReadThroughOptions.Refresh until
+// Close. A server calls Refresh once before it serves (a new node warms
+// from the tier), then Start.
+func (r *ReadThrough) Start() {
+	go func() {
+		defer close(r.done)
+		for {
+			select {
+			case <-r.stop:
+				return
+			case <-time.After(r.opts.Refresh):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+			_ = r.Refresh(ctx)
+			cancel()
+		}
+	}()
+}
+
+// Close stops the background refresh.
+func (r *ReadThrough) Close() {
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(r.opts.Timeout):
+	}
+}
+
+// Prefill has the shape of serve.Options.RemotePrefill and always
+// returns nil: it installs from the tier the longest prefix of tokens
+// under (id, salt) that the tier holds beyond what the store holds.
+func (r *ReadThrough) Prefill(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error {
+	r.Read(ctx, id, salt, tokens)
+	return nil
+}
+
+// Read is Prefill returning the outcome and, for a hit, what Install
+// did.
+func (r *ReadThrough) Read(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) (string, InstallResult) {
+	block := r.st.BlockTokens()
+	if len(tokens) < block {
+		return r.count(OutcomeMiss), InstallResult{}
+	}
+	keys := pack.BlockKeys(id.Key(), pack.TenantTag(salt), tokens, block)
+	pid, depth, ok := r.ix.Lookup(keys)
+	if !ok {
+		return r.count(OutcomeMiss), InstallResult{}
+	}
+	if m, err := r.st.Match(id, salt, tokens); err == nil && m.Blocks >= depth {
+		return r.count(OutcomeMiss), InstallResult{}
+	}
+	r.mu.Lock()
+	down := r.t.now().Before(r.downUntil)
+	wait, busy := r.inflight[pid]
+	if !down && !busy {
+		r.inflight[pid] = make(chan struct{})
+	}
+	r.mu.Unlock()
+	if down {
+		return r.count(OutcomeUnavailable), InstallResult{}
+	}
+	if busy {
+		// Another request is installing the same pack: wait for it, and
+		// let the restore find what it installed.
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+		return r.count(OutcomeMiss), InstallResult{}
+	}
+	defer func() {
+		r.mu.Lock()
+		close(r.inflight[pid])
+		delete(r.inflight, pid)
+		r.mu.Unlock()
+	}()
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	res, err := r.t.Install(ctx, r.st, pid, id)
+	switch {
+	case err == nil:
+		r.mu.Lock()
+		r.bytes += res.BytesFetched
+		r.mu.Unlock()
+		r.log.Info("pack restored from the tier", "tier", r.t.String(), "pack", pid.Short(), "tokens", res.Tokens,
+			"chunks_fetched", res.ChunksFetched, "bytes", res.BytesFetched)
+		return r.count(OutcomeHit), res
+	case errors.Is(err, pack.ErrRefused):
+		r.log.Warn("tier pack refused; prefilling locally", "tier", r.t.String(), "pack", pid.Short(), "err", err)
+		return r.count(OutcomeRefused), res
+	case errors.Is(err, ErrNotFound):
+		r.log.Info("tier pack gone from the bucket; prefilling locally", "tier", r.t.String(), "pack", pid.Short())
+		return r.count(OutcomeMiss), res
+	}
+	if parent.Err() != nil {
+		// The request went away; the tier is not to blame.
+		return r.count(OutcomeMiss), res
+	}
+	r.markDown(err)
+	return r.count(OutcomeUnavailable), res
+}
+
+// markDown skips the tier for Backoff after it failed.
+func (r *ReadThrough) markDown(err error) {
+	r.mu.Lock()
+	r.downUntil = r.t.now().Add(r.opts.Backoff)
+	r.mu.Unlock()
+	r.log.Warn("tier unavailable; serving from the local store only", "tier", r.t.String(), "retry_in", r.opts.Backoff, "err", err)
+}
+
+func (r *ReadThrough) count(outcome string) string {
+	r.mu.Lock()
+	r.counts[outcome]++
+	r.mu.Unlock()
+	return outcome
+}
+
+// Stats returns how many read-throughs ended in each outcome, and the
+// chunk bytes fetched.
+func (r *ReadThrough) Stats() (map[string]int, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.counts))
+	for k, v := range r.counts {
+		out[k] = v
+	}
+	return out, r.bytes
+}
