@@ -46,6 +46,11 @@ type slot struct {
 	stop    *sample.Stop
 	text    strings.Builder // all decoded output, for naming the stop word
 	last    int32           // the last sampled token, fed at the next step
+	draft   []int32         // draft tokens fed after last in this step (draft.go)
+	spec    specState       // the draft lane's state for this slot (draft.go)
+	// verifyLen, while a step's drafts are verified, is the length the
+	// sequence has for the token being verified (draft.go); 0 otherwise.
+	verifyLen int
 	lastAt  time.Time
 	res     Result
 	lastUse time.Time
@@ -377,9 +382,10 @@ func (s *Scheduler) gather(rr *int) ([]engine.Step, []*slot) {
 		steps  []engine.Step
 		owners []*slot
 	)
+	s.propose()
 	for _, sl := range s.slots {
 		if sl.state == stDecode {
-			steps = append(steps, engine.Step{Seq: sl.seq, Tokens: []int32{sl.last}, Output: engine.OutputLast, Logits: sl.logits})
+			steps = append(steps, s.decodeStep(sl))
 			owners = append(owners, sl)
 		}
 	}
@@ -421,10 +427,22 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 			return
 		}
 	}
-	tok, err := sl.task.sampler.Sample(sl.logits)
+	if len(sl.draft) > 0 {
+		s.verify(sl, now)
+		return
+	}
+	s.next(sl, sl.logits, now)
+}
+
+// next samples the slot's next token from logits (the row after its last
+// fed token), emits it and ends the request if it should end; it reports
+// whether generation goes on (sl.last then holds the token to feed).
+func (s *Scheduler) next(sl *slot, logits []float32, now time.Time) bool {
+	req := sl.task.req
+	tok, err := sl.task.sampler.Sample(logits)
 	if err != nil {
 		s.end(sl, FinishError, &RequestError{Field: "logit_bias", Reason: err.Error(), Err: err}, true)
-		return
+		return false
 	}
 	sl.task.sampler.Accept(tok)
 	sl.res.Generated = append(sl.res.Generated, tok)
@@ -437,11 +455,11 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 	if s.cfg.Tokenizer.IsEOG(tok) {
 		sl.res.EOG = true
 		s.end(sl, FinishStop, nil, true)
-		return
+		return false
 	}
 	ev := Event{Token: tok, Time: now}
 	if req.Logprobs >= 0 {
-		lp, top := sample.Logprobs(sl.logits, tok, req.Logprobs)
+		lp, top := sample.Logprobs(logits, tok, req.Logprobs)
 		ev.Logprob, ev.Top = &lp, top
 	}
 	piece := sl.dec.Write(tok)
@@ -455,14 +473,16 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 		s.end(sl, FinishStop, nil, true)
 	case req.MaxTokens > 0 && len(sl.res.Generated) >= req.MaxTokens:
 		s.end(sl, FinishLength, nil, true)
-	case sl.seq.Len() >= sl.seq.Max():
+	case sl.fed() >= sl.seq.Max():
 		s.end(sl, FinishLength, nil, true) // no room to feed tok
 	default:
 		sl.last = tok
 		if sl.state != stDecode {
 			s.setState(sl, stDecode)
 		}
+		return true
 	}
+	return false
 }
 
 // firstStop names the stop string that occurs earliest in text.
@@ -483,6 +503,7 @@ func firstStop(text string, stops []string) string {
 // slot's new full blocks to the publisher (when publish is set and there
 // is a store), and frees the slot.
 func (s *Scheduler) end(sl *slot, f Finish, err error, publish bool) {
+	sl.endVerify()
 	t := sl.task
 	if f == FinishStop || f == FinishLength || f == FinishCancelled {
 		tail := sl.dec.Flush()

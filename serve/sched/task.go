@@ -124,6 +124,9 @@ type Result struct {
 	Restored time.Time
 	// Pack is, for a PrefillOnly request, the pack that holds its prefix.
 	Pack pack.Digest
+	// Drafted is how many draft tokens were compared with the sampled
+	// ones (speculative decoding), and Accepted how many of them matched.
+	Drafted, Accepted int
 }
 
 // Task is a submitted request. Next delivers its events; the task ends

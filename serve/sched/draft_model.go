@@ -1,0 +1,135 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/tokenizer"
+)
+
+// ModelDrafter drafts with a smaller (or more coarsely quantized) model of
+// the same tokenizer: the draft model decodes greedily from the slot's
+// history. It keeps one sequence per slot and, at each step, computes only
+// the history it has not yet seen (the tokens the target accepted since),
+// all slots in one Forward, then one Forward per draft token.
+type ModelDrafter struct {
+	model *engine.Model
+	ctx   int
+	seqs  map[int]*engine.Sequence
+	steps []engine.Step
+	live  []int // indexes into the Draft call's requests still drafting
+}
+
+// NewModelDrafter returns a drafter on model, whose sequences hold up to
+// ctx tokens (the scheduler's Config.Ctx). The caller keeps model open
+// while the drafter is used and closes it after the drafter.
+func NewModelDrafter(model *engine.Model, ctx int) *ModelDrafter {
+	return &ModelDrafter{model: model, ctx: ctx, seqs: make(map[int]*engine.Sequence)}
+}
+
+// Name returns "model".
+func (*ModelDrafter) Name() string { return "model" }
+
+// Forget releases the slot's draft sequence.
+func (d *ModelDrafter) Forget(slot int) {
+	if seq := d.seqs[slot]; seq != nil {
+		seq.Close()
+		delete(d.seqs, slot)
+	}
+}
+
+// Close releases every draft sequence.
+func (d *ModelDrafter) Close() error {
+	var err error
+	for id, seq := range d.seqs {
+		err = errors.Join(err, seq.Close())
+		delete(d.seqs, id)
+	}
+	return err
+}
+
+// Draft catches each slot's draft sequence up with its history and
+// decodes greedily from there.
+func (d *ModelDrafter) Draft(ctx context.Context, reqs []DraftRequest) error {
+	V := d.model.Config().Vocab
+	d.steps, d.live = d.steps[:0], d.live[:0]
+	for i := range reqs {
+		r := &reqs[i]
+		r.Tokens = r.Tokens[:0]
+		seq := d.seqs[r.Slot]
+		if seq == nil {
+			var err error
+			if seq, err = d.model.NewSequence(d.ctx); err != nil {
+				return fmt.Errorf("draft sequence for slot %d: %w", r.Slot, err)
+			}
+			d.seqs[r.Slot] = seq
+		}
+		h := r.History
+		// The last history token is always fed again: its logits are
+		// the first draft's.
+		keep := min(commonPrefix(seq.Tokens(), h), len(h)-1)
+		if err := seq.Truncate(keep); err != nil {
+			return err
+		}
+		room := seq.Max() - len(h)
+		if room < 0 {
+			continue // the target's context is longer than the draft's
+		}
+		r.Max = min(r.Max, room+1)
+		d.steps = append(d.steps, engine.Step{Seq: seq, Tokens: h[keep:], Output: engine.OutputLast})
+		d.live = append(d.live, i)
+	}
+	for round := 0; len(d.steps) > 0; round++ {
+		if err := d.model.Forward(ctx, d.steps); err != nil {
+			return fmt.Errorf("draft model: %w", err)
+		}
+		steps, live := d.steps[:0], d.live[:0]
+		for j, st := range d.steps {
+			r := &reqs[d.live[j]]
+			t := argmax(st.Logits[:V])
+			if t < 0 || int(t) >= V {
+				continue
+			}
+			r.Tokens = append(r.Tokens, t)
+			if len(r.Tokens) >= r.Max {
+				continue // the last draft is not fed: the target verifies it
+			}
+			st.Tokens = r.Tokens[len(r.Tokens)-1:]
+			steps, live = append(steps, st), append(live, d.live[j])
+		}
+		d.steps, d.live = steps, live
+	}
+	return nil
+}
+
+// CheckDraftTokenizer reports whether a draft model's tokenizer gives
+// every token id the meaning the target's does: the same vocabulary size,
+// pieces and token types, special ids and end-of-generation set. A
+// difference is a *TokenizerMismatchError naming the first one.
+func CheckDraftTokenizer(target, draft *tokenizer.Tokenizer) error {
+	mismatch := func(field, t, d string) error {
+		return &TokenizerMismatchError{Field: field, Target: t, Draft: d}
+	}
+	if a, b := target.VocabSize(), draft.VocabSize(); a != b {
+		return mismatch("vocabulary size", fmt.Sprint(a), fmt.Sprint(b))
+	}
+	for id := range int32(target.VocabSize()) {
+		if a, b := target.Token(id), draft.Token(id); a != b {
+			return mismatch(fmt.Sprintf("piece of token %d", id), fmt.Sprintf("%q", a), fmt.Sprintf("%q", b))
+		}
+		if a, b := target.Type(id), draft.Type(id); a != b {
+			return mismatch(fmt.Sprintf("type of token %d", id), fmt.Sprint(a), fmt.Sprint(b))
+		}
+	}
+	for sp := tokenizer.SpecialBOS; sp <= tokenizer.SpecialFIMSep; sp++ {
+		if a, b := target.SpecialID(sp), draft.SpecialID(sp); a != b {
+			return mismatch(sp.Key(), fmt.Sprint(a), fmt.Sprint(b))
+		}
+	}
+	if a, b := target.EOGs(), draft.EOGs(); fmt.Sprint(a) != fmt.Sprint(b) {
+		return mismatch("end-of-generation tokens", fmt.Sprint(a), fmt.Sprint(b))
+	}
+	return nil
+}
