@@ -41,19 +41,21 @@ type slot struct {
 	// seq holds nothing reusable.
 	salt []byte
 
-	logits []float32
-	dec    *tokenizer.StreamDecoder
-	stop   *sample.Stop
-	text   strings.Builder // all decoded output, for naming the stop word
-	last   int32           // the last sampled token, fed at the next step
-	draft  []int32         // draft tokens fed after last in this step (draft.go)
-	spec   specState       // the draft lane's state for this slot (draft.go)
-	// verifyLen, while a step's drafts are verified, is the length the
-	// sequence has for the token being verified (draft.go); 0 otherwise.
+	logits  []float32
+	dec     *tokenizer.StreamDecoder
+	stop    *sample.Stop
+	text    strings.Builder // all decoded output, for naming the stop word
+	last    int32           // the last sampled token, fed at the next step
+	lastAt  time.Time
+	res     Result
+	lastUse time.Time
+
+	// The draft lane (draft.go): the drafts fed after last in this step,
+	// the lane's state, and, while drafts are verified, the length the
+	// sequence has for the token being verified (0 otherwise).
+	draft     []int32
+	spec      specState
 	verifyLen int
-	lastAt    time.Time
-	res       Result
-	lastUse   time.Time
 }
 
 type restoreResult struct {
