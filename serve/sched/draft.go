@@ -40,6 +40,8 @@ type DraftRequest struct {
 	History []int32
 	// Max is the most tokens to propose (at least 1).
 	Max int
+	// Ctx is the most tokens the slot's sequence holds (Config.Ctx).
+	Ctx int
 	// Tokens receives the proposal; the drafter appends to Tokens[:0].
 	Tokens []int32
 }
@@ -172,7 +174,7 @@ func (s *Scheduler) propose() {
 		h := append(sl.spec.hist[:0], sl.seq.Tokens()...)
 		h = append(h, sl.last)
 		sl.spec.hist = h
-		reqs = append(reqs, DraftRequest{Slot: sl.id, History: h, Max: k, Tokens: sl.draft[:0]})
+		reqs = append(reqs, DraftRequest{Slot: sl.id, History: h, Max: k, Ctx: sl.seq.Max(), Tokens: sl.draft[:0]})
 		owners = append(owners, sl)
 	}
 	if len(reqs) == 0 {
@@ -233,11 +235,15 @@ func (s *Scheduler) verify(sl *slot, now time.Time) {
 	draft := sl.draft
 	k := len(draft)
 	base := sl.seq.Len() - 1 - k // the sequence before last
-	accepted, rejected, emitted := 0, false, 0
+	// The counts are updated before each token is handled: a request
+	// that ends hands its Result to the client at once, and the
+	// scheduler's counts must already include it.
+	s.draftN.steps.Add(1)
+	accepted, rejected := 0, false
 	for j := 0; j <= k; j++ {
 		// Plain decoding samples row j with last, d1..dj fed.
 		sl.verifyLen = base + 1 + j
-		emitted++
+		s.draftN.tokens.Add(1)
 		if !s.next(sl, sl.logits[j*V:(j+1)*V], now) {
 			break // the request ended (end cut the sequence back)
 		}
@@ -245,11 +251,13 @@ func (s *Scheduler) verify(sl *slot, now time.Time) {
 			break
 		}
 		sl.res.Drafted++
+		s.draftN.drafted.Add(1)
 		if sl.last != draft[j] {
 			rejected = true
 			break
 		}
 		sl.res.Accepted++
+		s.draftN.accepted.Add(1)
 		accepted++
 	}
 	sl.endVerify()
@@ -257,16 +265,10 @@ func (s *Scheduler) verify(sl *slot, now time.Time) {
 	// The acceptance estimate counts only compared drafts: a request that
 	// ended within the step compared fewer.
 	sl.spec.acc = sl.spec.acc*draftDecay + float64(accepted)
-	sl.spec.rej = sl.spec.rej * draftDecay
-	compared := accepted
+	sl.spec.rej *= draftDecay
 	if rejected {
 		sl.spec.rej++
-		compared++
 	}
-	s.draftN.drafted.Add(int64(compared))
-	s.draftN.accepted.Add(int64(accepted))
-	s.draftN.steps.Add(1)
-	s.draftN.tokens.Add(int64(emitted))
 }
 
 // fed returns the number of tokens the slot's sequence holds for the

@@ -16,18 +16,43 @@ import (
 // all slots in one Forward, then one Forward per draft token.
 type ModelDrafter struct {
 	model *engine.Model
-	ctx   int
+	own   bool // Close closes model
 	seqs  map[int]*engine.Sequence
 	steps []engine.Step
 	live  []int // indexes into the Draft call's requests still drafting
 }
 
-// NewModelDrafter returns a drafter on model, whose sequences hold up to
-// ctx tokens (the scheduler's Config.Ctx). The caller keeps model open
-// while the drafter is used and closes it after the drafter.
-func NewModelDrafter(model *engine.Model, ctx int) *ModelDrafter {
-	return &ModelDrafter{model: model, ctx: ctx, seqs: make(map[int]*engine.Sequence)}
+// NewModelDrafter returns a drafter on a loaded model, which the caller
+// keeps open while the drafter is used and closes after it. The model's
+// tokenizer must be the target's (CheckDraftTokenizer).
+func NewModelDrafter(model *engine.Model) *ModelDrafter {
+	return &ModelDrafter{model: model, seqs: make(map[int]*engine.Sequence)}
 }
+
+// OpenModelDrafter opens the GGUF file at path with opts as the draft
+// model of a target whose tokenizer is target, and returns a drafter that
+// owns it (Close closes it). A draft model whose tokenizer differs is an
+// error wrapping a *TokenizerMismatchError.
+func OpenModelDrafter(path string, opts engine.Options, target *tokenizer.Tokenizer) (*ModelDrafter, error) {
+	m, err := engine.Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.FromGGUF(m.File().Meta)
+	if err == nil {
+		err = CheckDraftTokenizer(target, tok)
+	}
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("draft model %s: %w", path, err)
+	}
+	d := NewModelDrafter(m)
+	d.own = true
+	return d, nil
+}
+
+// Model returns the draft model.
+func (d *ModelDrafter) Model() *engine.Model { return d.model }
 
 // Name returns "model".
 func (*ModelDrafter) Name() string { return "model" }
@@ -40,12 +65,17 @@ func (d *ModelDrafter) Forget(slot int) {
 	}
 }
 
-// Close releases every draft sequence.
+// Close releases every draft sequence, and the model if the drafter
+// opened it.
 func (d *ModelDrafter) Close() error {
 	var err error
 	for id, seq := range d.seqs {
 		err = errors.Join(err, seq.Close())
 		delete(d.seqs, id)
+	}
+	if d.own {
+		err = errors.Join(err, d.model.Close())
+		d.own = false
 	}
 	return err
 }
@@ -61,7 +91,7 @@ func (d *ModelDrafter) Draft(ctx context.Context, reqs []DraftRequest) error {
 		seq := d.seqs[r.Slot]
 		if seq == nil {
 			var err error
-			if seq, err = d.model.NewSequence(d.ctx); err != nil {
+			if seq, err = d.model.NewSequence(r.Ctx); err != nil {
 				return fmt.Errorf("draft sequence for slot %d: %w", r.Slot, err)
 			}
 			d.seqs[r.Slot] = seq

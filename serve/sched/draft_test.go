@@ -397,8 +397,8 @@ func TestSpeculationIsExact(t *testing.T) {
 		}{
 			{"lookup", func() Drafter { return &LookupDrafter{} }},
 			{"lookup-unigram", func() Drafter { return &LookupDrafter{MinN: 1, MaxN: 2} }},
-			{"model-q4k", func() Drafter { return NewModelDrafter(draft, 512) }},
-			{"model-self", func() Drafter { return NewModelDrafter(e.model, 512) }},
+			{"model-q4k", func() Drafter { return NewModelDrafter(draft) }},
+			{"model-self", func() Drafter { return NewModelDrafter(e.model) }},
 			{"random", func() Drafter { return randomDrafter(e.model.Config().Vocab, seed) }},
 			{"oracle", func() Drafter { return oracleDrafter(prompts, outs) }},
 		}
@@ -475,7 +475,7 @@ func TestSpeculationFillsContext(t *testing.T) {
 		if want.res.Finish != FinishLength || len(want.res.Generated) != 64-len(prompt)+1 {
 			t.Fatalf("plain: finish %v after %d tokens, want length after %d", want.res.Finish, len(want.res.Generated), 64-len(prompt)+1)
 		}
-		for _, d := range []Drafter{NewModelDrafter(e.model, 64), &LookupDrafter{MinN: 1}} {
+		for _, d := range []Drafter{NewModelDrafter(e.model), &LookupDrafter{MinN: 1}} {
 			got := runAll(t, e.newSched(t, nil, cfg(d)), []specCase{{req: req}})[0]
 			sameOutput(t, fmt.Sprintf("seed %d %s", seed, d.Name()), got, want)
 			d.Close()
@@ -535,7 +535,7 @@ func TestSpeculationPacks(t *testing.T) {
 	if len(wantPacks) == 0 {
 		t.Fatal("plain run published no packs")
 	}
-	for _, d := range []Drafter{NewModelDrafter(draft, 512), &LookupDrafter{}} {
+	for _, d := range []Drafter{NewModelDrafter(draft), &LookupDrafter{}} {
 		got, gotPacks := runStore(d)
 		d.Close()
 		for i := range want {
@@ -568,6 +568,24 @@ func TestCheckDraftTokenizer(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "vocabulary size is 2048 in the model") {
 		t.Errorf("message %q does not name the field and values", err)
+	}
+	// Opening stories260K as the default model's draft fails the same way,
+	// naming the file.
+	d, err := OpenModelDrafter(modelPath, engine.Options{Device: cpu.New(cpu.Options{Threads: 1})}, def.tok)
+	if err == nil {
+		d.Close()
+		t.Fatal("OpenModelDrafter(stories260K) for the default model: got no error")
+	}
+	if !errors.Is(err, ErrTokenizerMismatch) || !strings.Contains(err.Error(), "stories260K.gguf") {
+		t.Errorf("OpenModelDrafter: got %v, want a tokenizer mismatch naming the file", err)
+	}
+	// And a model of the same tokenizer opens.
+	d, err = OpenModelDrafter(modelPath, engine.Options{Device: cpu.New(cpu.Options{Threads: 1})}, stories.tok)
+	if err != nil {
+		t.Fatalf("OpenModelDrafter(stories260K) for itself: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("Close: %v", err)
 	}
 }
 
