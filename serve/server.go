@@ -99,6 +99,14 @@ type Options struct {
 	// RemotePrefill is called before each restore: the hook for a
 	// consumer of a prefill producer (sched.Config.RemotePrefill).
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
+	// DraftModelPath, when set, turns on speculative decoding with this
+	// GGUF draft model (the model's tokenizer; Device computes it).
+	DraftModelPath string
+	// DraftLookup turns on speculative decoding by prompt lookup.
+	DraftLookup bool
+	// DraftMax is the most draft tokens per slot and step
+	// (sched.Config.DraftMax; 0: its default).
+	DraftMax int
 }
 
 // Server is muser's HTTP server: the model, the store, the scheduler and
@@ -111,6 +119,7 @@ type Server struct {
 	store    *store.Store
 	ownStore bool
 	sched    *sched.Scheduler
+	drafter  sched.Drafter
 	keys     *tenant.Keys
 	salter   *tenant.Salter
 	metrics  *metrics
@@ -194,6 +203,12 @@ func New(opts Options) (s *Server, err error) {
 	if s.model, err = newLoadedModel(m, opts.ModelName); err != nil {
 		return nil, err
 	}
+	if s.drafter, err = openDrafter(&opts, dev, s.model.tok); err != nil {
+		return nil, err
+	}
+	if s.drafter != nil {
+		closers = append(closers, s.drafter.Close)
+	}
 
 	s.store = opts.Store
 	if s.store == nil {
@@ -229,10 +244,13 @@ func New(opts Options) (s *Server, err error) {
 		RemotePrefill: opts.RemotePrefill,
 		Observer:      s.metrics,
 		Logger:        s.log,
+		Drafter:       s.drafter,
+		DraftMax:      opts.DraftMax,
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.metrics.registerDraft(s.sched.DraftStats)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -383,6 +401,9 @@ func (s *Server) Close() error {
 		cancel()
 		s.sched.Close(ctx)
 		var errs []error
+		if s.drafter != nil {
+			errs = append(errs, s.drafter.Close())
+		}
 		if s.ownStore {
 			errs = append(errs, s.store.Close())
 		}
