@@ -40,6 +40,7 @@ type serveOptions struct {
 	logFormat     string
 	logLevel      string
 	repl          serveReplOptions
+	draft         draftOptions
 }
 
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
@@ -58,6 +59,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	o.repl.AddFlags(fs)
+	o.draft.AddFlags(fs)
 }
 
 func newServeCommand() *command {
@@ -139,6 +141,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	case o.threads < 1:
 		return usagef(cmd, "--threads %d: want at least 1", o.threads)
 	}
+	if err := o.draft.check(); err != nil {
+		return usagef(cmd, "%v", err)
+	}
 	fallback, err := o.repl.check()
 	if err != nil {
 		return usagef(cmd, "%v", err)
@@ -166,6 +171,10 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		ShutdownGrace: o.grace,
 		Version:       muserVersion(),
 		Logger:        logger,
+		// Speculative decoding (docs/serve.md, "Speculative decoding").
+		DraftModelPath: o.draft.model,
+		DraftLookup:    o.draft.lookup,
+		DraftMax:       o.draft.max,
 	}
 	if opts.MaxQueue == 0 {
 		opts.MaxQueue = -1 // serve: negative means no queue
