@@ -28,6 +28,17 @@
 // Candidates are always ordered by logit, descending, ties by ascending
 // token id, so every step is a function of its input alone.
 //
+// # Constraints
+//
+// A Constraint (a grammar, a JSON schema, a forced tool call) says which
+// tokens may come next as a TokenSet. SampleAllowed applies it before step
+// 1: every token outside the set counts as -Inf, so it is dropped with the
+// banned tokens and the chain runs on the rest unchanged. Greedy and
+// seeded sampling therefore stay functions of their inputs (logits, set,
+// seed, accepted tokens), alone or batched. Sample is SampleAllowed with
+// no set. The caller drives the Constraint: Allowed before the draw,
+// Accept after it; Clone lets a speculative decoder try draft tokens.
+//
 // # Determinism
 //
 // The same Params (including Seed), logits and accepted tokens give the

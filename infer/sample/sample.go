@@ -174,6 +174,16 @@ func (s *Sampler) Accept(tok int32) {
 // entry). It does not call Accept: the caller does once the token is
 // actually used.
 func (s *Sampler) Sample(logits []float32) (int32, error) {
+	return s.SampleAllowed(logits, nil)
+}
+
+// SampleAllowed is Sample restricted to the tokens in allowed (a
+// Constraint's set): every other token's logit counts as -Inf before the
+// first step of the chain, so greedy and seeded sampling stay functions of
+// their inputs. A nil allowed allows every token, as Sample does. logits
+// is not modified. It returns ErrNoCandidates when no allowed token has a
+// finite logit after bias and penalties.
+func (s *Sampler) SampleAllowed(logits []float32, allowed TokenSet) (int32, error) {
 	if len(logits) != s.vocab {
 		return 0, &ParamError{Param: "logits", Reason: fmt.Sprintf("has %d values, want the vocabulary size %d", len(logits), s.vocab)}
 	}
@@ -182,6 +192,9 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 		// Plain greedy: the highest logit, ties to the lowest id, NaN skipped.
 		best := -1
 		for id, l := range logits {
+			if allowed != nil && !allowed.Has(int32(id)) {
+				continue
+			}
 			if l == l && (best < 0 || l > logits[best]) {
 				best = id
 			}
@@ -195,7 +208,7 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 	c := s.cand[:0]
 	for id, l := range logits {
 		v := float64(l)
-		if math.IsNaN(v) {
+		if math.IsNaN(v) || allowed != nil && !allowed.Has(int32(id)) {
 			v = math.Inf(-1)
 		}
 		c = append(c, candidate{int32(id), v})

@@ -441,10 +441,32 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 // whether generation goes on (sl.last then holds the token to feed).
 func (s *Scheduler) next(sl *slot, logits []float32, now time.Time) bool {
 	req := sl.task.req
-	tok, err := sl.task.sampler.Sample(logits)
+	var allowed sample.TokenSet
+	if c := req.Constraint; c != nil {
+		if sl.task.allowed == nil {
+			sl.task.allowed = sample.NewTokenSet(s.vocab)
+		}
+		allowed = sl.task.allowed
+		allowed.Clear()
+		if err := c.Allowed(allowed); err != nil {
+			s.end(sl, FinishError, &RequestError{Field: "constraint", Reason: err.Error(), Err: err}, true)
+			return false
+		}
+	}
+	tok, err := sl.task.sampler.SampleAllowed(logits, allowed)
 	if err != nil {
-		s.end(sl, FinishError, &RequestError{Field: "logit_bias", Reason: err.Error(), Err: err}, true)
+		field := "logit_bias"
+		if allowed != nil {
+			field = "constraint"
+		}
+		s.end(sl, FinishError, &RequestError{Field: field, Reason: err.Error(), Err: err}, true)
 		return false
+	}
+	if c := req.Constraint; c != nil {
+		if err := c.Accept(tok); err != nil {
+			s.end(sl, FinishError, &RequestError{Field: "constraint", Reason: err.Error(), Err: err}, true)
+			return false
+		}
 	}
 	sl.task.sampler.Accept(tok)
 	sl.res.Generated = append(sl.res.Generated, tok)

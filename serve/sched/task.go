@@ -25,6 +25,13 @@ type Request struct {
 	MaxTokens int
 	// Sampling configures the request's own sampler (and its seed).
 	Sampling sample.Params
+	// Constraint, when set, restricts every sampled token to those it
+	// allows (a grammar or JSON schema): its mask is applied before the
+	// sampler's chain, and each sampled token is passed to its Accept.
+	// The scheduler owns it after Submit; one Constraint serves one
+	// request. Log-probabilities still report the model's unconstrained
+	// distribution.
+	Constraint sample.Constraint
 	// Stop lists stop strings: generation ends before the first one the
 	// output contains, which is not returned.
 	Stop []string
@@ -137,6 +144,7 @@ type Task struct {
 	cancel  context.CancelFunc
 	stopAF  func() bool
 	sampler *sample.Sampler
+	allowed sample.TokenSet // the Constraint's set at each step
 
 	mu     sync.Mutex
 	events []Event
