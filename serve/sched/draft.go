@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/sample"
 )
 
 // A Drafter proposes tokens that may follow a sequence: the draft lane of
@@ -199,9 +200,27 @@ func (s *Scheduler) propose() {
 			}
 		}
 		if ok {
-			sl.draft = d
+			sl.draft = allowedPrefix(sl.task.req.Constraint, d)
 		}
 	}
+}
+
+// allowedPrefix returns the longest prefix of draft that the constraint c
+// (nil: none) allows, checked on a clone so c itself does not move. A
+// draft token c does not allow can never equal the token sampled there
+// (sampling draws from the allowed set only), so the cut saves rows and
+// changes nothing.
+func allowedPrefix(c sample.Constraint, draft []int32) []int32 {
+	if c == nil || len(draft) == 0 {
+		return draft
+	}
+	cc := c.Clone()
+	for i, t := range draft {
+		if cc.Accept(t) != nil {
+			return draft[:i]
+		}
+	}
+	return draft
 }
 
 // decodeStep returns a decoding slot's part of a step: its last sampled

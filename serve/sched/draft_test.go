@@ -613,3 +613,76 @@ func TestTokenizerMismatchPieces(t *testing.T) {
 		t.Fatalf("got %v, want a mismatch naming piece of token 1000", err)
 	}
 }
+
+// TestSpeculationWithConstraint checks that constrained requests (only
+// even tokens, an end allowed after a few) give the same output with every
+// lane, that the constraint sees exactly the tokens generated (never a
+// rejected draft), and that drafts it forbids are cut before verification.
+func TestSpeculationWithConstraint(t *testing.T) {
+	e := loadDefault(t)
+	draft := loadDraft(t)
+	mk := func(i int) (*Request, *evenTokens) {
+		c := &evenTokens{eog: e.tok.EOGs(), vocab: e.tok.VocabSize(), minLen: 4}
+		sp := sample.Params{}
+		if i%2 == 1 {
+			sp = sampling(uint64(30 + i))
+		}
+		return &Request{ID: fmt.Sprint(i), Prompt: e.encode(t, infertest.Story(i, 20+9*i)), MaxTokens: 40,
+			Sampling: sp, Logprobs: 1, NoCache: true, Constraint: c}, c
+	}
+	const n = 4
+	plain := e.newSched(t, nil, nil)
+	want := make([]fullOutput, n)
+	for i := range n {
+		req, c := mk(i)
+		want[i] = runAll(t, plain, []specCase{{req: *req}})[0]
+		if want[i].err != nil || !slices.Equal(c.accepted, want[i].res.Generated) {
+			t.Fatalf("plain request %d: err %v, constraint accepted %v, generated %v", i, want[i].err, c.accepted, want[i].res.Generated)
+		}
+	}
+	for _, d := range []Drafter{NewModelDrafter(draft), &LookupDrafter{MinN: 1}, randomDrafter(e.model.Config().Vocab, 9)} {
+		t.Run(d.Name(), func(t *testing.T) {
+			defer d.Close()
+			s := e.newSched(t, nil, func(c *Config) { c.Drafter, c.Slots = d, 2 })
+			cs := make([]*evenTokens, n)
+			cases := make([]specCase, n)
+			for i := range n {
+				req, c := mk(i)
+				cases[i], cs[i] = specCase{req: *req}, c
+			}
+			got := runAll(t, s, cases)
+			for i := range n {
+				sameOutput(t, fmt.Sprintf("request %d", i), got[i], want[i])
+				if !slices.Equal(cs[i].accepted, got[i].res.Generated) {
+					t.Errorf("request %d: the constraint accepted %v, generated %v", i, cs[i].accepted, got[i].res.Generated)
+				}
+			}
+			if st := s.DraftStats(); st.Drafted == 0 {
+				t.Errorf("no drafts verified: %+v", st)
+			}
+		})
+	}
+}
+
+func TestAllowedPrefix(t *testing.T) {
+	c := &evenTokens{vocab: 100, eog: []int32{99}}
+	for _, tc := range []struct {
+		draft, want []int32
+	}{
+		{[]int32{2, 4, 6}, []int32{2, 4, 6}},
+		{[]int32{2, 3, 6}, []int32{2}},
+		{[]int32{1}, []int32{}},
+		{nil, nil},
+	} {
+		got := allowedPrefix(c, tc.draft)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("allowedPrefix(%v) = %v, want %v", tc.draft, got, tc.want)
+		}
+	}
+	if len(c.accepted) != 0 {
+		t.Errorf("the constraint itself accepted %v, want nothing (a clone checks drafts)", c.accepted)
+	}
+	if got := allowedPrefix(nil, []int32{1, 3}); !slices.Equal(got, []int32{1, 3}) {
+		t.Errorf("no constraint: got %v, want the draft", got)
+	}
+}
