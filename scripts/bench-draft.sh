@@ -9,12 +9,15 @@
 # Each run alternates plain and drafted decoding REPS times and reports the
 # fastest of each; it fails if the outputs differ. When node-llama-cpp is
 # installed under scripts/parity, scripts/parity/spec-bench.mjs runs the
-# same protocol on llama.cpp. One JSON object per line.
+# same protocol on llama.cpp (NODE_GEN tokens, NODE_REPS repetitions:
+# node-llama-cpp's high-level sequence API is slow on a loaded 2-core
+# machine). One JSON object per line.
 #
 #   scripts/bench-draft.sh
 #
 # Environment: CTXS ("2048 8192"), GEN (128), REPS (3), THREADS (2),
-# TEMP (0), OUT (scripts/parity/out).
+# TEMP (0), OUT (scripts/parity/out), NODE (1: run llama.cpp too when
+# installed), NODE_GEN (32), NODE_REPS (1).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/scripts/parity/out}
@@ -47,8 +50,8 @@ for ctx in $ctxs; do
 			"$muser" bench --model "$target" --threads "$threads" --prompt-tokens "$ctx" --gen-tokens "$gen" \
 				--reps "$reps" --temperature "$temp" --text "$text" $lane --json
 		done
-		if [ -d "$root/scripts/parity/node_modules/node-llama-cpp" ]; then
-			node "$root/scripts/parity/spec-bench.mjs" "$target" "$draft" "$text" "$threads" "$ctx" "$gen" "$reps"
+		if [ "${NODE:-1}" = 1 ] && [ -d "$root/scripts/parity/node_modules/node-llama-cpp" ]; then
+			node "$root/scripts/parity/spec-bench.mjs" "$target" "$draft" "$text" "$threads" "$ctx" "${NODE_GEN:-32}" "${NODE_REPS:-1}"
 		fi
 	done
 done
