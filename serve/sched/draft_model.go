@@ -18,7 +18,9 @@ type ModelDrafter struct {
 	model *engine.Model
 	own   bool // Close closes model
 	seqs  map[int]*engine.Sequence
-	steps []engine.Step
+	// logits keeps each slot's logits buffer across calls.
+	logits map[int][]float32
+	steps  []engine.Step
 	live  []int // indexes into the Draft call's requests still drafting
 }
 
@@ -26,7 +28,7 @@ type ModelDrafter struct {
 // keeps open while the drafter is used and closes after it. The model's
 // tokenizer must be the target's (CheckDraftTokenizer).
 func NewModelDrafter(model *engine.Model) *ModelDrafter {
-	return &ModelDrafter{model: model, seqs: make(map[int]*engine.Sequence)}
+	return &ModelDrafter{model: model, seqs: make(map[int]*engine.Sequence), logits: make(map[int][]float32)}
 }
 
 // OpenModelDrafter opens the GGUF file at path with opts as the draft
@@ -63,6 +65,7 @@ func (d *ModelDrafter) Forget(slot int) {
 		seq.Close()
 		delete(d.seqs, slot)
 	}
+	delete(d.logits, slot)
 }
 
 // Close releases every draft sequence, and the model if the drafter
@@ -108,7 +111,7 @@ func (d *ModelDrafter) Draft(ctx context.Context, reqs []DraftRequest) error {
 			continue // the target's context is longer than the draft's
 		}
 		r.Max = min(r.Max, room+1)
-		d.steps = append(d.steps, engine.Step{Seq: seq, Tokens: h[keep:], Output: engine.OutputLast})
+		d.steps = append(d.steps, engine.Step{Seq: seq, Tokens: h[keep:], Output: engine.OutputLast, Logits: d.logits[r.Slot]})
 		d.live = append(d.live, i)
 	}
 	for round := 0; len(d.steps) > 0; round++ {
@@ -118,6 +121,7 @@ func (d *ModelDrafter) Draft(ctx context.Context, reqs []DraftRequest) error {
 		steps, live := d.steps[:0], d.live[:0]
 		for j, st := range d.steps {
 			r := &reqs[d.live[j]]
+			d.logits[r.Slot] = st.Logits
 			t := argmax(st.Logits[:V])
 			if t < 0 || int(t) >= V {
 				continue
