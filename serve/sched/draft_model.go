@@ -21,7 +21,7 @@ type ModelDrafter struct {
 	// logits keeps each slot's logits buffer across calls.
 	logits map[int][]float32
 	steps  []engine.Step
-	live  []int // indexes into the Draft call's requests still drafting
+	live   []int // indexes into the Draft call's requests still drafting
 }
 
 // NewModelDrafter returns a drafter on a loaded model, which the caller
