@@ -82,6 +82,11 @@ beyond loopback. With it, every request but GET /health, /metrics and
 /api/version needs "Authorization: Bearer KEY"; each tenant's cache is
 salted apart from the others' (serve/tenant documents the file format).
 
+--draft-model FILE (same tokenizer, checked: a difference is exit status 2)
+or --draft-lookup (prompt lookup) turn on speculative decoding: draft tokens
+are verified in one batched step; the output is byte-identical to decoding
+without them (docs/serve.md, "Speculative decoding").
+
 The server prints its URL once it listens. SIGINT or SIGTERM shuts it down:
 it stops accepting, lets in-flight requests finish for --shutdown-grace (a
 second signal cancels them at once), publishes what finished, closes the
