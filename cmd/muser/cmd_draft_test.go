@@ -61,3 +61,17 @@ func TestRunDraftUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestServeDraftUsage checks that serve refuses a draft model of another
+// tokenizer before it listens, with exit status 2 naming the difference.
+func TestServeDraftUsage(t *testing.T) {
+	path := stories(t)
+	code, _, errOut := runCLI(t, "serve", "--home", t.TempDir(), "--addr", "127.0.0.1:0", "--draft-model", path)
+	if code != exitUsage || !strings.Contains(errOut, "--draft-model") || !strings.Contains(errOut, "vocabulary size is 2048 in the model") {
+		t.Errorf("exit %d, stderr %q; want exit %d naming --draft-model and the vocabulary sizes", code, errOut, exitUsage)
+	}
+	code, _, errOut = runCLI(t, "serve", "--home", t.TempDir(), "--addr", "127.0.0.1:0", "--draft-lookup", "--draft-max", "-1")
+	if code != exitUsage || !strings.Contains(errOut, "--draft-max -1") {
+		t.Errorf("exit %d, stderr %q; want exit %d naming --draft-max", code, errOut, exitUsage)
+	}
+}
