@@ -48,6 +48,8 @@ async function run(lane) {
     let draftContext = null, predictor;
     if (lane === "lookup") {
         predictor = new InputLookupTokenPredictor();
+        // LlamaCompletion and LlamaChat tell it the input; evaluate does not.
+        predictor.updateInputTokens(prompt);
     } else if (lane === "model") {
         draftContext = await draft.createContext(contextOptions);
         predictor = new DraftSequenceTokenPredictor(draftContext.getSequence(), {evaluateOptions: {tokenBias: draftBias}});
