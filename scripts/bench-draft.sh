@@ -33,11 +33,21 @@ target=$root/infer/defaultmodel/model.gguf
 draft=$out/draft/default-q4k.gguf
 [ -f "$draft" ] || "$muser" quantize --type Q4_K "$target" "$draft" >&2
 stories=$out/draft/stories.txt
-if [ ! -f "$stories" ]; then
-	for seed in $(seq 1 40); do
-		"$muser" run --no-cache --seed "$seed" --temperature 0.8 --max-tokens 480 -p "Once upon a time" 2>/dev/null
-		echo
-	done >"$stories.tmp"
+maxctx=0
+for c in $ctxs; do [ "$c" -gt "$maxctx" ] && maxctx=$c; done
+ntok() { "$muser" tokenize --model "$target" <"$1" | wc -w; }
+if [ ! -f "$stories" ] || [ "$(ntok "$stories")" -le "$maxctx" ]; then
+	# The model's stories end after about 100 tokens: as many seeds as it
+	# takes to pass the longest context.
+	: >"$stories.tmp"
+	seed=1
+	while [ "$(ntok "$stories.tmp")" -le "$maxctx" ]; do
+		for s in $(seq "$seed" $((seed + 19))); do
+			"$muser" run --no-cache --seed "$s" --temperature 0.8 --max-tokens 480 -p "Once upon a time" 2>/dev/null
+			echo
+		done >>"$stories.tmp"
+		seed=$((seed + 20))
+	done
 	mv "$stories.tmp" "$stories"
 fi
 code=$out/draft/code.txt
