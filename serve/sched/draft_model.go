@@ -13,8 +13,15 @@ import (
 // the same tokenizer: the draft model decodes greedily from the slot's
 // history. It keeps one sequence per slot and, at each step, computes only
 // the history it has not yet seen (the tokens the target accepted since),
-// all slots in one Forward, then one Forward per draft token.
+// all slots in one Forward, then one Forward per draft token. A slot more
+// than Chunk tokens behind (a new request's prompt) catches up by Chunk
+// tokens per step and drafts nothing meanwhile, so a long prompt delays
+// the other slots' steps by a bounded amount, as a prefill chunk does.
 type ModelDrafter struct {
+	// Chunk is the most history tokens one slot computes per step
+	// (DefaultDraftChunk when zero).
+	Chunk int
+
 	model *engine.Model
 	own   bool // Close closes model
 	seqs  map[int]*engine.Sequence
@@ -23,6 +30,10 @@ type ModelDrafter struct {
 	steps  []engine.Step
 	live   []int // indexes into the Draft call's requests still drafting
 }
+
+// DefaultDraftChunk is ModelDrafter.Chunk's default: the CPU engine's
+// rows per backend call.
+const DefaultDraftChunk = 512
 
 // NewModelDrafter returns a drafter on a loaded model, which the caller
 // keeps open while the drafter is used and closes after it. The model's
@@ -88,6 +99,7 @@ func (d *ModelDrafter) Close() error {
 func (d *ModelDrafter) Draft(ctx context.Context, reqs []DraftRequest) error {
 	V := d.model.Config().Vocab
 	d.steps, d.live = d.steps[:0], d.live[:0]
+	var catchUp []engine.Step
 	for i := range reqs {
 		r := &reqs[i]
 		r.Tokens = r.Tokens[:0]
@@ -111,15 +123,28 @@ func (d *ModelDrafter) Draft(ctx context.Context, reqs []DraftRequest) error {
 			continue // the target's context is longer than the draft's
 		}
 		r.Max = min(r.Max, room+1)
+		chunk := d.Chunk
+		if chunk <= 0 {
+			chunk = DefaultDraftChunk
+		}
+		if len(h)-keep > chunk {
+			catchUp = append(catchUp, engine.Step{Seq: seq, Tokens: h[keep : keep+chunk], Output: engine.OutputNone})
+			continue
+		}
 		d.steps = append(d.steps, engine.Step{Seq: seq, Tokens: h[keep:], Output: engine.OutputLast, Logits: d.logits[r.Slot]})
 		d.live = append(d.live, i)
+	}
+	if len(catchUp) > 0 {
+		// Behind by more than a chunk: catch up, with the drafting slots'
+		// first tokens in the same Forward.
+		d.steps = append(d.steps, catchUp...)
 	}
 	for round := 0; len(d.steps) > 0; round++ {
 		if err := d.model.Forward(ctx, d.steps); err != nil {
 			return fmt.Errorf("draft model: %w", err)
 		}
 		steps, live := d.steps[:0], d.live[:0]
-		for j, st := range d.steps {
+		for j, st := range d.steps[:len(d.live)] {
 			r := &reqs[d.live[j]]
 			d.logits[r.Slot] = st.Logits
 			t := argmax(st.Logits[:V])

@@ -399,6 +399,7 @@ func TestSpeculationIsExact(t *testing.T) {
 			{"lookup-unigram", func() Drafter { return &LookupDrafter{MinN: 1, MaxN: 2} }},
 			{"model-q4k", func() Drafter { return NewModelDrafter(draft) }},
 			{"model-self", func() Drafter { return NewModelDrafter(e.model) }},
+			{"model-q4k-chunk7", func() Drafter { d := NewModelDrafter(draft); d.Chunk = 7; return d }},
 			{"random", func() Drafter { return randomDrafter(e.model.Config().Vocab, seed) }},
 			{"oracle", func() Drafter { return oracleDrafter(prompts, outs) }},
 		}
@@ -435,7 +436,7 @@ func TestSpeculationIsExact(t *testing.T) {
 							if st.Drafted == 0 || st.Accepted*10 < st.Drafted*9 {
 								t.Errorf("oracle lane: accepted %d of %d drafts, want at least 90%%", st.Accepted, st.Drafted)
 							}
-						case "model-self", "model-q4k":
+						case "model-self", "model-q4k", "model-q4k-chunk7":
 							if st.Accepted == 0 {
 								t.Errorf("%s lane: accepted %d of %d, want some", lane.name, st.Accepted, st.Drafted)
 							}
