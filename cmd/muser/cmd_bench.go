@@ -88,7 +88,7 @@ instead: the first --prompt-tokens tokens of --text as the context, then
 --gen-tokens generated (end-of-generation banned) by the scheduler without
 and with the draft lane, alternating, the fastest of --reps each. The decode
 rate leaves out the first 8 tokens (the draft model catching up with the
-context). The two outputs must be identical, or the benchmark fails.`,
+context, in one step here). The two outputs must be identical, or the benchmark fails.`,
 		flags: o.AddFlags,
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
