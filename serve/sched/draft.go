@@ -241,8 +241,9 @@ func (s *Scheduler) decodeStep(sl *slot) engine.Step {
 // k+1 plain decode steps would have done, stopping where they would
 // diverge: row j is the logits after last, d1..dj, which the kernels'
 // batch invariance makes bit-identical to plain decoding's after the
-// same tokens, so for j = 0, 1, ... the slot's sequence is cut back to
-// those tokens, the sampler samples from row j (advancing its generator
+// same tokens, so for j = 0, 1, ... the slot's sequence counts as holding
+// those tokens (verifyLen; end and endVerify cut it back to them before
+// anything reads it), the sampler samples from row j (advancing its generator
 // and penalty window as a plain step does) and the token is handled as
 // a plain step handles it (stop strings, end of generation, limits). If
 // the request goes on and the token equals d(j+1), the next row is what
