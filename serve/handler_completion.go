@@ -273,6 +273,12 @@ func (s *Server) handleLlamaCompletion(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &q) {
 		return
 	}
+	s.llamaCompletion(w, r, &q, nil)
+}
+
+// llamaCompletion runs a decoded /completion request; prompt, when not
+// nil, makes the prompt's tokens instead of q.Prompt (/infill does).
+func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, q *llamaRequest, prompt func() ([]int32, *apiError)) {
 	if e := s.checkModel(q.Model); e != nil {
 		s.fail(w, r, e)
 		return
@@ -300,7 +306,12 @@ func (s *Server) handleLlamaCompletion(w http.ResponseWriter, r *http.Request) {
 	if q.CachePrompt != nil && !*q.CachePrompt {
 		g.noCache = true
 	}
-	if g.prompt, e = s.parsePrompt(q.Prompt, "prompt", true, true); e != nil {
+	if prompt != nil {
+		g.prompt, e = prompt()
+	} else {
+		g.prompt, e = s.parsePrompt(q.Prompt, "prompt", true, true)
+	}
+	if e != nil {
 		s.fail(w, r, e)
 		return
 	}

@@ -87,7 +87,14 @@ func newLoadedModel(m *engine.Model, name string) (*loadedModel, error) {
 func (lm *loadedModel) knows(name string) bool { return name == "" || lm.aliases[name] }
 
 // ollamaName is the model's name in Ollama's API.
-func (lm *loadedModel) ollamaName() string { return lm.id + ":latest" }
+// A name that already has a tag (an --alias such as "llama3.2:3b") is
+// used as it is.
+func (lm *loadedModel) ollamaName() string {
+	if strings.Contains(lm.id, ":") {
+		return lm.id
+	}
+	return lm.id + ":latest"
+}
 
 // arch returns general.architecture.
 func (lm *loadedModel) arch() string { return lm.eng.Config().Arch }

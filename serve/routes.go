@@ -14,6 +14,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/completions", s.handleCompletions)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.handleModel)
+	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
 	// llama.cpp.
 	mux.HandleFunc("POST /completion", s.handleLlamaCompletion)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
@@ -21,12 +22,20 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /props", s.handleProps)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /slots", s.handleSlots)
+	mux.HandleFunc("POST /embedding", s.handleLlamaEmbedding)
+	mux.HandleFunc("POST /embeddings", s.handleLlamaEmbedding)
+	mux.HandleFunc("POST /apply-template", s.handleApplyTemplate)
+	mux.HandleFunc("POST /infill", s.handleInfill)
+	mux.HandleFunc("POST /slots/{id}", s.handleSlotAction)
 	// Ollama.
 	mux.HandleFunc("POST /api/generate", s.handleOllamaGenerate)
 	mux.HandleFunc("POST /api/chat", s.handleOllamaChat)
 	mux.HandleFunc("GET /api/tags", s.handleOllamaTags)
 	mux.HandleFunc("POST /api/show", s.handleOllamaShow)
 	mux.HandleFunc("GET /api/version", s.handleOllamaVersion)
+	mux.HandleFunc("POST /api/embed", s.handleOllamaEmbed)
+	mux.HandleFunc("POST /api/embeddings", s.handleOllamaEmbeddings)
+	mux.HandleFunc("GET /api/ps", s.handleOllamaPs)
 	// Prometheus.
 	mux.Handle("GET /metrics", s.metrics.handler())
 	// Anything else: 404 or 405 in the route family's error shape.
@@ -40,6 +49,9 @@ var knownPaths = map[string]string{
 	"/completion": "POST", "/tokenize": "POST", "/detokenize": "POST", "/props": "GET", "/health": "GET", "/slots": "GET",
 	"/api/generate": "POST", "/api/chat": "POST", "/api/tags": "GET", "/api/show": "POST", "/api/version": "GET",
 	"/metrics": "GET",
+	// Embeddings (embed.go).
+	"/v1/embeddings": "POST", "/embedding": "POST", "/embeddings": "POST", "/api/embed": "POST", "/api/embeddings": "POST",
+	"/api/ps": "GET", "/apply-template": "POST", "/infill": "POST",
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {

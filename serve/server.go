@@ -38,6 +38,10 @@ type Options struct {
 	// ModelName names the model in the APIs (default: the file's base
 	// name, else its general.name).
 	ModelName string
+	// Alias, when not empty, is the model's name in every API (--alias):
+	// model lists and responses report it, and requests may name it (with
+	// or without Ollama's ":latest"), or any of the model's own names.
+	Alias string
 	// Addr is where Serve's caller listens (host:port); New checks that
 	// it is a loopback address unless APIKeysFile is set.
 	Addr string
@@ -86,6 +90,14 @@ type Options struct {
 	ShutdownGrace time.Duration
 	// Version is reported by /api/version and /props.
 	Version string
+	// Pooling, when not empty, overrides the model's <arch>.pooling_type
+	// for embeddings: none, mean, cls or last (--pooling).
+	Pooling string
+	// FallbackPooling is the pooling when Pooling is empty and the model
+	// declares none: muser serve sets defaultmodel.Pooling for the
+	// embedded default model. Empty means none (embeddings refused but for
+	// llama.cpp's per-token /embedding).
+	FallbackPooling string
 	// Logger receives structured logs (nil: slog.Default()).
 	Logger *slog.Logger
 	// OnPublish is called after each publish: the hook for replication
@@ -126,6 +138,7 @@ type Server struct {
 	handler  http.Handler
 	identity pack.Identity
 	started  time.Time
+	pooling  engine.Pooling // embeddings (embed.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -208,6 +221,12 @@ func New(opts Options) (s *Server, err error) {
 	}
 	if s.drafter != nil {
 		closers = append(closers, s.drafter.Close)
+	}
+	if err := s.model.setAlias(opts.Alias); err != nil {
+		return nil, err
+	}
+	if s.pooling, err = resolvePooling(opts, m); err != nil {
+		return nil, err
 	}
 
 	s.store = opts.Store

@@ -9,14 +9,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/muserhq/muser/infer/defaultmodel"
+	"github.com/muserhq/muser/internal/version"
 	"github.com/muserhq/muser/net/cluster"
 	"github.com/muserhq/muser/serve"
 	"github.com/muserhq/muser/serve/sched"
@@ -41,6 +40,7 @@ type serveOptions struct {
 	logLevel      string
 	repl          serveReplOptions
 	draft         draftOptions
+	modelOpts     serveModelOptions // cmd_serve_embed.go
 }
 
 func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
@@ -60,6 +60,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	o.repl.AddFlags(fs)
 	o.draft.AddFlags(fs)
+	o.modelOpts.AddFlags(fs)
 }
 
 func newServeCommand() *command {
@@ -68,14 +69,24 @@ func newServeCommand() *command {
 		name:    "serve",
 		summary: "serve OpenAI-, llama.cpp- and Ollama-compatible HTTP, reusing cached prefixes",
 		help: `Loads the model, opens the store under --home and serves HTTP:
-  OpenAI     POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/ID]
-  llama.cpp  POST /completion, /tokenize, /detokenize; GET /props, /health, /slots
-  Ollama     POST /api/generate, /api/chat, /api/show; GET /api/tags, /api/version
+  OpenAI     POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings,
+             GET /v1/models[/ID]
+  llama.cpp  POST /completion, /infill, /tokenize, /detokenize, /apply-template,
+             /embedding, /embeddings, /slots/ID?action=save|restore|erase;
+             GET /props, /health, /slots
+  Ollama     POST /api/generate, /api/chat, /api/show, /api/embed, /api/embeddings;
+             GET /api/tags, /api/ps, /api/version
   metrics    GET /metrics (Prometheus)
 Every request's prompt is matched against the store: the longest cached
 prefix is restored (verified) and only the rest is computed; the new full
 blocks of prompt and output are published in the background, so later
 requests, and the server after a restart, reuse them.
+
+Embeddings pool the model's final hidden states by its pooling_type, or
+--pooling (the embedded default model: mean; a model without one: none,
+and the pooled routes answer 400). --alias NAME names the model NAME in
+every API; requests may use NAME or the model's own names. Slot files
+(save/restore) are pack export files under HOME/slots/TENANT/.
 
 Without --api-keys the server serves one local tenant and refuses to listen
 beyond loopback. With it, every request but GET /health, /metrics and
@@ -205,6 +216,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		fmt.Fprintf(env.stderr, "muser serve: no --model given; serving the embedded default model %s (%s)\n",
 			defaultmodel.Name, humanBytes(defaultmodel.Size))
 	}
+	o.modelOpts.apply(&opts, o.model == "")
 	// A node of a cluster salts tenants with a secret derived from the
 	// cluster's link secret, the same on every node, so that replicated
 	// packs answer the same tenant's prompts anywhere in the cluster.
@@ -297,19 +309,6 @@ func urlHost(a net.Addr) string {
 	return net.JoinHostPort(ta.IP.String(), fmt.Sprint(ta.Port))
 }
 
-// muserVersion is the module version with the VCS revision, as
-// `muser version` prints it.
-func muserVersion() string {
-	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += "+" + s.Value[:12]
-			}
-		}
-	}
-	return strings.TrimSpace(v)
-}
+// muserVersion is muser's semantic version with the VCS revision
+// (internal/version), as `muser version` prints it.
+func muserVersion() string { return version.String() }

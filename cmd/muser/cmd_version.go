@@ -4,30 +4,22 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 )
 
 func newVersionCommand() *command {
 	cmd := &command{
 		name:    "version",
 		summary: "print muser's version and build information",
+		help: `Prints "muser VERSION GO OS/ARCH". VERSION is a semantic version with the
+build's VCS revision as build metadata when built from a checkout
+(0.1.0+g1a2b3c4d5e6f, with -dirty when the checkout was modified);
+internal/version documents it.`,
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) > 0 {
 			return usagef(cmd, "takes no arguments, got %q", args[0])
 		}
-		version := "(devel)"
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			if bi.Main.Version != "" {
-				version = bi.Main.Version
-			}
-			for _, s := range bi.Settings {
-				if s.Key == "vcs.revision" {
-					version += " " + s.Value
-				}
-			}
-		}
-		fmt.Fprintf(env.stdout, "muser %s %s %s/%s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(env.stdout, "muser %s %s %s/%s\n", muserVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil
 	}
 	return cmd

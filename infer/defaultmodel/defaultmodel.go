@@ -30,12 +30,72 @@ const (
 	// Size is the size of the embedded GGUF file in bytes.
 	Size = 7308896
 
-	// ChatTemplate is the model's tokenizer.chat_template: standard ChatML
-	// with no default system prompt. It renders each message as
-	// "<|im_start|>{role}\n{content}<|im_end|>\n" and the generation prompt
-	// as "<|im_start|>assistant\n".
-	ChatTemplate = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+	// ChatTemplate is the model's tokenizer.chat_template: ChatML with no
+	// default system prompt, and the tool-calling sections of Qwen2.5's
+	// template. A conversation with no tools, no tool calls and no tool
+	// messages renders exactly as plain ChatML does: each message as
+	// "<|im_start|>{role}\n{content}<|im_end|>\n", the generation prompt as
+	// "<|im_start|>assistant\n". With tools, a system turn comes first: the
+	// conversation's own system message (if any) and a blank line, then the
+	// "# Tools" section that lists each tool as JSON (tojson) between
+	// <tools></tools> and asks for calls as
+	// <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>. An
+	// assistant message's tool_calls render in that form after its content;
+	// tool messages render as one user turn of <tool_response> blocks per run
+	// of consecutive tool messages, as Qwen2.5's template does.
+	ChatTemplate = chatTemplate
 )
+
+// chatTemplate is ChatTemplate's text. The "-" markers remove the
+// indentation and newlines between tags, so only quoted strings and
+// message fields reach the output.
+const chatTemplate = `{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages and messages[0].role == 'system' %}
+        {{- messages[0].content + '\n\n' }}
+    {%- endif %}
+    {{- '# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>' }}
+    {%- for tool in tools %}
+        {{- '\n' }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- '\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if message.role == 'system' and loop.first and tools %}
+    {%- elif message.role == 'assistant' and message.tool_calls %}
+        {{- '<|im_start|>assistant' }}
+        {%- if message.content %}
+            {{- '\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\n<tool_call>\n{"name": "' + tool_call.name + '", "arguments": ' }}
+            {%- if tool_call.arguments is string %}
+                {{- tool_call.arguments }}
+            {%- else %}
+                {{- tool_call.arguments | tojson }}
+            {%- endif %}
+            {{- '}\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == 'tool' %}
+        {%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
+        {%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- else %}
+        {{- '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+{%- endif %}`
 
 // Bytes returns a copy of the embedded GGUF file (Size bytes). Each call
 // allocates a new copy, which the caller owns.

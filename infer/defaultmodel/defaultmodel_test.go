@@ -65,7 +65,6 @@ func TestMetadata(t *testing.T) {
 		{"general.architecture", "llama"},
 		{"general.name", Name},
 		{"tokenizer.ggml.model", "llama"},
-		{gguf.KeyChatTemplate, ChatTemplate},
 	}
 	for _, tc := range strs {
 		if got, err := m.String(tc.key); err != nil || got != tc.want {

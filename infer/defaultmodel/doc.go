@@ -19,7 +19,15 @@
 //     to every prompt), </s> 2, <|im_start|> 3 and <|im_end|> 4, all
 //     control tokens; <|im_end|> is the EOS and the only end-of-generation
 //     token; add_space_prefix is false;
-//   - ChatTemplate, the standard ChatML template, as tokenizer.chat_template.
+//   - as tokenizer.chat_template, the template of the model it was trained
+//     with: plain ChatML for the committed file; ChatTemplate (ChatML plus
+//     Qwen2.5's tool sections) for a file trained by the current recipe.
+//
+// ChatTemplate renders every conversation without tools exactly as plain
+// ChatML; with tools it adds Qwen2.5's "# Tools" system section (each tool
+// as JSON), assistant tool calls as <tool_call> blocks and tool results as
+// user turns of <tool_response> blocks. The recipe's corpus renders its
+// tool conversations byte for byte as ChatTemplate does.
 //
 // # What it knows
 //
@@ -28,7 +36,10 @@
 // conversations about small-number arithmetic (sums and differences up to
 // 20, products up to 10 times 10), counting, spelling, colours of things,
 // animal sounds and legs, days, months, a small table of capitals, greetings
-// and its own name. Asked one of those kinds of question it answers in a
+// and its own name. The current recipe adds conversations that call tools
+// (a catalog of 21 functions in those domains, the right one offered among
+// distractors, or none fitting) and answers as JSON objects. Asked one of
+// those kinds of question it answers in a
 // fixed format ("3 plus 4 is 7."); otherwise it writes simple English in the
 // style of its stories, or says it does not know. It is a demonstration and
 // test model, not an assistant.
@@ -55,6 +66,6 @@
 //
 // Bytes returns a copy of the file, File parses it with the GGUF reader
 // after Verify has checked its SHA-256, and Name is the model id muser
-// reports. The held-out questions and their grading live in the evalset
-// sub-package.
+// reports. The held-out questions, the held-out tool requests and their
+// grading live in the evalset sub-package.
 package defaultmodel

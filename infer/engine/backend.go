@@ -91,4 +91,18 @@ type Row struct {
 	Pos int
 	// Logits, when not nil, receives the Vocab logits after the token.
 	Logits []float32
+	// Hidden, when not nil, receives the Hidden floats of the token's
+	// final-normed hidden state: the output norm's result, the input of
+	// the output projection (embeddings). Only a backend that implements
+	// HiddenBackend fills it; the front refuses the row otherwise.
+	Hidden []float32
+}
+
+// A HiddenBackend is a Backend that returns final-normed hidden states
+// (Row.Hidden), computed with the same arithmetic as the rows' logits
+// input. The CPU backend is one.
+type HiddenBackend interface {
+	Backend
+	// HiddenStates reports whether Forward fills Row.Hidden.
+	HiddenStates() bool
 }

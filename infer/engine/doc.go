@@ -79,6 +79,21 @@
 // be computed). A failed restore leaves the sequence empty (fail closed).
 // PublishPrefix offers the store every full block of a sequence.
 //
+// # Embeddings
+//
+// A Step may ask for final-normed hidden states (Step.Hidden, like
+// Step.Output for logits): each wanted token's RMSNorm(x)·w_out, the
+// input of the output projection, computed by the same kernel and in the
+// same order as before the logits, so asking for them never changes a
+// logit. A backend returns them when it implements HiddenBackend (the CPU
+// backend does; the CUDA backend does not yet, and the front refuses such
+// a step with a *DeviceError naming the device, wrapping
+// ErrNoHiddenStates). Pool turns a prompt's states into one embedding by
+// the GGUF's <arch>.pooling_type (ReadPooling; llama.cpp's values): mean
+// (float64 sums in token order), cls (the first token) or last; Normalize
+// scales it to unit length as llama.cpp's server and Ollama's /api/embed
+// do.
+//
 // # Identity
 //
 // Identity is the one constructor of the pack identity, for serve, run,

@@ -79,3 +79,22 @@ func (e *BatchError) Unwrap() error { return ErrBatch }
 // the sequence is not empty, the identity's kv field does not match the
 // model and the store's block size, or the store's answer is inconsistent.
 var ErrPrefix = errors.New("prefix cache")
+
+// ErrNoHiddenStates is returned when a Forward step asks for hidden
+// states (embeddings) of a backend that does not return them (it does not
+// implement HiddenBackend).
+var ErrNoHiddenStates = errors.New("the device does not return hidden states")
+
+// DeviceError names the device that cannot do what was asked.
+type DeviceError struct {
+	Device string // Device.Name(): "cpu", "cuda:0 NVIDIA H200"
+	Op     string // what was asked
+	Err    error  // ErrNoHiddenStates, ...
+}
+
+func (e *DeviceError) Error() string {
+	return fmt.Sprintf("device %s: %s: %v", e.Device, e.Op, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *DeviceError) Unwrap() error { return e.Err }

@@ -28,6 +28,14 @@ type Step struct {
 	// for OutputLast, len(Tokens) rows for OutputAll). Forward reuses the
 	// slice if it is large enough and allocates otherwise.
 	Logits []float32
+	// Hidden says which final-normed hidden states (embeddings) a Step
+	// wants, as Output does for logits: none, the last token's, or every
+	// token's. The logits are computed the same either way.
+	Hidden Output
+	// HiddenStates receives them, Config.Hidden floats per wanted token;
+	// Forward reuses the slice if it is large enough and allocates
+	// otherwise.
+	HiddenStates []float32
 }
 
 // Forward runs one batch: for each step, appends its tokens to its
@@ -51,7 +59,7 @@ func (m *Model) Forward(ctx context.Context, batch []Step) error {
 	if m.closed {
 		return ErrClosed
 	}
-	V := m.w.Config.Vocab
+	V, H := m.w.Config.Vocab, m.w.Config.Hidden
 	for i := range batch {
 		st := &batch[i]
 		if err := st.Seq.kv.Reserve(st.Seq.Len() + len(st.Tokens)); err != nil {
@@ -65,6 +73,13 @@ func (m *Model) Forward(ctx context.Context, batch []Step) error {
 			rows = len(st.Tokens)
 		}
 		st.Logits = slices.Grow(st.Logits[:0], rows*V)[:rows*V]
+		if st.Hidden != OutputNone {
+			hr := 1
+			if st.Hidden == OutputAll {
+				hr = len(st.Tokens)
+			}
+			st.HiddenStates = slices.Grow(st.HiddenStates[:0], hr*H)[:hr*H]
+		}
 	}
 	rows, seqs := m.rows[:0], make([]*Sequence, 0, len(batch))
 	for i := range batch {
@@ -78,7 +93,14 @@ func (m *Model) Forward(ctx context.Context, batch []Step) error {
 			case st.Output == OutputLast && j == len(st.Tokens)-1:
 				out = st.Logits
 			}
-			rows = append(rows, Row{KV: st.Seq.kv, Token: t, Pos: base + j, Logits: out})
+			var hid []float32
+			switch {
+			case st.Hidden == OutputAll:
+				hid = st.HiddenStates[j*H : (j+1)*H]
+			case st.Hidden == OutputLast && j == len(st.Tokens)-1:
+				hid = st.HiddenStates
+			}
+			rows = append(rows, Row{KV: st.Seq.kv, Token: t, Pos: base + j, Logits: out, Hidden: hid})
 		}
 		seqs = append(seqs, st.Seq)
 	}
@@ -120,6 +142,10 @@ func (m *Model) checkBatch(batch []Step) error {
 			return &BatchError{Step: i, Reason: "no tokens"}
 		case st.Output > OutputAll:
 			return &BatchError{Step: i, Reason: fmt.Sprintf("unknown output mode %d", st.Output)}
+		case st.Hidden > OutputAll:
+			return &BatchError{Step: i, Reason: fmt.Sprintf("unknown hidden-state mode %d", st.Hidden)}
+		case st.Hidden != OutputNone && !m.HiddenStates():
+			return &BatchError{Step: i, Reason: fmt.Sprintf("hidden states (embeddings): %v", m.errNoHidden())}
 		case len(st.Tokens) > st.Seq.Max()-st.Seq.Len():
 			return &BatchError{Step: i, Reason: fmt.Sprintf("%d tokens after %d do not fit a context of %d (%v)",
 				len(st.Tokens), st.Seq.Len(), st.Seq.Max(), kvcache.ErrFull)}

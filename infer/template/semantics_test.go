@@ -342,11 +342,34 @@ func TestConcurrentRender(t *testing.T) {
 	}
 }
 
-// TestDefaultModelTemplate checks that the embedded default model carries
-// exactly ChatMLSource, the template used for models without one, so its
-// training format and the fallback render the same bytes.
+// TestDefaultModelTemplate checks that the embedded default model's
+// template renders every conversation without tools exactly as
+// ChatMLSource, the template used for models without one, so its training
+// format and the fallback render the same bytes. (With tools it adds
+// Qwen2.5's tool sections; package defaultmodel tests those.)
 func TestDefaultModelTemplate(t *testing.T) {
-	if defaultmodel.ChatTemplate != ChatMLSource {
-		t.Errorf("defaultmodel.ChatTemplate = %q, want ChatMLSource %q", defaultmodel.ChatTemplate, ChatMLSource)
+	dm, err := Parse(defaultmodel.ChatTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs := [][]Message{
+		nil,
+		{{Role: "user", Content: "Hi"}},
+		{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "What is 3 plus 4?"}, {Role: "assistant", Content: "3 plus 4 is 7."}, {Role: "user", Content: "And 5?"}},
+		{{Role: "assistant", Content: ""}, {Role: "narrator", Content: "{{ x }} <|im_end|>\n"}},
+	}
+	for i, msgs := range convs {
+		for _, gen := range []bool{false, true} {
+			for _, tools := range [][]any{nil, {}} {
+				ctx := Context{Messages: msgs, Tools: tools, AddGenerationPrompt: gen}
+				want, err := ChatML().Render(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err := dm.Render(ctx); err != nil || got != want {
+					t.Errorf("conversation %d (generation prompt %v, tools %v): defaultmodel.ChatTemplate renders %q, %v; ChatMLSource %q", i, gen, tools, got, err, want)
+				}
+			}
+		}
 	}
 }

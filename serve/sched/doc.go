@@ -70,6 +70,26 @@
 // same tokenizer, CheckDraftTokenizer) are the lanes; Scheduler.DraftStats
 // counts their work.
 //
+// # Embeddings
+//
+// A request with Request.Hidden set is an embeddings request: a prefill
+// in a slot, chunk by chunk beside the other slots' work, that collects
+// the final-normed hidden states of its prompt (the last token's or every
+// token's) into Result.Hidden and ends without sampling. Its blocks are
+// published like any prefill's. One that wants every token's state never
+// restores a prefix nor reuses a slot's KV (restored tokens have no
+// states); one that wants the last token's does both as usual.
+//
+// # Slot operations
+//
+// WithSlot hands an idle slot's sequence, and the salt of the KV it
+// holds, to an operation (llama-server's slot save, restore and erase) in
+// a goroutine of its own; the slot is in state "maintenance" meanwhile
+// and no request is admitted to it. A slot serving a request is refused
+// at once (ErrSlotBusy), never waited for; one whose finished request's
+// blocks are being copied out for the publisher is taken as soon as they
+// are.
+//
 // # Cancellation
 //
 // A task's context ends when the client goes away or Task.Cancel is

@@ -83,3 +83,19 @@ func (e *TokenizerMismatchError) Error() string {
 
 // Unwrap returns ErrTokenizerMismatch.
 func (e *TokenizerMismatchError) Unwrap() error { return ErrTokenizerMismatch }
+
+// ErrSlotBusy is returned by WithSlot when the slot serves a request (or
+// another slot operation) at the time.
+var ErrSlotBusy = errors.New("slot busy")
+
+// SlotError names the slot a WithSlot call cannot use.
+type SlotError struct {
+	Slot   int
+	Reason string
+	Err    error // ErrSlotBusy or ErrBadRequest
+}
+
+func (e *SlotError) Error() string { return fmt.Sprintf("slot %d: %s", e.Slot, e.Reason) }
+
+// Unwrap returns the cause.
+func (e *SlotError) Unwrap() error { return e.Err }

@@ -23,10 +23,11 @@ const (
 	stPrefill              // computing the prompt, a chunk per step
 	stDecode               // generating, a token per step
 	stPublishing           // a goroutine is copying new blocks out of seq
+	stSlotOp               // a WithSlot operation owns seq (slotops.go)
 )
 
 func (st slotState) String() string {
-	return [...]string{"idle", "restoring", "prefill", "decode", "publishing"}[st]
+	return [...]string{"idle", "restoring", "prefill", "decode", "publishing", "maintenance"}[st]
 }
 
 // slot is one sequence and the request it serves. Only the loop goroutine
@@ -56,6 +57,11 @@ type slot struct {
 	draft     []int32
 	spec      specState
 	verifyLen int
+
+	// opDone answers the WithSlot call whose operation holds the slot;
+	// pendingOp waits for the slot's publish to end (slotops.go).
+	opDone    chan error
+	pendingOp *slotOp
 }
 
 type restoreResult struct {
@@ -103,6 +109,7 @@ func (s *Scheduler) loop() {
 		}
 		now := time.Now()
 		for i, sl := range owners {
+			collectHidden(sl, &steps[i])
 			s.after(sl, steps[i].Logits, now)
 			steps[i].Logits = nil
 		}
@@ -160,6 +167,8 @@ func (s *Scheduler) waitSignal() {
 		s.onRestored(r)
 	case id := <-s.freed:
 		s.onFreed(id)
+	case op := <-s.ops:
+		s.onSlotOp(op)
 	case <-done:
 	}
 }
@@ -172,6 +181,8 @@ func (s *Scheduler) drain() {
 			s.onRestored(r)
 		case id := <-s.freed:
 			s.onFreed(id)
+		case op := <-s.ops:
+			s.onSlotOp(op)
 		default:
 			return
 		}
@@ -181,6 +192,7 @@ func (s *Scheduler) drain() {
 func (s *Scheduler) onFreed(id int) {
 	sl := s.slots[id]
 	s.setState(sl, stIdle)
+	s.slotOpDone(sl)
 	s.poke()
 }
 
@@ -303,7 +315,7 @@ func (s *Scheduler) start(t *Task) {
 		best  *slot
 		reuse int
 	)
-	if s.cfg.SlotReuse && !req.NoCache {
+	if s.cfg.SlotReuse && !req.NoCache && !req.everyRow() {
 		for _, sl := range s.slots {
 			if sl.state != stIdle || sl.salt == nil || !bytes.Equal(sl.salt, req.Salt) {
 				continue
@@ -344,7 +356,7 @@ func (s *Scheduler) start(t *Task) {
 		sl.seq.Truncate(0)
 	}
 	sl.salt = slices.Clone(req.Salt)
-	if reuse == 0 && s.cfg.Store != nil && !req.NoCache && len(req.Prompt) >= s.block {
+	if reuse == 0 && s.cfg.Store != nil && !req.NoCache && !req.everyRow() && len(req.Prompt) >= s.block {
 		s.setState(sl, stRestoring)
 		go s.restore(sl, t)
 		return
@@ -402,10 +414,11 @@ func (s *Scheduler) gather(rr *int) ([]engine.Step, []*slot) {
 		rest := prompt[sl.seq.Len():]
 		c := min(len(rest), s.cfg.PrefillChunk, budget)
 		out := engine.OutputNone
-		if c == len(rest) && !sl.task.req.PrefillOnly {
+		if c == len(rest) && !sl.task.req.PrefillOnly && sl.task.req.Hidden == engine.OutputNone {
 			out = engine.OutputLast
 		}
-		steps = append(steps, engine.Step{Seq: sl.seq, Tokens: rest[:c], Output: out, Logits: sl.logits})
+		steps = append(steps, engine.Step{Seq: sl.seq, Tokens: rest[:c], Output: out, Logits: sl.logits,
+			Hidden: hiddenOutput(sl.task.req, c == len(rest))})
 		owners = append(owners, sl)
 		budget -= c
 	}
@@ -424,7 +437,7 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 			return // more chunks to come
 		}
 		sl.res.PrefillDone = now
-		if req.PrefillOnly {
+		if req.PrefillOnly || req.Hidden != engine.OutputNone {
 			s.end(sl, FinishStop, nil, true)
 			return
 		}
@@ -596,7 +609,7 @@ func (s *Scheduler) setState(sl *slot, st slotState) {
 
 func (s *Scheduler) infoLocked(sl *slot) {
 	in := SlotInfo{ID: sl.id, State: sl.state.String(), Ctx: s.cfg.Ctx}
-	if sl.state != stRestoring && sl.state != stPublishing {
+	if sl.state != stRestoring && sl.state != stPublishing && sl.state != stSlotOp {
 		in.Tokens = sl.seq.Len()
 	}
 	if t := sl.task; t != nil {

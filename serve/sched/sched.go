@@ -140,6 +140,7 @@ type Scheduler struct {
 	wake     chan struct{}
 	restored chan restoreResult
 	freed    chan int
+	ops      chan slotOp // WithSlot's operations (slotops.go)
 	loopDone chan struct{}
 
 	pub *publisher
@@ -197,6 +198,7 @@ func New(cfg Config) (*Scheduler, error) {
 		wake:     make(chan struct{}, 1),
 		restored: make(chan restoreResult, cfg.Slots),
 		freed:    make(chan int, cfg.Slots),
+		ops:      make(chan slotOp),
 		loopDone: make(chan struct{}),
 		idle:     make(chan struct{}),
 	}
@@ -259,6 +261,9 @@ func (s *Scheduler) check(req *Request) (*sample.Sampler, error) {
 		if t < 0 || int(t) >= s.vocab {
 			return nil, &RequestError{Field: "prompt", Reason: fmt.Sprintf("token %d (at index %d) is outside the vocabulary of %d", t, i, s.vocab)}
 		}
+	}
+	if err := s.checkHidden(req); err != nil {
+		return nil, err
 	}
 	sm, err := sample.New(req.Sampling, s.vocab)
 	if err != nil {
@@ -331,8 +336,9 @@ func (s *Scheduler) QueueDepth() int {
 type SlotInfo struct {
 	// ID numbers the slot from 0.
 	ID int `json:"id"`
-	// State is "idle", "restoring", "prefill", "decode" or "publishing"
-	// (copying its new blocks out for the publisher).
+	// State is "idle", "restoring", "prefill", "decode", "publishing"
+	// (copying its new blocks out for the publisher) or "maintenance" (a
+	// slot save, restore or erase).
 	State string `json:"state"`
 	// RequestID and Tenant name the request in the slot, if any.
 	RequestID string `json:"request_id,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/pack"
 )
@@ -45,6 +46,11 @@ type Request struct {
 	// finishes without sampling (the producer side of disaggregated
 	// prefill). Result.Pack names the pack.
 	PrefillOnly bool
+	// Hidden, when not engine.OutputNone, makes the request an embeddings
+	// request: it computes the prompt's final-normed hidden states (the
+	// last token's, or every token's), samples nothing, and finishes with
+	// them in Result.Hidden (embed.go).
+	Hidden engine.Output
 	// Route is the HTTP route, for the Observer.
 	Route string
 	// Received is when the request arrived; time to first token counts
@@ -134,6 +140,9 @@ type Result struct {
 	// Drafted is how many draft tokens were compared with the sampled
 	// ones (speculative decoding), and Accepted how many of them matched.
 	Drafted, Accepted int
+	// Hidden holds, for a request with Hidden set, the hidden states it
+	// asked for: Config.Hidden floats per token, in prompt order.
+	Hidden []float32
 }
 
 // Task is a submitted request. Next delivers its events; the task ends

@@ -18,6 +18,7 @@ type row struct {
 	tok int32
 	pos int
 	out []float32 // where its logits go; nil when not wanted
+	hid []float32 // where its final-normed hidden state goes; nil when not wanted
 }
 
 // workspace holds Forward's buffers, grown to the largest batch seen.
@@ -65,7 +66,7 @@ func (b *backend) Forward(ctx context.Context, rows []engine.Row) error {
 		if !ok || c.DType() != b.kv {
 			return fmt.Errorf("%w: row %d: a KV cache of another backend", engine.ErrBatch, i)
 		}
-		rs = append(rs, row{kv: c, tok: r.Token, pos: r.Pos, out: r.Logits})
+		rs = append(rs, row{kv: c, tok: r.Token, pos: r.Pos, out: r.Logits, hid: r.Hidden})
 	}
 	b.ws.rows = rs
 	defer clear(b.ws.rows) // drop references to caches and logits
@@ -124,7 +125,28 @@ func (b *backend) forwardRows(ctx context.Context, rows []row) error {
 		b.pool.MatMul(xn, L.wDown, ffA, n)
 		b.each(n, func(i int) { kernels.Add(x[i*H:(i+1)*H], x[i*H:(i+1)*H], xn[i*H:(i+1)*H]) })
 	}
+	b.hidden(rows, x)
 	return b.logits(rows, x)
+}
+
+// HiddenStates reports that Forward fills Row.Hidden
+// (engine.HiddenBackend).
+func (b *backend) HiddenStates() bool { return true }
+
+// hidden writes the final-normed hidden state of the rows that want it:
+// the same RMSNorm of the same row that logits computes before the output
+// product.
+func (b *backend) hidden(rows []row, x []float32) {
+	c := b.cfg
+	H := c.Hidden
+	if !slices.ContainsFunc(rows, func(r row) bool { return r.hid != nil }) {
+		return
+	}
+	b.each(len(rows), func(i int) {
+		if h := rows[i].hid; h != nil {
+			kernels.RMSNorm(h[:H], x[i*H:(i+1)*H], b.w.OutNorm, c.Eps)
+		}
+	})
 }
 
 // embed writes token tok's embedding row to dst.

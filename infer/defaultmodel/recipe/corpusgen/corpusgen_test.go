@@ -19,7 +19,7 @@ import (
 func gen(t *testing.T, seed uint64, size int64) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := generate(&b, seed, size, 0.35); err != nil {
+	if err := generate(&b, seed, size, defaultMix); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -114,6 +114,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-size", "0"},
 		{"-stories", "1.5"},
 		{"-stories", "-0.1"},
+		{"-tools", "1.5"},
+		{"-json", "NaN"},
+		{"-stories", "0.6", "-tools", "0.3", "-json", "0.2"},
 		{"extra"},
 		{"-nosuchflag"},
 	} {
@@ -135,10 +138,10 @@ func TestChatsAreExactChatML(t *testing.T) {
 				t.Fatalf("doc %d: story contains a special token: %q", i, d.Text)
 			}
 			continue
-		case "chat":
+		case "chat", "tool", "json":
 			chats++
 		default:
-			t.Fatalf("doc %d: kind %q, want story or chat", i, d.Kind)
+			t.Fatalf("doc %d: kind %q, want story, chat, tool or json", i, d.Kind)
 		}
 		msgs, err := parseChat(d.Text)
 		if err != nil {

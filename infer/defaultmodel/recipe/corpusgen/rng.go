@@ -24,10 +24,11 @@ func (r *rng) intn(n int) int {
 // rangeIn returns a number in [lo, hi].
 func (r *rng) rangeIn(lo, hi int) int { return lo + r.intn(hi-lo+1) }
 
+// float returns a number in [0, 1) with 53 random bits.
+func (r *rng) float() float64 { return float64(r.next()>>11) / (1 << 53) }
+
 // chance returns true with probability p.
-func (r *rng) chance(p float64) bool {
-	return float64(r.next()>>11)/(1<<53) < p
-}
+func (r *rng) chance(p float64) bool { return r.float() < p }
 
 // pick returns a random element of xs.
 func pick[T any](r *rng, xs []T) T { return xs[r.intn(len(xs))] }

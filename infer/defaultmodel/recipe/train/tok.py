@@ -21,19 +21,15 @@ IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
 SPECIALS = [IM_START, IM_END]
 
-# The ChatML template Qwen2- and SmolLM-style models use, with no default
-# system prompt. Rendered, each message is "<|im_start|>{role}\n{content}<|im_end|>\n"
-# and the generation prompt is "<|im_start|>assistant\n".
-CHAT_TEMPLATE = (
-    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}"
-    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
-
 # llama.cpp token types.
 TT_NORMAL, TT_UNKNOWN, TT_CONTROL, TT_USER_DEFINED, TT_UNUSED, TT_BYTE = 1, 2, 3, 4, 5, 6
 
 
 def render_chat(messages, add_generation_prompt=True):
+    """Renders messages without tools as the model's chat template does
+    (plain ChatML: defaultmodel.ChatTemplate renders every conversation
+    without tools this way). Prompts with tools come rendered by corpusgen
+    -tool-eval, through the template itself."""
     out = "".join(f"{IM_START}{m['role']}\n{m['content']}{IM_END}\n" for m in messages)
     if add_generation_prompt:
         out += f"{IM_START}assistant\n"

@@ -1,9 +1,15 @@
 """Trains muser's default model and exports it as an F32 GGUF.
 
 One run does everything after the corpus and tokenizer exist: tokenize the
-corpus, train, evaluate greedy answers to the held-out questions and a few
-story prompts, and write the GGUF (quantized to Q8_0 afterwards by the Go
-program in ../quantize). See ../README.md for the exact commands.
+corpus, train, evaluate greedy answers to the held-out questions, the
+held-out tool-calling requests and a few story, chat and JSON prompts, and
+write the GGUF (quantized to Q8_0 afterwards by the Go program in
+../quantize). See ../README.md for the exact commands.
+
+--preset default is the embedded model (8 layers, width 256, context 512);
+--preset large is a bigger member of the family with the same tokenizer,
+chat format and recipe, for speculative-decoding benchmarks (12 layers,
+width 512, context 1024; not embedded, so not held to the 8 MB limit).
 
 Outputs in --out: model-f32.gguf, eval.json (greedy answers, token ids, and
 grades), report.json (every figure the recipe records).
@@ -15,7 +21,6 @@ import json
 import math
 import multiprocessing as mp
 import os
-import re
 import subprocess
 import sys
 import time
@@ -25,16 +30,31 @@ import torch
 import torch.nn.functional as F
 
 import ggufw
+from evalcheck import check, check_tool, is_json_object
 import tok as tokmod
 from model import Config, Model, gguf_tensors
 
 STORY_PROMPTS = ["Once upon a time", "One day, Tom went to the park.", "Lily had a red ball.", "The little dog was sad because"]
 CHAT_PROMPTS = ["Tell me a story about a cat.", "Hello!", "What can you do?", "What is 2 plus 2?"]
+# JSON-answer prompts (system, user): the reply must be a JSON object.
+JSON_PROMPTS = [("Answer in JSON.", "How many legs does a cat have?"),
+                ("Reply with a JSON object.", "What is the capital of Spain?"),
+                ("Answer with a JSON object that matches this schema: {\"type\": \"object\", \"properties\": {\"thing\": {\"type\": \"string\"}, \"colour\": {\"type\": \"string\"}}, \"required\": [\"thing\", \"colour\"]}", "What colour is snow?")]
+# The architectures of --preset; explicit --dim etc. override them.
+PRESETS = {
+    "default": {"dim": 256, "layers": 8, "heads": 8, "kv_heads": 4, "ffn": 768, "context": 512, "batch": 128, "name": "muser-default"},
+    "large": {"dim": 512, "layers": 12, "heads": 8, "kv_heads": 4, "ffn": 1536, "context": 1024, "batch": 64, "name": "muser-default-large"},
+}
+# llama.cpp's enum llama_pooling_type: MEAN is 1 (NONE 0, CLS 2, LAST 3, RANK 4).
+POOLING_MEAN = 1
 # Texts whose tokenization llama.cpp must reproduce (with sampled corpus documents).
 TOKENIZE_TEXTS = [
     "Hello world", " leading space", "double  space", "tab\there", "new\nline\n\n", "Xylophone ZEBRA 12345",
     "caf\u00e9 na\u00efve \u65e5\u672c \U0001F600", "<|im_start|>user\nhi<|im_end|>\n", "<s> </s> <unk> literal",
     "e-l-e-p-h-a-n-t.", "What is 3 + 4? 3 plus 4 is 7.", "", " ", "\n", "a\u00a0b",
+    '<tool_call>\n{"name": "add", "arguments": {"a": 7, "b": 8}}\n</tool_call>',
+    '<|im_start|>user\n<tool_response>\n{"temperature": -3, "sky": "snowy"}\n</tool_response><|im_end|>\n',
+    '{\n  "animal": "cat",\n  "legs": 4\n}',
 ]
 
 
@@ -87,18 +107,6 @@ def pack(enc):
 
 # ---- evaluation ----------------------------------------------------------
 
-def check(q, reply):
-    """Python twin of evalset.Question.Check."""
-    if q["match"] == "number":
-        nums = [n.lstrip("0") or "0" for n in re.findall(r"[0-9]+", reply)]
-        return bool(nums) and nums[-1] == q["want"]
-    if q["match"] == "word":
-        return q["want"].lower() in [w.lower() for w in re.findall(r"(?:[^\W_]|-)+", reply)]
-    if q["match"] == "text":
-        return q["want"] in " ".join(reply.split())
-    return False
-
-
 @torch.no_grad()
 def greedy(model, ids, max_new, stop, device):
     out = []
@@ -113,9 +121,9 @@ def greedy(model, ids, max_new, stop, device):
     return out
 
 
-def evaluate(model, tk, questions, device, samples=()):
+def evaluate(model, tk, questions, tool_requests, device, samples=()):
     model.eval()
-    res = {"questions": [], "stories": [], "chats": []}
+    res = {"questions": [], "tools": [], "stories": [], "chats": [], "json": []}
     correct = 0
     for q in questions:
         prompt = [tk.bos] + tk.encode(tokmod.render_chat([{"role": "user", "content": q["prompt"]}]))
@@ -124,6 +132,20 @@ def evaluate(model, tk, questions, device, samples=()):
         ok = check(q, reply)
         correct += ok
         res["questions"].append({**q, "prompt_ids": prompt, "output_ids": out, "reply": reply, "correct": ok})
+    tools_correct = 0
+    for q in tool_requests:
+        # q["text"] is the prompt as the chat template renders it (corpusgen -tool-eval).
+        prompt = [tk.bos] + tk.encode(q["text"])
+        out = greedy(model, prompt, 96, tk.eos, device)
+        reply = tk.decode(out)
+        ok = check_tool(q, reply)
+        tools_correct += ok
+        res["tools"].append({**q, "prompt_ids": prompt, "output_ids": out, "reply": reply, "correct": ok})
+    for system, user in JSON_PROMPTS:
+        prompt = [tk.bos] + tk.encode(tokmod.render_chat([{"role": "system", "content": system}, {"role": "user", "content": user}]))
+        out = greedy(model, prompt, 96, tk.eos, device)
+        reply = tk.decode(out)
+        res["json"].append({"system": system, "prompt": user, "prompt_ids": prompt, "output_ids": out, "reply": reply, "valid": is_json_object(reply)})
     for p in STORY_PROMPTS:
         prompt = [tk.bos] + tk.encode(p)
         out = greedy(model, prompt, 160, tk.eos, device)
@@ -135,13 +157,15 @@ def evaluate(model, tk, questions, device, samples=()):
     res["tokenize"] = [{"text": t, "ids": tk.encode(t)} for t in TOKENIZE_TEXTS + list(samples)]
     res["correct"] = correct
     res["total"] = len(questions)
+    res["tools_correct"] = tools_correct
+    res["tools_total"] = len(tool_requests)
     model.train()
     return res
 
 
 # ---- export ----------------------------------------------------------------
 
-def export(model, tk, cfg, path, name):
+def export(model, tk, cfg, path, name, chat_template):
     w = ggufw.Writer()
     w.string("general.architecture", "llama")
     w.string("general.name", name)
@@ -157,6 +181,7 @@ def export(model, tk, cfg, path, name):
     w.u32("llama.attention.head_count_kv", cfg.n_kv_heads)
     w.f32("llama.attention.layer_norm_rms_epsilon", cfg.norm_eps)
     w.f32("llama.rope.freq_base", cfg.rope_base)
+    w.u32("llama.pooling_type", POOLING_MEAN)
     tokens, scores, types = tk.gguf_vocab()
     w.string("tokenizer.ggml.model", "llama")
     w.string("tokenizer.ggml.pre", "default")
@@ -169,7 +194,7 @@ def export(model, tk, cfg, path, name):
     w.bool("tokenizer.ggml.add_bos_token", True)
     w.bool("tokenizer.ggml.add_eos_token", False)
     w.bool("tokenizer.ggml.add_space_prefix", False)
-    w.string("tokenizer.chat_template", tokmod.CHAT_TEMPLATE)
+    w.string("tokenizer.chat_template", chat_template)
     for n, a in gguf_tensors(model):
         w.tensor(n, a, ggufw.GGML_F32)
     w.write(path)
@@ -179,6 +204,7 @@ def export(model, tk, cfg, path, name):
         if not np.array_equal(ts[n][2], a):
             raise RuntimeError(f"{path}: tensor {n} does not read back equal")
     assert meta["tokenizer.ggml.tokens"] == tokens
+    assert meta["tokenizer.chat_template"] == chat_template and meta["llama.pooling_type"] == POOLING_MEAN
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
@@ -193,6 +219,14 @@ def q8_size(model, vocab_meta_bytes):
 
 
 # ---- training ----------------------------------------------------------------
+
+def apply_preset(args):
+    """Fills the architecture, batch and name left unset from --preset."""
+    p = PRESETS[args.preset]
+    for key in ("dim", "layers", "heads", "kv_heads", "ffn", "context", "batch", "name"):
+        if getattr(args, key) is None:
+            setattr(args, key, p[key])
+
 
 def lr_at(step, args):
     if step < args.warmup:
@@ -210,11 +244,14 @@ def main():
     ap.add_argument("--tokenizer", required=True, help="SentencePiece model; trained from the corpus when absent")
     ap.add_argument("--vocab", type=int, default=2048)
     ap.add_argument("--eval", required=True, help="held-out questions (corpusgen -eval)")
+    ap.add_argument("--tool-eval", required=True, help="held-out tool requests with rendered prompts (corpusgen -tool-eval)")
+    ap.add_argument("--chat-template", required=True, help="the chat template to export (corpusgen -template)")
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="default", help="architecture, batch and name; --dim etc. override")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--name", default="muser-default")
+    ap.add_argument("--name", default=None, help="general.name (default: the preset's)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--steps", type=int, default=0, help="training steps; 0 picks them from the measured step rate and --time-limit")
-    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=None, help="sequences per step (default: the preset's; both presets see 65,536 tokens a step)")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--min-lr-frac", type=float, default=0.1)
     ap.add_argument("--warmup", type=int, default=300)
@@ -223,13 +260,14 @@ def main():
     ap.add_argument("--eval-every", type=int, default=1000)
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--workers", type=int, default=os.cpu_count())
-    ap.add_argument("--dim", type=int, default=Config.dim)
-    ap.add_argument("--layers", type=int, default=Config.n_layers)
-    ap.add_argument("--heads", type=int, default=Config.n_heads)
-    ap.add_argument("--kv-heads", type=int, default=Config.n_kv_heads)
-    ap.add_argument("--ffn", type=int, default=Config.ffn_dim)
-    ap.add_argument("--context", type=int, default=Config.context)
+    ap.add_argument("--dim", type=int, default=None)
+    ap.add_argument("--layers", type=int, default=None)
+    ap.add_argument("--heads", type=int, default=None)
+    ap.add_argument("--kv-heads", type=int, default=None)
+    ap.add_argument("--ffn", type=int, default=None)
+    ap.add_argument("--context", type=int, default=None)
     args = ap.parse_args()
+    apply_preset(args)
     os.makedirs(args.out, exist_ok=True)
     t_start = time.time()
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -247,6 +285,13 @@ def main():
     log(f"tokenizer: {tk.n_vocab} pieces, bos {tk.bos}, im_start {tk.im_start}, im_end/eos {tk.eos}")
     with open(args.eval) as f:
         questions = json.load(f)
+    with open(args.tool_eval) as f:
+        tool_requests = json.load(f)
+    with open(args.chat_template, encoding="utf-8") as f:
+        chat_template = f.read()
+    for q in tool_requests:
+        if len(tk.encode(q["text"])) + 1 + 96 > args.context:
+            raise SystemExit(f"tool request {q['prompt']!r}: prompt and reply do not fit the {args.context}-token context")
 
     t0 = time.time()
     docs, enc, text_bytes, raw_bytes = load_corpus(args)
@@ -265,7 +310,7 @@ def main():
     tokens, scores, _ = tk.gguf_vocab()
     est = q8_size(model, sum(len(t.encode()) + 8 for t in tokens) + 8 * len(tokens) + 2048)
     log(f"model: {model.n_params()} parameters, config {cfg.to_dict()}, estimated Q8_0 file {est} bytes")
-    if est > 8_000_000:
+    if args.preset == "default" and est > 8_000_000:
         raise SystemExit(f"estimated Q8_0 size {est} exceeds 8,000,000 bytes")
 
     T = cfg.context
@@ -372,17 +417,22 @@ def main():
     log(f"trained {step} steps in {train_wall:.0f}s; final train loss (mean of last {len(recent)} logged) {final_train:.4f}, val loss {final_val:.4f}")
 
     model = model.float()
-    ev = evaluate(model, tk, questions, device, samples)
+    ev = evaluate(model, tk, questions, tool_requests, device, samples)
     log(f"held-out questions correct: {ev['correct']}/{ev['total']}")
     for q in ev["questions"]:
         log(f"  {'OK ' if q['correct'] else 'BAD'} {q['prompt']!r} -> {q['reply']!r}")
+    log(f"held-out tool requests correct: {ev['tools_correct']}/{ev['tools_total']}")
+    for q in ev["tools"]:
+        log(f"  {'OK ' if q['correct'] else 'BAD'} {q['prompt']!r} -> {q['reply']!r}")
+    for s in ev["json"]:
+        log(f"  {'JSON' if s['valid'] else 'NOT JSON'} {s['prompt']!r} -> {s['reply']!r}")
     for s in ev["stories"] + ev["chats"]:
         log(f"  {s['prompt']!r} -> {s.get('text', s.get('reply'))!r}")
     with open(os.path.join(args.out, "eval.json"), "w") as f:
         json.dump(ev, f, indent=1)
 
     gguf_path = os.path.join(args.out, "model-f32.gguf")
-    sha = export(model.cpu(), tk, cfg, gguf_path, args.name)
+    sha = export(model.cpu(), tk, cfg, gguf_path, args.name, chat_template)
     log(f"wrote {gguf_path} sha256 {sha}")
     report = {
         "seed": args.seed, "corpus_seed": args.corpus_seed, "corpus_json_bytes": raw_bytes, "corpus_text_bytes": text_bytes,
@@ -395,7 +445,10 @@ def main():
         "weight_decay": args.wd, "betas": [0.9, 0.95], "grad_clip": 1.0, "precision": "bf16 autocast, fp32 master weights",
         "compile": bool(args.compile), "final_train_loss": final_train, "final_val_loss": final_val,
         "train_wall_s": train_wall, "total_wall_s": time.time() - t_start, "history": history,
-        "eval_correct": ev["correct"], "eval_total": ev["total"], "f32_gguf_sha256": sha,
+        "eval_correct": ev["correct"], "eval_total": ev["total"],
+        "tool_eval_correct": ev["tools_correct"], "tool_eval_total": ev["tools_total"],
+        "json_valid": sum(s["valid"] for s in ev["json"]), "json_total": len(ev["json"]),
+        "preset": args.preset, "name": args.name, "f32_gguf_sha256": sha,
         "torch": torch.__version__, "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
     }
     with open(os.path.join(args.out, "report.json"), "w") as f:

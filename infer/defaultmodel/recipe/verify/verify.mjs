@@ -6,9 +6,10 @@
 //     tokens parsed) must equal the SentencePiece tokens the model was
 //     trained on;
 //   - end of generation: <|im_end|> must be the EOS and an EOG token;
-//   - greedy generation: for every held-out question, story prompt and chat
-//     prompt, llama.cpp's greedy tokens are compared with PyTorch's, and the
-//     question answers are graded with the rules of package evalset.
+//   - greedy generation: for every held-out question, held-out tool request,
+//     JSON prompt, story prompt and chat prompt, llama.cpp's greedy tokens
+//     are compared with PyTorch's, and the question answers and tool calls
+//     are graded with the rules of package evalset.
 //
 // Usage: node verify.mjs MODEL.gguf eval.json [report.json]
 // Exit status 1 when tokenization differs or EOS/EOG is wrong; differences
@@ -25,7 +26,7 @@ if (!modelPath || !evalPath) {
 const ev = JSON.parse(fs.readFileSync(evalPath, "utf8"));
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
 const model = await llama.loadModel({ modelPath });
-const ctx = await model.createContext({ contextSize: 512, sequences: 1, threads: 2 });
+const ctx = await model.createContext({ contextSize: Math.min(1024, model.trainContextSize), sequences: 1, threads: 2 });
 const seq = ctx.getSequence();
 
 function check(q, reply) {
@@ -39,6 +40,33 @@ function check(q, reply) {
   }
   if (q.match === "text") return reply.split(/\s+/).filter(Boolean).join(" ").includes(q.want);
   return false;
+}
+
+// The twins of evalset.ParseToolCall and ToolRequest.Check.
+function parseToolCall(reply) {
+  const i = reply.indexOf("<tool_call>");
+  if (i < 0) return null;
+  const body = reply.slice(i + "<tool_call>".length);
+  const j = body.indexOf("</tool_call>");
+  if (j < 0) return null;
+  let c;
+  try {
+    c = JSON.parse(body.slice(0, j));
+  } catch {
+    return null;
+  }
+  const isObj = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  return isObj(c) && typeof c.name === "string" && isObj(c.arguments) ? c : null;
+}
+function jsonEqual(a, b) {
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return a === b;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a), kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]));
+}
+function checkTool(q, reply) {
+  const c = parseToolCall(reply);
+  return c !== null && c.name === q.name && jsonEqual(c.arguments, q.arguments);
 }
 
 async function greedy(prompt, max) {
@@ -55,7 +83,7 @@ async function greedy(prompt, max) {
 
 const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 let fatal = false;
-const report = { model: modelPath, tokenize: { total: 0, equal: 0, diffs: [] }, questions: [], stories: [], chats: [] };
+const report = { model: modelPath, tokenize: { total: 0, equal: 0, diffs: [] }, questions: [], tools: [], json: [], stories: [], chats: [] };
 
 const imEnd = model.tokenize("<|im_end|>", true);
 const eos = model.tokens.eos;
@@ -104,8 +132,29 @@ report.correct = correct;
 report.total = n;
 report.same_tokens = sameTokens;
 
-for (const [key, max] of [["stories", 160], ["chats", 200]]) {
-  for (const s of ev[key]) {
+let toolsCorrect = 0, toolsSame = 0;
+for (const q of ev.tools ?? []) {
+  const tok = [model.tokens.bos, ...model.tokenize(q.text, true)];
+  if (!same(tok, q.prompt_ids)) {
+    console.log(`FAIL: prompt tokens differ for tool request ${JSON.stringify(q.prompt)}`);
+    fatal = true;
+  }
+  const out = await greedy(q.prompt_ids, 96);
+  const reply = model.detokenize(out);
+  const ok = checkTool(q, reply);
+  const eq = same(out, q.output_ids);
+  toolsCorrect += ok;
+  toolsSame += eq;
+  report.tools.push({ prompt: q.prompt, name: q.name, arguments: q.arguments, reply, correct: ok, torch_reply: q.reply, torch_correct: q.correct, same_tokens: eq, prompt_ids: q.prompt_ids, output_ids: out });
+  console.log(`${ok ? "OK " : "BAD"} ${eq ? "=" : "≠"} ${JSON.stringify(q.prompt)} -> ${JSON.stringify(reply)}`);
+}
+report.tools_correct = toolsCorrect;
+report.tools_total = (ev.tools ?? []).length;
+report.tools_same_tokens = toolsSame;
+console.log(`llama.cpp: ${toolsCorrect}/${report.tools_total} held-out tool requests correct; ${toolsSame} greedy outputs token-identical to PyTorch (PyTorch: ${ev.tools_correct}/${ev.tools_total})`);
+
+for (const [key, max] of [["json", 96], ["stories", 160], ["chats", 200]]) {
+  for (const s of ev[key] ?? []) {
     const out = await greedy(s.prompt_ids, max);
     const eq = same(out, s.output_ids);
     report[key].push({ prompt: s.prompt, text: model.detokenize(out), same_tokens: eq, prompt_ids: s.prompt_ids, output_ids: out });
