@@ -126,6 +126,14 @@ type Options struct {
 	// AdminNodes, when set, answers GET /admin/v1/nodes with the JSON of
 	// `muser node ls --json` (the node registry lives outside serve).
 	AdminNodes func() ([]byte, error)
+	// DraftModelPath, when set, turns on speculative decoding with this
+	// GGUF draft model (the model's tokenizer; Device computes it).
+	DraftModelPath string
+	// DraftLookup turns on speculative decoding by prompt lookup.
+	DraftLookup bool
+	// DraftMax is the most draft tokens per slot and step
+	// (sched.Config.DraftMax; 0: its default).
+	DraftMax int
 }
 
 // Server is muser's HTTP server: the model, the store, the scheduler and
@@ -138,6 +146,7 @@ type Server struct {
 	store    *store.Store
 	ownStore bool
 	sched    *sched.Scheduler
+	drafter  sched.Drafter
 	keys     *tenant.Keys
 	salter   *tenant.Salter
 	metrics  *metrics
@@ -240,6 +249,12 @@ func New(opts Options) (s *Server, err error) {
 	if s.model, err = newLoadedModel(m, opts.ModelName); err != nil {
 		return nil, err
 	}
+	if s.drafter, err = openDrafter(&opts, dev, s.model.tok); err != nil {
+		return nil, err
+	}
+	if s.drafter != nil {
+		closers = append(closers, s.drafter.Close)
+	}
 	if err := s.model.setAlias(opts.Alias); err != nil {
 		return nil, err
 	}
@@ -285,12 +300,15 @@ func New(opts Options) (s *Server, err error) {
 		RemotePrefill: opts.RemotePrefill,
 		Observer:      observers{s.metrics, s.newDashboard()},
 		Logger:        s.log,
+		Drafter:       s.drafter,
+		DraftMax:      opts.DraftMax,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.metrics.describe(s) // metrics_ops.go
 	s.adminAPI = adminapi.Local{Store: s.store}
+	s.metrics.registerDraft(s.sched.DraftStats)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -445,6 +463,9 @@ func (s *Server) Close() error {
 		cancel()
 		s.sched.Close(ctx)
 		var errs []error
+		if s.drafter != nil {
+			errs = append(errs, s.drafter.Close())
+		}
 		if s.ownStore {
 			errs = append(errs, s.store.Close())
 		}

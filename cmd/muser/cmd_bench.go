@@ -30,6 +30,11 @@ type benchOptions struct {
 	cpuProf string
 	device  string
 	profile bool
+	// Speculative decoding (cmd_bench_draft.go).
+	draft draftOptions
+	text  string
+	temp  float64
+	seed  uint64
 }
 
 func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -42,6 +47,10 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.profile, "profile", false, "with --device cuda: time every kernel (device events) and print where the time went, on stderr")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof)")
+	o.draft.AddFlags(fs)
+	fs.StringVar(&o.text, "text", "", "with a draft lane: the text file whose first --prompt-tokens tokens are the context")
+	fs.Float64Var(&o.temp, "temperature", 0, "with a draft lane: sampling temperature (0: greedy)")
+	fs.Uint64Var(&o.seed, "seed", 1, "with a draft lane: sampling seed")
 }
 
 // benchResult is what `muser bench --json` prints; scripts/bench.sh reads
@@ -72,7 +81,14 @@ func newBenchCommand() *command {
 The fastest of --reps repetitions is reported, with the peak resident set
 size of the process (VmHWM; weights are memory-mapped, so the file's pages
 count once touched). scripts/parity/engine-bench.mjs runs the same protocol on
-llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.`,
+llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.
+
+With --draft-model FILE or --draft-lookup it measures speculative decoding
+instead: the first --prompt-tokens tokens of --text as the context, then
+--gen-tokens generated (end-of-generation banned) by the scheduler without
+and with the draft lane, alternating, the fastest of --reps each. The decode
+rate leaves out the first 8 tokens (the draft model catching up with the
+context, in one step here). The two outputs must be identical, or the benchmark fails.`,
 		flags: o.AddFlags,
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
@@ -105,6 +121,22 @@ llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.`,
 			return err
 		}
 		defer closeDev()
+		if o.draft.enabled() {
+			if err := o.draft.check(); err != nil {
+				return usagef(cmd, "%v", err)
+			}
+			res, err := runDraftBench(ctx, o, dev)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				b, _ := json.Marshal(res)
+				fmt.Fprintln(env.stdout, string(b))
+				return nil
+			}
+			printDraftBench(env.stdout, res)
+			return nil
+		}
 		res, err := runBench(ctx, o, dev)
 		if err != nil {
 			return err

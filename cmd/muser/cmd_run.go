@@ -46,6 +46,7 @@ type runOptions struct {
 	noCache   bool
 	verbose   bool
 	device    string
+	draft     draftOptions
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -66,6 +67,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.noCache, "no-cache", false, "neither reuse nor publish KV in the store under --home")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "report cached tokens, time to first token and speed on stderr")
+	o.draft.AddFlags(fs)
 }
 
 func newRunCommand() *command {
@@ -95,7 +97,14 @@ its own that is erased when the output begins.
 
 Sampling follows llama.cpp's default chain (penalties, top-k, top-p, min-p,
 temperature); --temperature 0 is greedy. The same --seed gives the same
-output on every run and platform.`,
+output on every run and platform.
+
+--draft-model FILE (a model with the same tokenizer) or --draft-lookup
+(n-grams of the prompt and output) turn on speculative decoding: draft
+tokens are verified in one batched step. The output is byte-identical to
+decoding without them; only the speed changes (-v reports the acceptance).
+A draft model whose tokenizer differs gives exit status 2, naming the
+difference.`,
 		flags: o.AddFlags,
 		home:  true,
 	}
@@ -105,6 +114,9 @@ output on every run and platform.`,
 		}
 		if o.threads <= 0 || o.ctx <= 0 || o.maxTokens < 0 {
 			return usagef(cmd, "--threads and --ctx must be positive and --max-tokens not negative")
+		}
+		if err := o.draft.check(); err != nil {
+			return usagef(cmd, "%v", err)
 		}
 		kv, err := kvcache.ParseDType(o.kv)
 		if err != nil {
@@ -218,6 +230,15 @@ func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType, d
 		sc.Store = st
 		logf("identity: %s engine=%s kv=%s (weights digest in %v)", sc.Identity.Arch, sc.Identity.Engine, sc.Identity.KV, time.Since(t1).Round(time.Millisecond))
 	}
+	drafter, err := o.draft.open(m.Device(), kv, tok)
+	if err != nil {
+		return err
+	}
+	if drafter != nil {
+		defer drafter.Close()
+		sc.Drafter, sc.DraftMax = drafter, o.draft.max
+		logf("speculative decoding: %s lane", drafter.Name())
+	}
 	logf("loaded in %v; seed %d; %s", time.Since(t0).Round(time.Millisecond), seed, m.Device().Name())
 	s, err := sched.New(sc)
 	if err != nil {
@@ -283,6 +304,10 @@ func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType, d
 	}
 	logf("generated: %d tokens in %v (%.2f tok/s), finish: %s", decoded, res.Done.Sub(res.FirstToken).Round(time.Millisecond),
 		rate(decoded, res.Done.Sub(res.FirstToken)), res.Finish)
+	if drafter != nil && res.Drafted > 0 {
+		logf("draft (%s): %d of %d draft tokens accepted (%.0f%%)", drafter.Name(), res.Accepted, res.Drafted,
+			100*float64(res.Accepted)/float64(res.Drafted))
+	}
 	switch {
 	case sc.Store == nil:
 	case published > 0:

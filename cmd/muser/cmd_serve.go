@@ -40,6 +40,7 @@ type serveOptions struct {
 	logFormat     string
 	logLevel      string
 	repl          serveReplOptions
+	draft         draftOptions
 	modelOpts     serveModelOptions // cmd_serve_embed.go
 	tier          serveTierOptions
 }
@@ -61,6 +62,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	o.repl.AddFlags(fs)
+	o.draft.AddFlags(fs)
 	o.modelOpts.AddFlags(fs)
 	o.tier.AddFlags(fs)
 }
@@ -106,6 +108,10 @@ commands on this server's store while it runs (those commands find the
 server through DIR/serve.json and use it). Without --admin-key-file only
 loopback clients may use it; with it, "Authorization: Bearer ADMIN_KEY"
 is required from anyone (API keys never grant admin access).
+--draft-model FILE (same tokenizer, checked: a difference is exit status 2)
+or --draft-lookup (prompt lookup) turn on speculative decoding: draft tokens
+are verified in one batched step; the output is byte-identical to decoding
+without them (docs/serve.md, "Speculative decoding").
 
 The server prints its URL once it listens. SIGINT or SIGTERM shuts it down:
 it stops accepting, lets in-flight requests finish for --shutdown-grace (a
@@ -179,6 +185,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	case o.threads < 1:
 		return usagef(cmd, "--threads %d: want at least 1", o.threads)
 	}
+	if err := o.draft.check(); err != nil {
+		return usagef(cmd, "%v", err)
+	}
 	fallback, err := o.repl.check()
 	if err != nil {
 		return usagef(cmd, "%v", err)
@@ -208,6 +217,10 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		ShutdownGrace: o.grace,
 		Version:       muserVersion(),
 		Logger:        logger,
+		// Speculative decoding (docs/serve.md, "Speculative decoding").
+		DraftModelPath: o.draft.model,
+		DraftLookup:    o.draft.lookup,
+		DraftMax:       o.draft.max,
 	}
 	if opts.MaxQueue == 0 {
 		opts.MaxQueue = -1 // serve: negative means no queue

@@ -51,6 +51,25 @@
 // prefill); a PrefillOnly request computes and publishes a prompt's KV and
 // returns the pack (the producer side).
 //
+// # Speculative decoding
+//
+// With Config.Drafter, each decode step of a slot feeds its last sampled
+// token and the drafter's proposal d1..dk (OutputAll), and Scheduler.verify
+// replays plain decoding over the rows: row j, the logits after last,
+// d1..dj, is bit-identical to plain decoding's by batch invariance, so it
+// is sampled with the request's sampler, accepted, emitted and checked
+// (stop strings, end of generation, limits) as a plain step would, with
+// the sequence counted at plain decoding's length; the replay goes on to
+// row j+1 only while the sampled token equals d(j+1). The sampler is
+// never called for a position plain decoding would not reach, and the
+// sequence is cut back to plain decoding's tokens before anything reads
+// it (including a publish), so output, logprobs, finish reasons and packs
+// are the same as without a drafter. The draft length adapts per slot to
+// the measured acceptance (draftLen), at most Config.DraftMax.
+// LookupDrafter (prompt lookup) and ModelDrafter (a draft model with the
+// same tokenizer, CheckDraftTokenizer) are the lanes; Scheduler.DraftStats
+// counts their work.
+//
 // # Embeddings
 //
 // A request with Request.Hidden set is an embeddings request: a prefill

@@ -62,6 +62,28 @@ func (e *RequestError) Unwrap() []error {
 	return []error{ErrBadRequest}
 }
 
+// ErrTokenizerMismatch is returned when a draft model's tokenizer does not
+// give token ids the target's meaning; a *TokenizerMismatchError wrapping
+// it says where they differ.
+var ErrTokenizerMismatch = errors.New("the draft model's tokenizer differs from the model's")
+
+// TokenizerMismatchError names the first difference between a draft
+// model's tokenizer and the target's.
+type TokenizerMismatchError struct {
+	// Field is what differs: "vocabulary size", "piece of token 7",
+	// "tokenizer.ggml.eos_token_id", ...
+	Field string
+	// Target and Draft are the two values.
+	Target, Draft string
+}
+
+func (e *TokenizerMismatchError) Error() string {
+	return fmt.Sprintf("%v: %s is %s in the model, %s in the draft model", ErrTokenizerMismatch, e.Field, e.Target, e.Draft)
+}
+
+// Unwrap returns ErrTokenizerMismatch.
+func (e *TokenizerMismatchError) Unwrap() error { return ErrTokenizerMismatch }
+
 // ErrSlotBusy is returned by WithSlot when the slot serves a request (or
 // another slot operation) at the time.
 var ErrSlotBusy = errors.New("slot busy")

@@ -51,6 +51,14 @@ type slot struct {
 	lastAt  time.Time
 	res     Result
 	lastUse time.Time
+
+	// The draft lane (draft.go): the drafts fed after last in this step,
+	// the lane's state, and, while drafts are verified, the length the
+	// sequence has for the token being verified (0 otherwise).
+	draft     []int32
+	spec      specState
+	verifyLen int
+
 	// opDone answers the WithSlot call whose operation holds the slot;
 	// pendingOp waits for the slot's publish to end (slotops.go).
 	opDone    chan error
@@ -401,9 +409,10 @@ func (s *Scheduler) gather(rr *int) ([]engine.Step, []*slot) {
 		steps  []engine.Step
 		owners []*slot
 	)
+	s.propose()
 	for _, sl := range s.slots {
 		if sl.state == stDecode {
-			steps = append(steps, engine.Step{Seq: sl.seq, Tokens: []int32{sl.last}, Output: engine.OutputLast, Logits: sl.logits})
+			steps = append(steps, s.decodeStep(sl))
 			owners = append(owners, sl)
 		}
 	}
@@ -451,16 +460,28 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 			return
 		}
 	}
+	if len(sl.draft) > 0 {
+		s.verify(sl, now)
+		return
+	}
+	s.next(sl, sl.logits, now)
+}
+
+// next samples the slot's next token from logits (the row after its last
+// fed token), emits it and ends the request if it should end; it reports
+// whether generation goes on (sl.last then holds the token to feed).
+func (s *Scheduler) next(sl *slot, logits []float32, now time.Time) bool {
+	req := sl.task.req
 	var allowed sample.TokenSet
 	if c := req.Constraint; c != nil {
 		if sl.task.allowed == nil {
-			sl.task.allowed = sample.NewTokenSet(len(sl.logits))
+			sl.task.allowed = sample.NewTokenSet(s.vocab)
 		}
 		allowed = sl.task.allowed
 		allowed.Clear()
 		if err := c.Allowed(allowed); err != nil {
 			s.end(sl, FinishError, &RequestError{Field: "constraint", Reason: err.Error(), Err: err}, true)
-			return
+			return false
 		}
 	}
 	tok, err := sl.task.sampler.SampleAllowed(sl.logits, allowed)
@@ -471,18 +492,19 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 		s.end(sl, FinishStop, nil, true)
 		return
 	}
+	tok, err := sl.task.sampler.SampleAllowed(logits, allowed)
 	if err != nil {
 		field := "logit_bias"
 		if allowed != nil {
 			field = "constraint"
 		}
 		s.end(sl, FinishError, &RequestError{Field: field, Reason: err.Error(), Err: err}, true)
-		return
+		return false
 	}
 	if c := req.Constraint; c != nil {
 		if err := c.Accept(tok); err != nil {
 			s.end(sl, FinishError, &RequestError{Field: "constraint", Reason: err.Error(), Err: err}, true)
-			return
+			return false
 		}
 	}
 	sl.task.sampler.Accept(tok)
@@ -496,11 +518,11 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 	if s.cfg.Tokenizer.IsEOG(tok) {
 		sl.res.EOG = true
 		s.end(sl, FinishStop, nil, true)
-		return
+		return false
 	}
 	ev := Event{Token: tok, Time: now}
 	if req.Logprobs >= 0 {
-		lp, top := sample.Logprobs(sl.logits, tok, req.Logprobs)
+		lp, top := sample.Logprobs(logits, tok, req.Logprobs)
 		ev.Logprob, ev.Top = &lp, top
 	}
 	piece := sl.dec.Write(tok)
@@ -514,14 +536,16 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 		s.end(sl, FinishStop, nil, true)
 	case req.MaxTokens > 0 && len(sl.res.Generated) >= req.MaxTokens:
 		s.end(sl, FinishLength, nil, true)
-	case sl.seq.Len() >= sl.seq.Max():
+	case sl.fed() >= sl.seq.Max():
 		s.end(sl, FinishLength, nil, true) // no room to feed tok
 	default:
 		sl.last = tok
 		if sl.state != stDecode {
 			s.setState(sl, stDecode)
 		}
+		return true
 	}
+	return false
 }
 
 // firstStop names the stop string that occurs earliest in text.
@@ -542,6 +566,7 @@ func firstStop(text string, stops []string) string {
 // slot's new full blocks to the publisher (when publish is set and there
 // is a store), and frees the slot.
 func (s *Scheduler) end(sl *slot, f Finish, err error, publish bool) {
+	sl.endVerify()
 	t := sl.task
 	if f == FinishStop || f == FinishLength || f == FinishCancelled {
 		tail := sl.dec.Flush()

@@ -93,6 +93,14 @@ type Config struct {
 	// prefill); an error fails the request with an error wrapping
 	// ErrRemotePrefill.
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
+	// Drafter, when set, proposes draft tokens that each decode step
+	// verifies (speculative decoding, doc.go): it changes speed, never
+	// output. The caller closes it after the scheduler.
+	Drafter Drafter
+	// DraftMax is the most draft tokens one slot verifies in one step
+	// (0: DefaultDraftMax); the draft length adapts below it to the
+	// measured acceptance rate.
+	DraftMax int
 	// Observer receives measurements; nil discards them.
 	Observer Observer
 	// Logger receives the scheduler's logs; nil discards them.
@@ -137,6 +145,8 @@ type Scheduler struct {
 
 	pub *publisher
 
+	draftN draftCounters
+
 	// pending counts exports and publishes not yet finished; idle is
 	// closed whenever it is zero (Sync waits on it).
 	pendMu  sync.Mutex
@@ -173,6 +183,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.PublishQueue <= 0 {
 		cfg.PublishQueue = DefaultPublishQueue
+	}
+	if cfg.DraftMax <= 0 {
+		cfg.DraftMax = DefaultDraftMax
 	}
 	if cfg.DecodeBatch == 0 {
 		cfg.DecodeBatch = cfg.Model.DecodeBatch()

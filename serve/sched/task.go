@@ -157,6 +157,9 @@ type Result struct {
 	PrefillAt string
 	// Pack is, for a PrefillOnly request, the pack that holds its prefix.
 	Pack pack.Digest
+	// Drafted is how many draft tokens were compared with the sampled
+	// ones (speculative decoding), and Accepted how many of them matched.
+	Drafted, Accepted int
 	// Hidden holds, for a request with Hidden set, the hidden states it
 	// asked for: Config.Hidden floats per token, in prompt order.
 	Hidden []float32

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRunDraft runs `muser run` with each draft lane and checks that the
+// output is the plain run's, byte for byte, and that -v reports the
+// acceptance.
+func TestRunDraft(t *testing.T) {
+	path := stories(t)
+	for _, sampling := range [][]string{
+		{"--temperature", "0"},
+		{"--temperature", "0.9", "--seed", "42"},
+	} {
+		base := append([]string{"run", "--model", path, "-p", "Once upon a time, there was a little girl. The little girl",
+			"--max-tokens", "60", "--no-cache"}, sampling...)
+		code, want, errOut := runCLI(t, base...)
+		if code != exitOK {
+			t.Fatalf("plain run: exit %d: %s", code, errOut)
+		}
+		for _, lane := range [][]string{
+			{"--draft-lookup"},
+			{"--draft-model", path, "--draft-max", "3"},
+		} {
+			t.Run(strings.Join(append(sampling, lane...), " "), func(t *testing.T) {
+				code, got, errOut := runCLI(t, append(append(base, lane...), "-v")...)
+				if code != exitOK {
+					t.Fatalf("exit %d: %s", code, errOut)
+				}
+				if got != want {
+					t.Errorf("output %q, want the plain run's %q", got, want)
+				}
+				if !strings.Contains(errOut, "speculative decoding:") {
+					t.Errorf("stderr %q does not name the draft lane", errOut)
+				}
+			})
+		}
+	}
+}
+
+func TestRunDraftUsage(t *testing.T) {
+	path := stories(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"two lanes", []string{"--draft-lookup", "--draft-model", path}, "choose one"},
+		{"negative max", []string{"--draft-lookup", "--draft-max", "-2"}, "--draft-max -2"},
+		// The embedded default model's tokenizer is not stories260K's.
+		{"tokenizer mismatch", []string{"--draft-model", path}, "vocabulary size is 2048 in the model, 512 in the draft model"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"run", "-p", "hi", "--no-cache", "--max-tokens", "2"}, c.args...)
+			code, _, errOut := runCLI(t, args...)
+			if code != exitUsage || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d saying %q", code, errOut, exitUsage, c.want)
+			}
+		})
+	}
+}
+
+// TestServeDraftUsage checks that serve refuses a draft model of another
+// tokenizer before it listens, with exit status 2 naming the difference.
+func TestServeDraftUsage(t *testing.T) {
+	path := stories(t)
+	code, _, errOut := runCLI(t, "serve", "--home", t.TempDir(), "--addr", "127.0.0.1:0", "--draft-model", path)
+	if code != exitUsage || !strings.Contains(errOut, "--draft-model") || !strings.Contains(errOut, "vocabulary size is 2048 in the model") {
+		t.Errorf("exit %d, stderr %q; want exit %d naming --draft-model and the vocabulary sizes", code, errOut, exitUsage)
+	}
+	code, _, errOut = runCLI(t, "serve", "--home", t.TempDir(), "--addr", "127.0.0.1:0", "--draft-lookup", "--draft-max", "-1")
+	if code != exitUsage || !strings.Contains(errOut, "--draft-max -1") {
+		t.Errorf("exit %d, stderr %q; want exit %d naming --draft-max", code, errOut, exitUsage)
+	}
+}

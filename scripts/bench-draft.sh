@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Speculative-decoding benchmark (docs/benchmarks.md, "Speculative
+# decoding"): `muser bench --draft-lookup` and `--draft-model` on the
+# embedded default model (target, Q8_0) with the same model re-quantized
+# to Q4_K as the draft, for each context length in CTXS and each text:
+#   stories  text the default model itself wrote (muser run, seeds 1..N,
+#            temperature 0.8), so the context is in its own distribution;
+#   code     muser's own Go source (serve/, store/, pack/), structured text.
+# Each run alternates plain and drafted decoding REPS times and reports the
+# fastest of each; it fails if the outputs differ. When node-llama-cpp is
+# installed under scripts/parity, scripts/parity/spec-bench.mjs runs the
+# same protocol on llama.cpp (NODE_GEN tokens, NODE_REPS repetitions:
+# node-llama-cpp's high-level sequence API is slow on a loaded 2-core
+# machine). One JSON object per line.
+#
+#   scripts/bench-draft.sh
+#
+# Environment: CTXS ("2048 8192"), GEN (128), REPS (3), THREADS (2),
+# TEMP (0), OUT (scripts/parity/out), NODE (1: run llama.cpp too when
+# installed), NODE_GEN (32), NODE_REPS (1).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/scripts/parity/out}
+ctxs=${CTXS:-2048 8192}
+gen=${GEN:-128}
+reps=${REPS:-3}
+threads=${THREADS:-2}
+temp=${TEMP:-0}
+mkdir -p "$out/draft"
+(cd "$root" && go build -o "$out/muser" ./cmd/muser)
+muser=$out/muser
+target=$root/infer/defaultmodel/model.gguf
+draft=$out/draft/default-q4k.gguf
+[ -f "$draft" ] || "$muser" quantize --type Q4_K "$target" "$draft" >&2
+stories=$out/draft/stories.txt
+maxctx=0
+for c in $ctxs; do [ "$c" -gt "$maxctx" ] && maxctx=$c; done
+ntok() { "$muser" tokenize --model "$target" <"$1" | wc -w; }
+if [ ! -f "$stories" ] || [ "$(ntok "$stories")" -le "$maxctx" ]; then
+	# The model's stories end after about 100 tokens: as many seeds as it
+	# takes to pass the longest context.
+	: >"$stories.tmp"
+	seed=1
+	while [ "$(ntok "$stories.tmp")" -le "$maxctx" ]; do
+		for s in $(seq "$seed" $((seed + 19))); do
+			"$muser" run --no-cache --seed "$s" --temperature 0.8 --max-tokens 480 -p "Once upon a time" 2>/dev/null
+			echo
+		done >>"$stories.tmp"
+		seed=$((seed + 20))
+	done
+	mv "$stories.tmp" "$stories"
+fi
+code=$out/draft/code.txt
+[ -f "$code" ] || cat "$root"/serve/*.go "$root"/store/*.go "$root"/pack/*.go >"$code"
+echo "# $(date -u +%FT%TZ) $(uptime)"
+for ctx in $ctxs; do
+	for text in "$stories" "$code"; do
+		for lane in "--draft-lookup" "--draft-model $draft"; do
+			# shellcheck disable=SC2086
+			"$muser" bench --model "$target" --threads "$threads" --prompt-tokens "$ctx" --gen-tokens "$gen" \
+				--reps "$reps" --temperature "$temp" --text "$text" $lane --json
+		done
+		if [ "${NODE:-1}" = 1 ] && [ -d "$root/scripts/parity/node_modules/node-llama-cpp" ]; then
+			node "$root/scripts/parity/spec-bench.mjs" "$target" "$draft" "$text" "$threads" "$ctx" "${NODE_GEN:-32}" "${NODE_REPS:-1}"
+		fi
+	done
+done
