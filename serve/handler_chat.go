@@ -507,17 +507,10 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 		sw.send(errorBody(famOpenAI, e, info(r).id))
 		return
 	}
-	fr := finishReason(res.Finish)
 	var tm *requestTimings
 	if q.Timings != nil && *q.Timings {
 		tm = timingsOf(res, info(r).start)
 	}
-	last := chunk(chatDelta{}, nil, &fr)
-	if !includeUsage {
-		last.Timings = tm
-	}
-	if sw.send(last) != nil {
-		return
 	for ; cur < n; cur++ {
 		streams[cur].flush()
 		if send(cur, nil) != nil {
@@ -532,7 +525,11 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 		if ncalls[i] > 0 && !partial[i] {
 			fr = "tool_calls"
 		}
-		if sw.send(chunk(i, chatDelta{}, nil, &fr)) != nil {
+		last := chunk(i, chatDelta{}, nil, &fr)
+		if !includeUsage && i == n-1 {
+			last.Timings = tm
+		}
+		if sw.send(last) != nil {
 			return
 		}
 	}

@@ -65,7 +65,6 @@ var knownPaths = map[string]string{
 	"/api/ps": "GET", "/apply-template": "POST", "/infill": "POST",
 	// The dashboard.
 	"/": "GET", "/dashboard/api/state": "GET",
-	"/metrics":      "GET",
 	"/v1/responses": "POST",
 }
 

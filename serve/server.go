@@ -159,13 +159,6 @@ type Server struct {
 	adminAPI adminapi.API // the admin endpoint's store operations
 	// responses holds the Responses API's stored responses.
 	responses *respstore.Store
-	sched     *sched.Scheduler
-	keys      *tenant.Keys
-	salter    *tenant.Salter
-	metrics   *metrics
-	handler   http.Handler
-	identity  pack.Identity
-	started   time.Time
 
 	closeOnce sync.Once
 	closeErr  error

@@ -34,8 +34,7 @@ removes and what it frees. --dry-run prints the same without deleting.
 --max-bytes takes a count with an optional unit: B, KB, MB, GB, TB
 (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024). While a muser
 server owns the store, the server runs gc (docs/serve.md, "Admin
-endpoint").`,
-(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
+endpoint").
 
 With --tier s3://BUCKET/PREFIX it collects the fleet tier instead, safely
 while other nodes upload (docs/tier.md, "Fleet gc"): it marks every chunk
@@ -70,14 +69,17 @@ bound), and manifests that do not verify after the same period.
 			}
 			req.MaxBytes = &n
 		}
-		a, done, err := openAdmin(ctx, env, false)
 		if tf.url != "" {
 			if tgrace < tier.MinGrace {
 				return usagef(cmd, "--tier-grace %v: at least %v (docs/tier.md, rule G3)", tgrace, tier.MinGrace)
 			}
-			return runTierGC(ctx, env, &tf, max(opts.MaxBytes, 0), tgrace, dryRun)
+			var budget int64
+			if req.MaxBytes != nil {
+				budget = max(*req.MaxBytes, 0)
+			}
+			return runTierGC(ctx, env, &tf, budget, tgrace, dryRun)
 		}
-		s, err := openStore(env, false, false)
+		a, done, err := openAdmin(ctx, env, false)
 		if err != nil {
 			return err
 		}

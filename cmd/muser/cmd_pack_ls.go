@@ -21,10 +21,7 @@ pack command accepts), the tokens it covers, the bytes of its chunks, its
 chunk count, the short key of its identity, when it was created and last
 used, and its state (pinned, quarantined). --json prints the full records.
 The store is opened read-only; while a muser server owns it, the server
-answers (docs/serve.md, "Admin endpoint").`,
-		home:  true,
-		flags: func(fs *pflag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print JSON") },
-The store is opened read-only.
+answers (docs/serve.md, "Admin endpoint").
 
 With --tier s3://BUCKET/PREFIX it lists the fleet tier's manifests instead:
 ID, tokens, bytes, chunks, identity, the producer, when it was uploaded and
@@ -41,11 +38,10 @@ its state (pinned, or why it does not verify).
 		if len(args) > 0 {
 			return usagef(cmd, "takes no arguments, got %q", args[0])
 		}
-		a, done, err := openAdmin(ctx, env, true)
 		if tf.url != "" {
 			return runTierLs(ctx, env, &tf, asJSON)
 		}
-		s, err := openStore(env, true, false)
+		a, done, err := openAdmin(ctx, env, true)
 		if err != nil {
 			return err
 		}

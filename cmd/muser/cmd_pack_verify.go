@@ -34,8 +34,7 @@ them) and each gets a receipt.
 --read-data-subset n/t reads only chunks in subset n of t (see the
 format spec); running 1/t to t/t covers every chunk. Progress goes to
 stderr when it is a terminal. While a muser server owns the store, the
-server runs the check (docs/serve.md, "Admin endpoint").`,
-stderr when it is a terminal. The store must not be in use.
+server runs the check (docs/serve.md, "Admin endpoint").
 
 With --tier s3://BUCKET/PREFIX it checks the fleet tier instead, reading
 every object once and changing nothing: each manifest object's layout,
@@ -52,14 +51,13 @@ object, the pack and the fault (missing, truncated, digest, bad seal).
 		},
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
-		req := adminapi.VerifyRequest{Packs: args, ReadDataSubset: subset}
 		if tf.url != "" {
 			if len(args) > 0 || subset != "" {
 				return usagef(cmd, "--tier checks the whole tier: no IDs or --read-data-subset")
 			}
 			return runTierVerify(ctx, env, &tf, asJSON)
 		}
-		opts := store.VerifyOptions{Quarantine: true}
+		req := adminapi.VerifyRequest{Packs: args, ReadDataSubset: subset}
 		if subset != "" {
 			if _, err := store.ParseSubset(subset); err != nil {
 				return usagef(cmd, "--read-data-subset: %v", err)

@@ -108,6 +108,7 @@ commands on this server's store while it runs (those commands find the
 server through DIR/serve.json and use it). Without --admin-key-file only
 loopback clients may use it; with it, "Authorization: Bearer ADMIN_KEY"
 is required from anyone (API keys never grant admin access).
+
 --draft-model FILE (same tokenizer, checked: a difference is exit status 2)
 or --draft-lookup (prompt lookup) turn on speculative decoding: draft tokens
 are verified in one batched step; the output is byte-identical to decoding
@@ -270,6 +271,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	}
 	if clusterHome != nil {
 		opts.Cluster = dashboardCluster(clusterHome, rs)
+	}
 	var ts *serveTier
 	if o.tier.url != "" {
 		if ts, err = openServeTier(env.home, &o.tier, logger, &opts); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/muserhq/muser/serve/adminapi"
 	"log/slog"
 	"os"
 	"strconv"
@@ -137,10 +138,10 @@ func runTierVerify(ctx context.Context, env *cliEnv, o *tierFlags, asJSON bool) 
 	}
 	n := len(rep.Findings)
 	if asJSON {
-		out := verifyJSON{Packs: rep.Packs, ChunksRead: rep.Chunks, BytesRead: rep.Bytes, Findings: []findingJSON{},
+		out := adminapi.VerifyReport{Packs: rep.Packs, ChunksRead: rep.Chunks, BytesRead: rep.Bytes, Findings: []adminapi.Finding{},
 			Errors: n, Quarantined: []pack.Digest{}}
 		for _, f := range rep.Findings {
-			fj := findingJSON{Error: f.Error(), Reason: string(store.ReasonOf(f))}
+			fj := adminapi.Finding{Error: f.Error(), Reason: string(store.ReasonOf(f))}
 			if errors.Is(f, tier.ErrNotFound) {
 				fj.Reason = string(pack.ReasonMissingChunk)
 			}

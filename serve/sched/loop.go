@@ -453,9 +453,8 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 			return // more chunks to come
 		}
 		sl.res.PrefillDone = now
-		if req.PrefillOnly || req.Hidden != engine.OutputNone {
 		keepPromptLogits(sl)
-		if req.PrefillOnly {
+		if req.PrefillOnly || req.Hidden != engine.OutputNone {
 			s.end(sl, FinishStop, nil, true)
 			return
 		}
@@ -483,14 +482,6 @@ func (s *Scheduler) next(sl *slot, logits []float32, now time.Time) bool {
 			s.end(sl, FinishError, &RequestError{Field: "constraint", Reason: err.Error(), Err: err}, true)
 			return false
 		}
-	}
-	tok, err := sl.task.sampler.SampleAllowed(sl.logits, allowed)
-	if err != nil && allowed != nil && errors.Is(err, sample.ErrNoCandidates) && req.Constraint.CanEnd() {
-		// The output is complete and every token that could follow is
-		// banned (the end-of-generation tokens by ignore_eos or a
-		// logit bias): the constraint ends the request.
-		s.end(sl, FinishStop, nil, true)
-		return
 	}
 	tok, err := sl.task.sampler.SampleAllowed(logits, allowed)
 	if err != nil {

@@ -262,8 +262,10 @@ func (s *Scheduler) check(req *Request) (*sample.Sampler, error) {
 			return nil, &RequestError{Field: "prompt", Reason: fmt.Sprintf("token %d (at index %d) is outside the vocabulary of %d", t, i, s.vocab)}
 		}
 	}
-	if err := s.checkHidden(req); err != nil {
 	if err := checkChoices(req); err != nil {
+		return nil, err
+	}
+	if err := s.checkHidden(req); err != nil {
 		return nil, err
 	}
 	sm, err := sample.New(req.Sampling, s.vocab)
