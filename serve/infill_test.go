@@ -102,7 +102,7 @@ func TestInfill(t *testing.T) {
 				{`{}`, "input_prefix"},
 				{`{"input_prefix": "x", "prompt": [1, 2]}`, "prompt"},
 				{`{"input_prefix": "x", "input_extra": [{"txt": "y"}]}`, "txt"},
-				{`{"input_prefix": "x", "grammar": "root ::= \"a\""}`, "grammar"},
+				{`{"input_prefix": "x", "grammar": "root ::= x"}`, "grammar"},
 				{`{"input_prefix": "` + strings.Repeat("t1 ", 600) + `"}`, "prompt"},
 			} {
 				resp, b := ts.post(t, "/infill", bad.body)

@@ -86,7 +86,7 @@ func TestSchemaGeneration(t *testing.T) {
 			ended := 0
 			const walks = 12
 			for seed := range uint64(walks) {
-				text, ok := walk(t, cg, tok, seed, 600)
+				text, ok := walk(t, cg, tok, seed, 4000)
 				if !ok {
 					continue
 				}

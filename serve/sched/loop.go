@@ -484,6 +484,13 @@ func (s *Scheduler) next(sl *slot, logits []float32, now time.Time) bool {
 		}
 	}
 	tok, err := sl.task.sampler.SampleAllowed(logits, allowed)
+	if err != nil && allowed != nil && errors.Is(err, sample.ErrNoCandidates) && req.Constraint.CanEnd() {
+		// The output is complete and every token that could follow is
+		// banned (the end-of-generation tokens by ignore_eos or a
+		// logit bias): the constraint ends the request.
+		s.end(sl, FinishStop, nil, true)
+		return false
+	}
 	if err != nil {
 		field := "logit_bias"
 		if allowed != nil {
