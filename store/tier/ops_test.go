@@ -328,3 +328,16 @@ func TestIndexDropRepoints(t *testing.T) {
 		t.Fatalf("lookup after the removal: got %s, %d blocks, %v; want %s, 3", p.Short(), d, ok, short.Short())
 	}
 }
+
+// TestReadThroughCloseWithoutStart: Close of a read-through never started
+// returns at once rather than after its Timeout.
+func TestReadThroughCloseWithoutStart(t *testing.T) {
+	f := newFixture(t)
+	b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
+	rt := tier.NewReadThrough(f.open(t, testKey, "node-b"), b, tier.ReadThroughOptions{Timeout: time.Minute})
+	t0 := time.Now()
+	rt.Close()
+	if el := time.Since(t0); el > 10*time.Second {
+		t.Fatalf("close without start took %v, want at once", el)
+	}
+}
