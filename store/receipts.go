@@ -107,21 +107,12 @@ func (s *Store) newReceipt(id pack.Digest, source string, err error) Receipt {
 // of err, and returns the *RefusalError to hand back. On a read-only store
 // the receipt is not recorded and its ID stays empty.
 func (s *Store) refuse(id pack.Digest, source string, err error) error {
-	r := s.newReceipt(id, source, err)
-	if s.checkWritable() == nil {
-		_ = s.db.Update(func(tx *bolt.Tx) error {
-			var werr error
-			r, werr = s.putReceipt(tx, r)
-			return werr
-		})
-	}
-	return &RefusalError{Receipt: r, Err: err}
+	return s.Refuse(id, source, "", err)
 }
 
-// Refuse records a receipt for a refusal decided outside the store (the
-// fleet tier refusing an object) and returns the *RefusalError to hand
-// back. reason, when not empty, overrides the reason ReasonOf gives err.
-// On a read-only store the receipt is not recorded.
+// Refuse is refuse for a refusal decided outside the store (the fleet
+// tier refusing an object): reason, when not empty, overrides the reason
+// the receipt would take from err.
 func (s *Store) Refuse(id pack.Digest, source string, reason pack.Reason, err error) error {
 	r := s.newReceipt(id, source, err)
 	if reason != "" {

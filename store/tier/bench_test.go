@@ -39,7 +39,7 @@ import (
 //   - install-nosync: the same into a store opened without fsync (what
 //     the local disk's durability costs).
 //
-//     go test -run '^$' -bench BenchmarkTier32K -benchtime 2x -count 3 ./store/tier
+//     go test -run '^$' -bench BenchmarkTier32K -benchtime 1x -count 3 ./store/tier
 func BenchmarkTier32K(b *testing.B) {
 	const (
 		tokens    = 32768

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
@@ -60,40 +59,23 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 		size[m.Chunks[i].ID] = m.Chunks[i].Size
 		block[m.Chunks[i].ID] = i
 	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-		next     atomic.Int64
-		wg       sync.WaitGroup
-	)
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for range min(parallel, len(missing)) {
-		wg.Go(func() {
-			var buf []byte // reused: the store keeps no reference to a chunk it wrote
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(missing) || cctx.Err() != nil {
-					return
-				}
-				c := missing[i]
-				n, err := t.fetchChunk(cctx, st, id, c, size[c], block[c], &buf)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-					cancel()
-				}
-				if err == nil {
-					res.ChunksFetched++
-					res.BytesFetched += n
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return res, firstErr
+	// The buffers are reused: the store keeps no reference to a chunk it
+	// wrote.
+	var mu sync.Mutex
+	err = each(ctx, len(missing), func(ctx context.Context, i int, buf *[]byte) error {
+		c := missing[i]
+		n, err := t.fetchChunk(ctx, st, id, c, size[c], block[c], buf)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		res.ChunksFetched++
+		res.BytesFetched += n
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	res.Pack, res.New, err = st.PublishPack(ctx, m, store.PublishOptions{Source: src})
 	return res, err

@@ -91,10 +91,10 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		var m *pack.Manifest
 		if ok {
 			_, _, m, err = t.Manifest(ctx, id)
-			if err != nil && (isUnavailable(err) || isNotFound(err)) {
-				if isNotFound(err) {
-					continue
-				}
+			switch {
+			case isNotFound(err):
+				continue // deleted since the listing
+			case isUnavailable(err):
 				return rep, err
 			}
 		}

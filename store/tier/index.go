@@ -2,25 +2,11 @@ package tier
 
 import (
 	"context"
+	"errors"
 	"sync"
-	"time"
 
 	"github.com/muserhq/muser/pack"
 )
-
-// IndexEntry describes one manifest of the tier's index.
-type IndexEntry struct {
-	// Pack is the pack ID.
-	Pack pack.Digest
-	// Tokens is how many tokens it covers.
-	Tokens int
-	// Bytes is the size of its chunks (a repeated chunk once per use).
-	Bytes uint64
-	// Producer is the node that computed the KV.
-	Producer string
-	// Modified is when the manifest object was written.
-	Modified time.Time
-}
 
 type keyHit struct {
 	pack  pack.Digest
@@ -35,17 +21,16 @@ type keyHit struct {
 type Index struct {
 	t *Tier
 
-	mu      sync.RWMutex
-	entries map[pack.Digest]IndexEntry
-	keys    map[pack.Digest]keyHit
-	chains  map[pack.Digest][]pack.Digest
-	bad     map[string]error // manifest keys that failed to decode or verify
-	loaded  time.Time
+	mu     sync.RWMutex
+	tokens map[pack.Digest]int // each indexed pack's token count
+	keys   map[pack.Digest]keyHit
+	chains map[pack.Digest][]pack.Digest
+	bad    map[string]error // manifest keys that failed to decode or verify
 }
 
 // NewIndex returns an empty index of t.
 func NewIndex(t *Tier) *Index {
-	return &Index{t: t, entries: map[pack.Digest]IndexEntry{}, keys: map[pack.Digest]keyHit{},
+	return &Index{t: t, tokens: map[pack.Digest]int{}, keys: map[pack.Digest]keyHit{},
 		chains: map[pack.Digest][]pack.Digest{}, bad: map[string]error{}}
 }
 
@@ -76,7 +61,7 @@ func (ix *Index) Refresh(ctx context.Context) (RefreshResult, error) {
 			continue
 		}
 		present[id] = true
-		if _, ok := ix.entries[id]; ok {
+		if _, ok := ix.tokens[id]; ok {
 			continue
 		}
 		if _, ok := ix.bad[o.Key]; ok {
@@ -92,7 +77,8 @@ func (ix *Index) Refresh(ctx context.Context) (RefreshResult, error) {
 			if isNotFound(err) {
 				continue
 			}
-			if _, ok := err.(*ObjectError); !ok {
+			var oe *ObjectError
+			if !errors.As(err, &oe) {
 				return res, err
 			}
 		}
@@ -106,51 +92,58 @@ func (ix *Index) Refresh(ctx context.Context) (RefreshResult, error) {
 			res.Bad++
 			res.BadErrs = append(res.BadErrs, err)
 		} else {
-			ix.add(id, m, o.Modified)
+			ix.add(id, m)
 			res.Added++
 		}
 		ix.mu.Unlock()
 	}
 	ix.mu.Lock()
-	for id := range ix.entries {
+	for id := range ix.tokens {
 		if !present[id] {
 			ix.drop(id)
 			res.Removed++
 		}
+	}
+	if res.Removed > 0 {
+		ix.repoint()
 	}
 	for k := range ix.bad {
 		if id, ok := digestName(k, dirManifests); ok && !present[id] {
 			delete(ix.bad, k)
 		}
 	}
-	ix.loaded = ix.t.now()
 	ix.mu.Unlock()
 	return res, nil
 }
 
 // add indexes manifest m of pack id; ix.mu is held.
-func (ix *Index) add(id pack.Digest, m *pack.Manifest, modified time.Time) {
+func (ix *Index) add(id pack.Digest, m *pack.Manifest) {
 	chain := m.BlockKeys()
-	ix.entries[id] = IndexEntry{Pack: id, Tokens: len(m.Tokens), Bytes: m.Bytes(), Producer: m.Producer, Modified: modified}
+	ix.tokens[id] = len(m.Tokens)
 	ix.chains[id] = chain
 	for i, k := range chain {
-		if h, ok := ix.keys[k]; !ok || h.depth < i+1 || (h.depth == i+1 && ix.entries[h.pack].Tokens < len(m.Tokens)) {
+		if h, ok := ix.keys[k]; !ok || h.depth < i+1 || (h.depth == i+1 && ix.tokens[h.pack] < len(m.Tokens)) {
 			ix.keys[k] = keyHit{pack: id, depth: i + 1}
 		}
 	}
 }
 
-// drop removes pack id; ix.mu is held. Keys it served are re-pointed at
-// another pack holding them.
+// drop removes pack id; ix.mu is held. The keys it served are left
+// unserved until repoint.
 func (ix *Index) drop(id pack.Digest) {
 	chain := ix.chains[id]
-	delete(ix.entries, id)
+	delete(ix.tokens, id)
 	delete(ix.chains, id)
 	for _, k := range chain {
 		if ix.keys[k].pack == id {
 			delete(ix.keys, k)
 		}
 	}
+}
+
+// repoint points every key no pack serves at a remaining pack holding it
+// (once per refresh, after its drops); ix.mu is held.
+func (ix *Index) repoint() {
 	for other, c := range ix.chains {
 		for i, k := range c {
 			if _, ok := ix.keys[k]; !ok {
@@ -173,20 +166,9 @@ func (ix *Index) Lookup(keys []pack.Digest) (pack.Digest, int, bool) {
 	return pack.Digest{}, 0, false
 }
 
-// Entries returns every indexed manifest.
-func (ix *Index) Entries() []IndexEntry {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	out := make([]IndexEntry, 0, len(ix.entries))
-	for _, e := range ix.entries {
-		out = append(out, e)
-	}
-	return out
-}
-
 // Len returns how many manifests are indexed.
 func (ix *Index) Len() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return len(ix.entries)
+	return len(ix.tokens)
 }

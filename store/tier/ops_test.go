@@ -299,3 +299,45 @@ func TestReadThroughConcurrent(t *testing.T) {
 		t.Fatalf("restored %d tokens, want 80", n)
 	}
 }
+
+// TestIndexDropRepoints: when the manifest serving a prefix disappears,
+// a refresh points its block keys at another pack holding them.
+func TestIndexDropRepoints(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	short := storetest.Publish(t, f.a, f.id, f.salt, f.tokens[:48], 96).Pack
+	if _, err := f.tier.Upload(ctx, f.a, short); err != nil {
+		t.Fatal(err)
+	}
+	ix := tier.NewIndex(f.tier)
+	if res, err := ix.Refresh(ctx); err != nil || res.Added != 2 {
+		t.Fatalf("refresh: got %+v, %v; want 2 added", res, err)
+	}
+	keys := pack.BlockKeys(f.id.Key(), pack.TenantTag(f.salt), f.tokens, 16)
+	if p, d, ok := ix.Lookup(keys); !ok || p != f.pack || d != 5 {
+		t.Fatalf("lookup: got %s, %d blocks, %v; want %s, 5", p.Short(), d, ok, f.pack.Short())
+	}
+	if p, d, ok := ix.Lookup(keys[:3]); !ok || p != f.pack || d != 3 {
+		t.Fatalf("lookup of 3 blocks: got %s, %d, %v; want the longer pack %s, 3", p.Short(), d, ok, f.pack.Short())
+	}
+	f.removeObject(t, "manifests/"+f.pack.String())
+	if res, err := ix.Refresh(ctx); err != nil || res.Removed != 1 || ix.Len() != 1 {
+		t.Fatalf("refresh after the removal: got %+v, %v, %d packs; want 1 removed, 1 left", res, err, ix.Len())
+	}
+	if p, d, ok := ix.Lookup(keys); !ok || p != short || d != 3 {
+		t.Fatalf("lookup after the removal: got %s, %d blocks, %v; want %s, 3", p.Short(), d, ok, short.Short())
+	}
+}
+
+// TestReadThroughCloseWithoutStart: Close of a read-through never started
+// returns at once rather than after its Timeout.
+func TestReadThroughCloseWithoutStart(t *testing.T) {
+	f := newFixture(t)
+	b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
+	rt := tier.NewReadThrough(f.open(t, testKey, "node-b"), b, tier.ReadThroughOptions{Timeout: time.Minute})
+	t0 := time.Now()
+	rt.Close()
+	if el := time.Since(t0); el > 10*time.Second {
+		t.Fatalf("close without start took %v, want at once", el)
+	}
+}

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
 )
 
-// Read-through outcomes, the values of ReadThroughStats' keys and of the
+// Read-through outcomes, the keys of ReadThrough.Stats' counts and of the
 // muser_tier_reads_total metric's outcome label.
 const (
 	// OutcomeHit: the tier held a longer prefix; it was installed.
@@ -64,12 +65,14 @@ type ReadThrough struct {
 	downUntil time.Time
 	bytes     int64
 
-	stop chan struct{}
-	done chan struct{}
+	started atomic.Bool
+	stop    chan struct{}
+	done    chan struct{}
 }
 
-// NewReadThrough returns a read-through of t into st, serving only
-// identity's packs. Start warms and refreshes its index.
+// NewReadThrough returns a read-through of t into st; each read names
+// the identity its packs must have. Start refreshes its index in the
+// background.
 func NewReadThrough(t *Tier, st *store.Store, opts ReadThroughOptions) *ReadThrough {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
@@ -111,6 +114,9 @@ func (r *ReadThrough) Refresh(ctx context.Context) error {
 // Close. A server calls Refresh once before it serves (a new node warms
 // from the tier), then Start.
 func (r *ReadThrough) Start() {
+	if r.started.Swap(true) {
+		return
+	}
 	go func() {
 		defer close(r.done)
 		for {
@@ -126,12 +132,16 @@ func (r *ReadThrough) Start() {
 	}()
 }
 
-// Close stops the background refresh.
+// Close stops the background refresh, waiting at most Timeout for a
+// refresh under way.
 func (r *ReadThrough) Close() {
 	select {
 	case <-r.stop:
 	default:
 		close(r.stop)
+	}
+	if !r.started.Load() {
+		return
 	}
 	select {
 	case <-r.done:

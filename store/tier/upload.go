@@ -16,6 +16,37 @@ import (
 // parallel is how many chunk objects one upload or restore moves at once.
 const parallel = 8
 
+// each calls f for 0 ≤ i < n, parallel calls at a time; each goroutine
+// passes f the same buffer to reuse. The first error cancels the context
+// of the calls under way and is returned once they end.
+func each(ctx context.Context, n int, f func(ctx context.Context, i int, buf *[]byte) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for range min(parallel, n) {
+		wg.Go(func() {
+			var buf []byte
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(ctx, i, &buf); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
 // UploadResult says what an upload did.
 type UploadResult struct {
 	// Pack is the uploaded pack.
@@ -64,44 +95,24 @@ func (t *Tier) Upload(ctx context.Context, st *store.Store, id pack.Digest) (Upl
 			blocks = append(blocks, i)
 		}
 	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-		next     atomic.Int64
-		wg       sync.WaitGroup
-	)
-	for range min(parallel, len(blocks)) {
-		wg.Go(func() {
-			var buf []byte
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(blocks) {
-					return
-				}
-				mu.Lock()
-				stop := firstErr != nil
-				mu.Unlock()
-				if stop {
-					return
-				}
-				put, n, err := t.uploadChunk(ctx, r, blocks[i], m.Chunks[blocks[i]], &buf)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				if put {
-					res.ChunksPut++
-					res.BytesPut += n
-				} else if err == nil {
-					res.ChunksHeld++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return res, firstErr
+	var mu sync.Mutex
+	err = each(ctx, len(blocks), func(ctx context.Context, i int, buf *[]byte) error {
+		put, n, err := t.uploadChunk(ctx, r, blocks[i], m.Chunks[blocks[i]], buf)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		if put {
+			res.ChunksPut++
+			res.BytesPut += n
+		} else {
+			res.ChunksHeld++
+		}
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	if el := t.now().Sub(start); el > MaxUploadTime {
 		return res, fmt.Errorf("pack %s: %w (%v, at most %v)", id.Short(), ErrTooSlow, el.Round(time.Second), MaxUploadTime)
