@@ -105,12 +105,14 @@ func (s *Scheduler) nextChoice(sl *slot, f Finish) bool {
 		t.req.Constraint = c
 	}
 	sl.seq.Truncate(len(t.req.Prompt))
-	sl.logits = slices.Clone(m.promptLogits)
+	// The step's drafts (if it verified any) followed the choice that
+	// ended: the new choice's first token is a plain sample.
+	sl.draft = sl.draft[:0]
 	sl.dec = s.cfg.Tokenizer.NewStreamDecoder()
 	sl.stop = sample.NewStop(t.req.Stop)
 	sl.text.Reset()
 	s.setState(sl, stDecode)
-	s.after(sl, nil, time.Now())
+	s.next(sl, m.promptLogits, time.Now())
 	return true
 }
 

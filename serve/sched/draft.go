@@ -38,6 +38,9 @@ type DraftRequest struct {
 	Slot int
 	// History is the slot's prompt and output so far; the proposal
 	// follows its last token. It must not be modified or retained.
+	// Between two calls for a slot without Forget it may have been cut
+	// back: each choice of a request with N > 1 starts again after the
+	// prompt.
 	History []int32
 	// Max is the most tokens to propose (at least 1).
 	Max int
