@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/sample"
 )
 
@@ -42,6 +43,9 @@ func checkChoices(req *Request) error {
 	}
 	if req.N > 1 && req.PrefillOnly {
 		return &RequestError{Field: "n", Reason: "is more than 1 on a prefill-only request"}
+	}
+	if req.N > 1 && req.Hidden != engine.OutputNone {
+		return &RequestError{Field: "n", Reason: "is more than 1 on an embeddings request"}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/infertest"
 )
 
@@ -99,14 +100,23 @@ func TestChoices(t *testing.T) {
 			}
 		})
 	}
-	t.Run("too many", func(t *testing.T) {
-		s := e.newSched(t, nil, nil)
-		_, err := s.Submit(context.Background(), &Request{Prompt: prompt, Sampling: sampling(1), N: MaxChoices + 1})
-		var re *RequestError
-		if !errors.As(err, &re) || re.Field != "n" {
-			t.Fatalf("got %v, want a RequestError naming n", err)
-		}
-	})
+	for _, c := range []struct {
+		name string
+		req  Request
+	}{
+		{"too many", Request{Prompt: prompt, Sampling: sampling(1), N: MaxChoices + 1}},
+		{"prefill only", Request{Prompt: prompt, Sampling: sampling(1), N: 2, PrefillOnly: true}},
+		{"embeddings", Request{Prompt: prompt, Sampling: sampling(1), N: 2, Hidden: engine.OutputLast}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := e.newSched(t, nil, nil)
+			_, err := s.Submit(context.Background(), &c.req)
+			var re *RequestError
+			if !errors.As(err, &re) || re.Field != "n" {
+				t.Fatalf("got %v, want a RequestError naming n", err)
+			}
+		})
+	}
 }
 
 // sameChoices runs req (N choices) on a scheduler with drafter d (nil:
