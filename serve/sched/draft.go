@@ -2,7 +2,6 @@ package sched
 
 import (
 	"context"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -390,19 +389,4 @@ func lookup(dst, h []int32, lo, hi, max int) []int32 {
 		}
 	}
 	return dst
-}
-
-// argmax returns the index of the highest value, ties to the lowest
-// index, NaN skipped; -1 when every value is NaN or -Inf.
-func argmax(v []float32) int32 {
-	best := -1
-	for i, x := range v {
-		if x == x && (best < 0 || x > v[best]) {
-			best = i
-		}
-	}
-	if best >= 0 && math.IsInf(float64(v[best]), -1) {
-		return -1
-	}
-	return int32(best)
 }
