@@ -105,9 +105,7 @@ func (s *Scheduler) nextChoice(sl *slot, f Finish) bool {
 	sl.res.Generated, sl.res.EOG, sl.res.StopWord = nil, false, ""
 	t.sampler = m.samplers[m.index]
 	m.samplers[m.index] = nil
-	if c := m.constraints[m.index]; c != nil {
-		t.req.Constraint = c
-	}
+	t.constraint = m.constraints[m.index]
 	sl.seq.Truncate(len(t.req.Prompt))
 	// The step's drafts (if it verified any) followed the choice that
 	// ended: the new choice's first token is a plain sample.

@@ -202,7 +202,7 @@ func (s *Scheduler) propose() {
 			}
 		}
 		if ok {
-			sl.draft = allowedPrefix(sl.task.req.Constraint, d)
+			sl.draft = allowedPrefix(sl.task.constraint, d)
 		}
 	}
 }
