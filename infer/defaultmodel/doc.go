@@ -19,9 +19,8 @@
 //     to every prompt), </s> 2, <|im_start|> 3 and <|im_end|> 4, all
 //     control tokens; <|im_end|> is the EOS and the only end-of-generation
 //     token; add_space_prefix is false;
-//   - as tokenizer.chat_template, the template of the model it was trained
-//     with: plain ChatML for the committed file; ChatTemplate (ChatML plus
-//     Qwen2.5's tool sections) for a file trained by the current recipe.
+//   - ChatTemplate (ChatML plus Qwen2.5's tool sections), the template the
+//     recipe trained it with, as tokenizer.chat_template.
 //
 // ChatTemplate renders every conversation without tools exactly as plain
 // ChatML; with tools it adds Qwen2.5's "# Tools" system section (each tool

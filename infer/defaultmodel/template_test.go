@@ -13,9 +13,6 @@ import (
 // conversation without tools exactly as it does.
 const chatMLTemplate = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 
-// chatMLSHA256 is the digest of that committed file.
-const chatMLSHA256 = "e2924f27e65e0ee1ad5f60c883be389eeee59fe84d129518beb78309fc89d3c9"
-
 func mustParse(t *testing.T, src string) *template.Template {
 	t.Helper()
 	tm, err := template.Parse(src)
@@ -155,9 +152,8 @@ func firstDiff(a, b string) int {
 	return min(len(a), len(b))
 }
 
-// TestEmbeddedTemplate checks the embedded file's tokenizer.chat_template.
-// The file committed before the tool-calling retrain carries plain ChatML;
-// any other file must carry ChatTemplate.
+// TestEmbeddedTemplate checks that the embedded file's
+// tokenizer.chat_template is ChatTemplate.
 func TestEmbeddedTemplate(t *testing.T) {
 	f, err := File()
 	if err != nil {
@@ -167,11 +163,7 @@ func TestEmbeddedTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ChatTemplate
-	if SHA256 == chatMLSHA256 {
-		want = chatMLTemplate
-	}
-	if got != want {
-		t.Fatalf("tokenizer.chat_template = %q, want %q", got, want)
+	if got != ChatTemplate {
+		t.Fatalf("tokenizer.chat_template = %q, want ChatTemplate %q", got, ChatTemplate)
 	}
 }

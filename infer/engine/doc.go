@@ -82,13 +82,14 @@
 // # Embeddings
 //
 // A Step may ask for final-normed hidden states (Step.Hidden, like
-// Step.Output for logits): each wanted token's RMSNorm(x)·w_out, the
-// input of the output projection, computed by the same kernel and in the
-// same order as before the logits, so asking for them never changes a
-// logit. A backend returns them when it implements HiddenBackend (the CPU
-// backend does; the CUDA backend does not yet, and the front refuses such
-// a step with a *DeviceError naming the device, wrapping
-// ErrNoHiddenStates). Pool turns a prompt's states into one embedding by
+// Step.Output for logits): each wanted token's output-normed state (the
+// output norm's RMSNorm and weight), the input of the output projection,
+// computed by the same kernel and in the same order as before the logits,
+// so asking for them never changes a logit. A backend returns them when it
+// implements HiddenBackend (the CPU backend does; the CUDA backend does
+// not yet: Model.CheckHiddenStates then returns a *DeviceError naming the
+// device, wrapping ErrNoHiddenStates, and Forward refuses such a step with
+// a *BatchError). Pool turns a prompt's states into one embedding by
 // the GGUF's <arch>.pooling_type (ReadPooling; llama.cpp's values): mean
 // (float64 sums in token order), cls (the first token) or last; Normalize
 // scales it to unit length as llama.cpp's server and Ollama's /api/embed

@@ -80,9 +80,10 @@ func (e *BatchError) Unwrap() error { return ErrBatch }
 // model and the store's block size, or the store's answer is inconsistent.
 var ErrPrefix = errors.New("prefix cache")
 
-// ErrNoHiddenStates is returned when a Forward step asks for hidden
-// states (embeddings) of a backend that does not return them (it does not
-// implement HiddenBackend).
+// ErrNoHiddenStates is returned by Model.CheckHiddenStates when the
+// model's backend does not return hidden states (embeddings): it does not
+// implement HiddenBackend. Forward refuses a step that asks for them with
+// a *BatchError.
 var ErrNoHiddenStates = errors.New("the device does not return hidden states")
 
 // DeviceError names the device that cannot do what was asked.

@@ -2,6 +2,7 @@ package sample
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 )
@@ -116,4 +117,37 @@ func TestSampleAllowed(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestArgmax(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	only := func(ids ...int32) TokenSet {
+		s := NewTokenSet(4)
+		for _, id := range ids {
+			s.Add(id)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name    string
+		logits  []float32
+		allowed TokenSet
+		want    int32
+	}{
+		{"highest", []float32{0.1, 3, -2, 2.9}, nil, 1},
+		{"tie goes to lowest id", []float32{1, 5, 5, 5}, nil, 1},
+		{"NaN skipped", []float32{nan, 1, 2, nan}, nil, 2},
+		{"+Inf wins", []float32{1, inf, 2, 3}, nil, 1},
+		{"all -Inf", []float32{-inf, -inf, -inf, -inf}, nil, -1},
+		{"all NaN", []float32{nan, nan, nan, nan}, nil, -1},
+		{"allowed only", []float32{0.1, 3, -2, 2.9}, only(0, 2), 0},
+		{"nothing allowed", []float32{0.1, 3, -2, 2.9}, only(), -1},
+		{"allowed is -Inf", []float32{0.1, 3, -inf, 2.9}, only(2), -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Argmax(c.logits, c.allowed); got != c.want {
+				t.Errorf("Argmax = %d, want %d", got, c.want)
+			}
+		})
+	}
 }

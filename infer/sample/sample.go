@@ -177,6 +177,25 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 	return s.SampleAllowed(logits, nil)
 }
 
+// Argmax returns plain greedy decoding's token: the id of the highest
+// logit among allowed (nil: every id), ties to the lowest id, NaN
+// skipped; -1 when no allowed logit is above -Inf.
+func Argmax(logits []float32, allowed TokenSet) int32 {
+	best := -1
+	for id, l := range logits {
+		if allowed != nil && !allowed.Has(int32(id)) {
+			continue
+		}
+		if l == l && (best < 0 || l > logits[best]) {
+			best = id
+		}
+	}
+	if best < 0 || math.IsInf(float64(logits[best]), -1) {
+		return -1
+	}
+	return int32(best)
+}
+
 // SampleAllowed is Sample restricted to the tokens in allowed (a
 // Constraint's set): every other token's logit counts as -Inf before the
 // first step of the chain, so greedy and seeded sampling stay functions of
@@ -189,20 +208,10 @@ func (s *Sampler) SampleAllowed(logits []float32, allowed TokenSet) (int32, erro
 	}
 	penalties := len(s.counts) > 0 && (s.p.RepeatPenalty != 1 && s.p.RepeatPenalty != 0 || s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0)
 	if s.p.Temperature <= 0 && len(s.p.LogitBias) == 0 && !penalties {
-		// Plain greedy: the highest logit, ties to the lowest id, NaN skipped.
-		best := -1
-		for id, l := range logits {
-			if allowed != nil && !allowed.Has(int32(id)) {
-				continue
-			}
-			if l == l && (best < 0 || l > logits[best]) {
-				best = id
-			}
+		if best := Argmax(logits, allowed); best >= 0 {
+			return best, nil
 		}
-		if best < 0 || math.IsInf(float64(logits[best]), -1) {
-			return 0, ErrNoCandidates
-		}
-		return int32(best), nil
+		return 0, ErrNoCandidates
 	}
 	// c[id] is token id until banned tokens are dropped below.
 	c := s.cand[:0]

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/sample"
 )
 
@@ -42,6 +43,9 @@ func checkChoices(req *Request) error {
 	}
 	if req.N > 1 && req.PrefillOnly {
 		return &RequestError{Field: "n", Reason: "is more than 1 on a prefill-only request"}
+	}
+	if req.N > 1 && req.Hidden != engine.OutputNone {
+		return &RequestError{Field: "n", Reason: "is more than 1 on an embeddings request"}
 	}
 	return nil
 }
@@ -101,16 +105,16 @@ func (s *Scheduler) nextChoice(sl *slot, f Finish) bool {
 	sl.res.Generated, sl.res.EOG, sl.res.StopWord = nil, false, ""
 	t.sampler = m.samplers[m.index]
 	m.samplers[m.index] = nil
-	if c := m.constraints[m.index]; c != nil {
-		t.req.Constraint = c
-	}
+	t.constraint = m.constraints[m.index]
 	sl.seq.Truncate(len(t.req.Prompt))
-	sl.logits = slices.Clone(m.promptLogits)
+	// The step's drafts (if it verified any) followed the choice that
+	// ended: the new choice's first token is a plain sample.
+	sl.draft = sl.draft[:0]
 	sl.dec = s.cfg.Tokenizer.NewStreamDecoder()
 	sl.stop = sample.NewStop(t.req.Stop)
 	sl.text.Reset()
 	s.setState(sl, stDecode)
-	s.after(sl, nil, time.Now())
+	s.next(sl, m.promptLogits, time.Now())
 	return true
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/infertest"
 )
 
@@ -83,55 +84,85 @@ func TestChoices(t *testing.T) {
 				}
 				want = append(want, o)
 			}
-			obs := &prefixCounter{}
-			s := e.newSched(t, nil, func(cfg *Config) { cfg.Observer = obs })
-			task, err := s.Submit(context.Background(), mk(50, c.n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			toks, texts, res := byChoice(t, task, c.n)
-			if err := task.Err(); err != nil {
-				t.Fatal(err)
-			}
-			if obs.n != 1 {
-				t.Errorf("got %d prefills (Observer.Prefix calls), want 1", obs.n)
-			}
-			if len(res.Choices) != c.n {
-				t.Fatalf("got %d choice results, want %d", len(res.Choices), c.n)
-			}
-			var all []int32
-			for i := range c.n {
-				wantToks := want[i].tokens
-				if !slices.Equal(toks[i], wantToks) {
-					t.Errorf("choice %d: got tokens %v, want %v (the request alone with seed+%d)", i, toks[i], wantToks, i)
-				}
-				if texts[i] != want[i].text {
-					t.Errorf("choice %d: got text %q, want %q", i, texts[i], want[i].text)
-				}
-				cr := res.Choices[i]
-				if !slices.Equal(cr.Generated, want[i].res.Generated) || cr.Finish != want[i].res.Finish || cr.StopWord != want[i].res.StopWord {
-					t.Errorf("choice %d: got result %+v, want generated %v finish %v stop %q", i, cr, want[i].res.Generated, want[i].res.Finish, want[i].res.StopWord)
-				}
-				if c.constraint {
-					for _, tok := range toks[i] {
-						if tok%2 != 0 {
-							t.Errorf("choice %d: token %d is odd under the even-token constraint", i, tok)
-						}
-					}
-				}
-				all = append(all, cr.Generated...)
-			}
-			if !slices.Equal(res.Generated, all) {
-				t.Errorf("Result.Generated has %d tokens, want the %d of every choice in order", len(res.Generated), len(all))
+			// Each choice is what it is alone, with or without a draft
+			// lane (whose steps may end a choice in their middle).
+			for _, d := range []struct {
+				name string
+				make func() Drafter
+			}{
+				{"plain", func() Drafter { return nil }},
+				{"model-self", func() Drafter { return NewModelDrafter(e.model) }},
+				{"lookup", func() Drafter { return &LookupDrafter{MinN: 1} }},
+			} {
+				t.Run(d.name, func(t *testing.T) {
+					sameChoices(t, e, mk(50, c.n), want, c.constraint, d.make())
+				})
 			}
 		})
 	}
-	t.Run("too many", func(t *testing.T) {
-		s := e.newSched(t, nil, nil)
-		_, err := s.Submit(context.Background(), &Request{Prompt: prompt, Sampling: sampling(1), N: MaxChoices + 1})
-		var re *RequestError
-		if !errors.As(err, &re) || re.Field != "n" {
-			t.Fatalf("got %v, want a RequestError naming n", err)
+	for _, c := range []struct {
+		name string
+		req  Request
+	}{
+		{"too many", Request{Prompt: prompt, Sampling: sampling(1), N: MaxChoices + 1}},
+		{"prefill only", Request{Prompt: prompt, Sampling: sampling(1), N: 2, PrefillOnly: true}},
+		{"embeddings", Request{Prompt: prompt, Sampling: sampling(1), N: 2, Hidden: engine.OutputLast}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := e.newSched(t, nil, nil)
+			_, err := s.Submit(context.Background(), &c.req)
+			var re *RequestError
+			if !errors.As(err, &re) || re.Field != "n" {
+				t.Fatalf("got %v, want a RequestError naming n", err)
+			}
+		})
+	}
+}
+
+// sameChoices runs req (N choices) on a scheduler with drafter d (nil:
+// none) and checks that choice i is want[i], the request alone with seed
+// plus i, and that the prompt was computed once.
+func sameChoices(t *testing.T, e *env, req *Request, want []output, constraint bool, d Drafter) {
+	t.Helper()
+	obs := &prefixCounter{}
+	s := e.newSched(t, nil, func(cfg *Config) { cfg.Observer, cfg.Drafter = obs, d })
+	task, err := s.Submit(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, texts, res := byChoice(t, task, req.N)
+	if err := task.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if obs.n != 1 {
+		t.Errorf("got %d prefills (Observer.Prefix calls), want 1", obs.n)
+	}
+	if len(res.Choices) != req.N {
+		t.Fatalf("got %d choice results, want %d", len(res.Choices), req.N)
+	}
+	var all []int32
+	for i := range req.N {
+		wantToks := want[i].tokens
+		if !slices.Equal(toks[i], wantToks) {
+			t.Errorf("choice %d: got tokens %v, want %v (the request alone with seed+%d)", i, toks[i], wantToks, i)
 		}
-	})
+		if texts[i] != want[i].text {
+			t.Errorf("choice %d: got text %q, want %q", i, texts[i], want[i].text)
+		}
+		cr := res.Choices[i]
+		if !slices.Equal(cr.Generated, want[i].res.Generated) || cr.Finish != want[i].res.Finish || cr.StopWord != want[i].res.StopWord {
+			t.Errorf("choice %d: got result %+v, want generated %v finish %v stop %q", i, cr, want[i].res.Generated, want[i].res.Finish, want[i].res.StopWord)
+		}
+		if constraint {
+			for _, tok := range toks[i] {
+				if tok%2 != 0 {
+					t.Errorf("choice %d: token %d is odd under the even-token constraint", i, tok)
+				}
+			}
+		}
+		all = append(all, cr.Generated...)
+	}
+	if !slices.Equal(res.Generated, all) {
+		t.Errorf("Result.Generated has %d tokens, want the %d of every choice in order", len(res.Generated), len(all))
+	}
 }

@@ -89,6 +89,7 @@
 // at once (ErrSlotBusy), never waited for; one whose finished request's
 // blocks are being copied out for the publisher is taken as soon as they
 // are.
+//
 // # Several choices
 //
 // A request with N > 1 (at most MaxChoices) asks for N completions of one

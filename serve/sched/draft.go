@@ -2,7 +2,6 @@ package sched
 
 import (
 	"context"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +37,9 @@ type DraftRequest struct {
 	Slot int
 	// History is the slot's prompt and output so far; the proposal
 	// follows its last token. It must not be modified or retained.
+	// Between two calls for a slot without Forget it may have been cut
+	// back: each choice of a request with N > 1 starts again after the
+	// prompt.
 	History []int32
 	// Max is the most tokens to propose (at least 1).
 	Max int
@@ -200,7 +202,7 @@ func (s *Scheduler) propose() {
 			}
 		}
 		if ok {
-			sl.draft = allowedPrefix(sl.task.req.Constraint, d)
+			sl.draft = allowedPrefix(sl.task.constraint, d)
 		}
 	}
 }
@@ -387,19 +389,4 @@ func lookup(dst, h []int32, lo, hi, max int) []int32 {
 		}
 	}
 	return dst
-}
-
-// argmax returns the index of the highest value, ties to the lowest
-// index, NaN skipped; -1 when every value is NaN or -Inf.
-func argmax(v []float32) int32 {
-	best := -1
-	for i, x := range v {
-		if x == x && (best < 0 || x > v[best]) {
-			best = i
-		}
-	}
-	if best >= 0 && math.IsInf(float64(v[best]), -1) {
-		return -1
-	}
-	return int32(best)
 }

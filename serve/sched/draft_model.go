@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/infer/tokenizer"
 )
 
@@ -147,7 +148,7 @@ func (d *ModelDrafter) Draft(ctx context.Context, reqs []DraftRequest) error {
 		for j, st := range d.steps[:len(d.live)] {
 			r := &reqs[d.live[j]]
 			d.logits[r.Slot] = st.Logits
-			t := argmax(st.Logits[:V])
+			t := sample.Argmax(st.Logits[:V], nil)
 			if t < 0 || int(t) >= V {
 				continue
 			}

@@ -472,7 +472,8 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 func (s *Scheduler) next(sl *slot, logits []float32, now time.Time) bool {
 	req := sl.task.req
 	var allowed sample.TokenSet
-	if c := req.Constraint; c != nil {
+	c := sl.task.constraint
+	if c != nil {
 		if sl.task.allowed == nil {
 			sl.task.allowed = sample.NewTokenSet(s.vocab)
 		}
@@ -484,7 +485,7 @@ func (s *Scheduler) next(sl *slot, logits []float32, now time.Time) bool {
 		}
 	}
 	tok, err := sl.task.sampler.SampleAllowed(logits, allowed)
-	if err != nil && allowed != nil && errors.Is(err, sample.ErrNoCandidates) && req.Constraint.CanEnd() {
+	if err != nil && allowed != nil && errors.Is(err, sample.ErrNoCandidates) && c.CanEnd() {
 		// The output is complete and every token that could follow is
 		// banned (the end-of-generation tokens by ignore_eos or a
 		// logit bias): the constraint ends the request.
@@ -499,7 +500,7 @@ func (s *Scheduler) next(sl *slot, logits []float32, now time.Time) bool {
 		s.end(sl, FinishError, &RequestError{Field: field, Reason: err.Error(), Err: err}, true)
 		return false
 	}
-	if c := req.Constraint; c != nil {
+	if c != nil {
 		if err := c.Accept(tok); err != nil {
 			s.end(sl, FinishError, &RequestError{Field: "constraint", Reason: err.Error(), Err: err}, true)
 			return false

@@ -293,7 +293,7 @@ func (s *Scheduler) Submit(ctx context.Context, req *Request) (*Task, error) {
 	for _, tok := range req.Prompt {
 		sm.Accept(tok)
 	}
-	t := &Task{req: req, sampler: sm, notify: make(chan struct{}, 1)}
+	t := &Task{req: req, sampler: sm, constraint: req.Constraint, notify: make(chan struct{}, 1)}
 	if err := s.initChoices(t); err != nil {
 		return nil, err
 	}

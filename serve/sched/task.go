@@ -178,8 +178,11 @@ type Task struct {
 	cancel  context.CancelFunc
 	stopAF  func() bool
 	sampler *sample.Sampler
-	allowed sample.TokenSet // the Constraint's set at each step
-	multi   *choices        // the state of Request.N > 1; nil for one choice
+	// constraint is the current choice's Constraint (Request.Constraint
+	// for the first), allowed its set at each step.
+	constraint sample.Constraint
+	allowed    sample.TokenSet
+	multi      *choices // the state of Request.N > 1; nil for one choice
 
 	mu     sync.Mutex
 	events []Event

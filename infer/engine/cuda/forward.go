@@ -163,9 +163,6 @@ func (b *backend) plan(rows []engine.Row) (*batch, error) {
 		for l := range L {
 			p.kvs[l*n+i], p.kvs[(L+l)*n+i] = x.addrs(l)
 		}
-		if r.Hidden != nil {
-			return nil, &engine.DeviceError{Device: b.d.Name(), Op: "hidden states (embeddings)", Err: engine.ErrNoHiddenStates}
-		}
 		if r.Logits != nil {
 			p.rowidx = append(p.rowidx, int32(i))
 		}
