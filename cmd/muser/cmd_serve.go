@@ -74,16 +74,14 @@ func newServeCommand() *command {
 		summary: "serve OpenAI-, llama.cpp- and Ollama-compatible HTTP, reusing cached prefixes",
 		help: `Loads the model, opens the store under --home and serves HTTP:
   OpenAI     POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings,
-             GET /v1/models[/ID]
+             GET /v1/models[/ID]; POST /v1/responses, GET and DELETE
+             /v1/responses/ID (stored under --home)
   llama.cpp  POST /completion, /infill, /tokenize, /detokenize, /apply-template,
              /embedding, /embeddings, /slots/ID?action=save|restore|erase;
              GET /props, /health, /slots
   Ollama     POST /api/generate, /api/chat, /api/show, /api/embed, /api/embeddings;
              GET /api/tags, /api/ps, /api/version
-  OpenAI     POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/ID]
-             POST /v1/responses; GET, DELETE /v1/responses/ID (stored under --home)
-  llama.cpp  POST /completion, /tokenize, /detokenize; GET /props, /health, /slots
-  Ollama     POST /api/generate, /api/chat, /api/show; GET /api/tags, /api/version
+  admin      /admin/v1/ (below)
   metrics    GET /metrics (Prometheus)
   dashboard  GET / in a browser (other clients get Ollama's probe text);
              the page polls GET /dashboard/api/state
