@@ -214,7 +214,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		Device:        dev,
 		SlotReuse:     o.slotReuse,
 		ShutdownGrace: o.grace,
-		Version:       muserVersion(),
+		Version:       version.String(),
 		Logger:        logger,
 		// Speculative decoding (docs/serve.md, "Speculative decoding").
 		DraftModelPath: o.draft.model,
@@ -381,7 +381,3 @@ func urlHost(a net.Addr) string {
 	}
 	return net.JoinHostPort(ta.IP.String(), fmt.Sprint(ta.Port))
 }
-
-// muserVersion is muser's semantic version with the VCS revision
-// (internal/version), as `muser version` prints it.
-func muserVersion() string { return version.String() }
