@@ -271,11 +271,19 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		opts.Cluster = dashboardCluster(clusterHome, rs)
 	}
 	var ts *serveTier
+	// abandon closes the tier and replication sides opened so far, when
+	// the server does not start.
+	abandon := func() {
+		if ts != nil {
+			ts.close(0)
+		}
+		if rs != nil {
+			rs.close(0)
+		}
+	}
 	if o.tier.url != "" {
 		if ts, err = openServeTier(env.home, &o.tier, logger, &opts); err != nil {
-			if rs != nil {
-				rs.close(0)
-			}
+			abandon()
 			var uerr *usageError
 			if errors.As(err, &uerr) && uerr.cmd == nil {
 				uerr.cmd = cmd
@@ -285,12 +293,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	}
 	s, err := serve.New(opts)
 	if err != nil {
-		if ts != nil {
-			ts.close(0)
-		}
-		if rs != nil {
-			rs.close(0)
-		}
+		abandon()
 		if errors.Is(err, serve.ErrNotLoopback) || errors.Is(err, serve.ErrOptions) {
 			return usagef(cmd, "%v", err)
 		}
@@ -299,22 +302,14 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		s.Close()
-		if ts != nil {
-			ts.close(0)
-		}
-		if rs != nil {
-			rs.close(0)
-		}
+		abandon()
 		return err
 	}
 	if rs != nil {
 		if err := rs.start(s); err != nil {
 			ln.Close()
 			s.Close()
-			if ts != nil {
-				ts.close(0)
-			}
-			rs.close(0)
+			abandon()
 			return err
 		}
 	}
@@ -322,10 +317,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		if err := s.RegisterMetrics(ts.collectors()...); err != nil {
 			ln.Close()
 			s.Close()
-			ts.close(0)
-			if rs != nil {
-				rs.close(0)
-			}
+			abandon()
 			return err
 		}
 	}
