@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Speculative-decoding benchmark (docs/benchmarks.md, "Speculative
-# decoding"): `muser bench --draft-lookup` and `--draft-model` on the
-# embedded default model (target, Q8_0) with the same model re-quantized
-# to Q4_K as the draft, for each context length in CTXS and each text:
-#   stories  text the default model itself wrote (muser run, seeds 1..N,
+# decoding"): `muser bench --draft-lookup` and `--draft-model` on TARGET
+# (default: the embedded default model, Q8_0) with the same model
+# re-quantized to Q4_K as the draft, for each context length in CTXS and
+# each text:
+#   stories  text TARGET itself wrote (muser run, seeds 1..N,
 #            temperature 0.8), so the context is in its own distribution;
 #   code     muser's own Go source (serve/, store/, pack/), structured text.
 # Each run alternates plain and drafted decoding REPS times and reports the
@@ -15,7 +16,8 @@
 #
 #   scripts/bench-draft.sh
 #
-# Environment: CTXS ("2048 8192"), GEN (128), REPS (3), THREADS (2),
+# Environment: TARGET (infer/defaultmodel/model.gguf), CTXS ("2048 8192"),
+# GEN (128), REPS (3), THREADS (2),
 # TEMP (0), OUT (scripts/parity/out), NODE (1: run llama.cpp too when
 # installed), NODE_GEN (32), NODE_REPS (1).
 set -euo pipefail
@@ -26,13 +28,15 @@ gen=${GEN:-128}
 reps=${REPS:-3}
 threads=${THREADS:-2}
 temp=${TEMP:-0}
-mkdir -p "$out/draft"
+target=$(realpath "${TARGET:-$root/infer/defaultmodel/model.gguf}")
+# The draft model and the stories are TARGET's: kept per target file.
+work=$out/draft/$(sha256sum "$target" | cut -c1-12)
+mkdir -p "$work"
 (cd "$root" && go build -o "$out/muser" ./cmd/muser)
 muser=$out/muser
-target=$root/infer/defaultmodel/model.gguf
-draft=$out/draft/default-q4k.gguf
+draft=$work/q4k.gguf
 [ -f "$draft" ] || "$muser" quantize --type Q4_K "$target" "$draft" >&2
-stories=$out/draft/stories.txt
+stories=$work/stories.txt
 maxctx=0
 for c in $ctxs; do [ "$c" -gt "$maxctx" ] && maxctx=$c; done
 ntok() { "$muser" tokenize --model "$target" <"$1" | wc -w; }
@@ -43,14 +47,14 @@ if [ ! -f "$stories" ] || [ "$(ntok "$stories")" -le "$maxctx" ]; then
 	seed=1
 	while [ "$(ntok "$stories.tmp")" -le "$maxctx" ]; do
 		for s in $(seq "$seed" $((seed + 19))); do
-			"$muser" run --no-cache --seed "$s" --temperature 0.8 --max-tokens 480 -p "Once upon a time" 2>/dev/null
+			"$muser" run --model "$target" --no-cache --seed "$s" --temperature 0.8 --max-tokens 480 -p "Once upon a time" 2>/dev/null
 			echo
 		done >>"$stories.tmp"
 		seed=$((seed + 20))
 	done
 	mv "$stories.tmp" "$stories"
 fi
-code=$out/draft/code.txt
+code=$work/code.txt
 [ -f "$code" ] || cat "$root"/serve/*.go "$root"/store/*.go "$root"/pack/*.go >"$code"
 echo "# $(date -u +%FT%TZ) $(uptime)"
 for ctx in $ctxs; do

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/muserhq/muser/cmd/muser/internal/progress"
-	"github.com/muserhq/muser/pack"
 	"os"
 	"path/filepath"
 
+	"github.com/muserhq/muser/cmd/muser/internal/progress"
+	"github.com/muserhq/muser/pack"
 	"github.com/spf13/pflag"
 )
 

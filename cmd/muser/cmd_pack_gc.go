@@ -73,9 +73,12 @@ bound), and manifests that do not verify after the same period.
 			if tgrace < tier.MinGrace {
 				return usagef(cmd, "--tier-grace %v: at least %v (docs/tier.md, rule G3)", tgrace, tier.MinGrace)
 			}
-			var budget int64
+			var budget int64 // tier.GCOptions: 0 is no budget
 			if req.MaxBytes != nil {
-				budget = max(*req.MaxBytes, 0)
+				if *req.MaxBytes <= 0 {
+					return usagef(cmd, "--max-bytes %s with --tier: want a positive budget (the tier's gc has no zero budget)", maxBytes)
+				}
+				budget = *req.MaxBytes
 			}
 			return runTierGC(ctx, env, &tf, budget, tgrace, dryRun)
 		}

@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"io"
 	"os"
 
+	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"

@@ -361,3 +361,22 @@ func copyDir(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPackGCTierUsage: the tier's flags are checked before the tier is
+// dialled: a zero budget (which tier.GC would read as none) and a grace
+// below the upload rules' bound are usage errors.
+func TestPackGCTierUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-bytes", "0"}, "want a positive budget"},
+		{[]string{"--tier-grace", "1h"}, "--tier-grace 1h0m0s: at least"},
+	} {
+		args := append([]string{"pack", "gc", "--tier", "s3://bucket/prefix"}, tc.args...)
+		code, _, errOut := muser(t, t.TempDir(), args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: got exit %d, %q; want %d saying %q", tc.args, code, errOut, exitUsage, tc.want)
+		}
+	}
+}

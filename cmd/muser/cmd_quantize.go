@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/spf13/pflag"
@@ -188,7 +189,7 @@ func runQuantize(ctx context.Context, env *cliEnv, in, out string, typ ggml.Type
 	}
 	b.SetUint32(gguf.KeyFileType, ftype)
 	b.SetUint32("general.quantization_version", quantizationVersion)
-	progress := isTerminal(env.stderr)
+	showProgress := progress.IsTerminal(env.stderr)
 	for i, p := range plan {
 		t := p.info
 		if p.copy {
@@ -196,14 +197,14 @@ func runQuantize(ctx context.Context, env *cliEnv, in, out string, typ ggml.Type
 			continue
 		}
 		b.AddTensorFunc(t.Name, p.typ, t.Shape, func(dst []byte) error {
-			if progress {
+			if showProgress {
 				fmt.Fprintf(env.stderr, "\rquantize: %d/%d %-40s", i+1, len(plan), t.Name)
 			}
 			return convertTensor(ctx, f.Data(t), t.Type, dst, p.typ, int(t.Shape[0]))
 		})
 	}
 	err = b.WriteFile(out)
-	if progress {
+	if showProgress {
 		fmt.Fprintln(env.stderr)
 	}
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"io"
 	"log/slog"
 	"runtime"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/gguf"

@@ -2,13 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/muserhq/muser/infer/defaultmodel/evalset"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/muserhq/muser/infer/defaultmodel/evalset"
 )
 
 func storiesGolden(t *testing.T) string {

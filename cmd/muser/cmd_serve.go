@@ -74,16 +74,14 @@ func newServeCommand() *command {
 		summary: "serve OpenAI-, llama.cpp- and Ollama-compatible HTTP, reusing cached prefixes",
 		help: `Loads the model, opens the store under --home and serves HTTP:
   OpenAI     POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings,
-             GET /v1/models[/ID]
+             GET /v1/models[/ID]; POST /v1/responses, GET and DELETE
+             /v1/responses/ID (stored under --home)
   llama.cpp  POST /completion, /infill, /tokenize, /detokenize, /apply-template,
              /embedding, /embeddings, /slots/ID?action=save|restore|erase;
              GET /props, /health, /slots
   Ollama     POST /api/generate, /api/chat, /api/show, /api/embed, /api/embeddings;
              GET /api/tags, /api/ps, /api/version
-  OpenAI     POST /v1/chat/completions, POST /v1/completions, GET /v1/models[/ID]
-             POST /v1/responses; GET, DELETE /v1/responses/ID (stored under --home)
-  llama.cpp  POST /completion, /tokenize, /detokenize; GET /props, /health, /slots
-  Ollama     POST /api/generate, /api/chat, /api/show; GET /api/tags, /api/version
+  admin      /admin/v1/ (below)
   metrics    GET /metrics (Prometheus)
   dashboard  GET / in a browser (other clients get Ollama's probe text);
              the page polls GET /dashboard/api/state
@@ -216,7 +214,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		Device:        dev,
 		SlotReuse:     o.slotReuse,
 		ShutdownGrace: o.grace,
-		Version:       muserVersion(),
+		Version:       version.String(),
 		Logger:        logger,
 		// Speculative decoding (docs/serve.md, "Speculative decoding").
 		DraftModelPath: o.draft.model,
@@ -273,11 +271,19 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		opts.Cluster = dashboardCluster(clusterHome, rs)
 	}
 	var ts *serveTier
+	// abandon closes the tier and replication sides opened so far, when
+	// the server does not start.
+	abandon := func() {
+		if ts != nil {
+			ts.close(0)
+		}
+		if rs != nil {
+			rs.close(0)
+		}
+	}
 	if o.tier.url != "" {
 		if ts, err = openServeTier(env.home, &o.tier, logger, &opts); err != nil {
-			if rs != nil {
-				rs.close(0)
-			}
+			abandon()
 			var uerr *usageError
 			if errors.As(err, &uerr) && uerr.cmd == nil {
 				uerr.cmd = cmd
@@ -287,12 +293,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	}
 	s, err := serve.New(opts)
 	if err != nil {
-		if ts != nil {
-			ts.close(0)
-		}
-		if rs != nil {
-			rs.close(0)
-		}
+		abandon()
 		if errors.Is(err, serve.ErrNotLoopback) || errors.Is(err, serve.ErrOptions) {
 			return usagef(cmd, "%v", err)
 		}
@@ -301,22 +302,14 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		s.Close()
-		if ts != nil {
-			ts.close(0)
-		}
-		if rs != nil {
-			rs.close(0)
-		}
+		abandon()
 		return err
 	}
 	if rs != nil {
 		if err := rs.start(s); err != nil {
 			ln.Close()
 			s.Close()
-			if ts != nil {
-				ts.close(0)
-			}
-			rs.close(0)
+			abandon()
 			return err
 		}
 	}
@@ -324,10 +317,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		if err := s.RegisterMetrics(ts.collectors()...); err != nil {
 			ln.Close()
 			s.Close()
-			ts.close(0)
-			if rs != nil {
-				rs.close(0)
-			}
+			abandon()
 			return err
 		}
 	}
@@ -383,7 +373,3 @@ func urlHost(a net.Addr) string {
 	}
 	return net.JoinHostPort(ta.IP.String(), fmt.Sprint(ta.Port))
 }
-
-// muserVersion is muser's semantic version with the VCS revision
-// (internal/version), as `muser version` prints it.
-func muserVersion() string { return version.String() }

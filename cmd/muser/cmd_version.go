@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+
+	"github.com/muserhq/muser/internal/version"
 )
 
 func newVersionCommand() *command {
@@ -19,7 +21,7 @@ internal/version documents it.`,
 		if len(args) > 0 {
 			return usagef(cmd, "takes no arguments, got %q", args[0])
 		}
-		fmt.Fprintf(env.stdout, "muser %s %s %s/%s\n", muserVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(env.stdout, "muser %s %s %s/%s\n", version.String(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil
 	}
 	return cmd

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -80,7 +81,7 @@ func dashboardCluster(h *cluster.Home, rs *serveRepl) func() *dashboard.ClusterS
 			if rs.opts.prefillNode != "" {
 				watch.mu.Lock()
 				cs.Producer = &dashboard.ProducerState{Name: rs.opts.prefillNode, Fallback: rs.fallback.String(),
-					Outcomes: copyCounts(watch.outcomes), Last: watch.last, LastTime: watch.lastTime, LastError: watch.lastErr}
+					Outcomes: maps.Clone(watch.outcomes), Last: watch.last, LastTime: watch.lastTime, LastError: watch.lastErr}
 				watch.mu.Unlock()
 			}
 		}
@@ -112,12 +113,4 @@ func dashboardCluster(h *cluster.Home, rs *serveRepl) func() *dashboard.ClusterS
 		}
 		return cs
 	}
-}
-
-func copyCounts(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

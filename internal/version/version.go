@@ -20,16 +20,6 @@ func String() string {
 	return format(Version, bi.Settings)
 }
 
-// Revision returns the build's VCS revision and whether the checkout was
-// modified; "" when the build carries no VCS information.
-func Revision() (rev string, dirty bool) {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "", false
-	}
-	return revision(bi.Settings)
-}
-
 func revision(settings []debug.BuildSetting) (rev string, dirty bool) {
 	for _, s := range settings {
 		switch s.Key {
