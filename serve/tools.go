@@ -42,8 +42,8 @@ type toolFunction struct {
 // maxToolName bounds a function name (OpenAI allows 64 characters).
 const maxToolName = 64
 
-// checkToolName refuses a missing or malformed function name: OpenAI's
-// rule, letters, digits, "_" and "-", at most 64.
+// checkToolName refuses a missing or malformed function name: at most 64
+// of letters, digits, "_" and "-" (OpenAI's rule) and ".".
 func checkToolName(name, param string) *apiError {
 	if name == "" {
 		return badRequest("invalid_value", param, "%s is missing; every tool needs a name", param)
