@@ -444,10 +444,12 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 		for _, p := range streams[choice].drain() {
 			switch {
 			case p.Call != nil:
-				partial[choice] = partial[choice] || p.Call.Partial
 				if !p.Streamed {
 					head(p.Index, p.Call.Name)
 					args(p.Index, p.Call.Arguments)
+				}
+				if !skip[choice][p.Index] { // a dropped call does not decide finish_reason (as unstreamed)
+					partial[choice] = partial[choice] || p.Call.Partial
 				}
 			case p.Name != "":
 				head(p.Index, p.Name)
