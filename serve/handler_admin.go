@@ -85,6 +85,14 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		h(w, r)
+		if r.Method != http.MethodGet {
+			// gc, remove, import and verify's quarantine change the
+			// store outside the scheduler, which reports its bytes only
+			// after its own publishes.
+			if st, err := s.store.Stats(); err == nil {
+				s.metrics.StoreBytes(st.Bytes)
+			}
+		}
 	}
 }
 
