@@ -462,7 +462,7 @@ func (s *Server) responsesGen(tenant string, q *responsesRequest) (*genReq, []te
 		return nil, nil, e
 	}
 	if c, e := s.toolConstraint(g.tools); e != nil {
-		return nil, nil, e
+		return nil, nil, chatToolParam(e)
 	} else if c != nil {
 		g.constraint = c // a forced call wins over response_format
 	}

@@ -211,6 +211,8 @@ func TestResponsesTools(t *testing.T) {
 		{"image part", map[string]any{"input": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image"}}}}}, "input[0].content[0]"},
 		{"max_output_tokens 0", map[string]any{"input": "x", "max_output_tokens": 0}, "max_output_tokens"},
 		{"unknown previous", map[string]any{"input": "x", "previous_response_id": "resp_nope"}, "previous_response_id"},
+		{"forced call of a bad schema", map[string]any{"input": "x", "tool_choice": "required", "tools": []any{map[string]any{"type": "function", "name": "f",
+			"parameters": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"$ref": "#/x"}}}}}}, "tools[0].parameters"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.body["model"] = defaultmodel.Name
