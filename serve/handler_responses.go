@@ -464,7 +464,7 @@ func (s *Server) responsesGen(tenant string, q *responsesRequest) (*genReq, []te
 	if c, e := s.toolConstraint(g.tools); e != nil {
 		return nil, nil, chatToolParam(e)
 	} else if c != nil {
-		g.constraint = c // a forced call wins over response_format
+		g.constraint = c
 	}
 	return g, conv, nil
 }
