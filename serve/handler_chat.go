@@ -383,16 +383,8 @@ func (s *Server) chatGenReq(q *chatRequest) (*genReq, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if g.tools, e = s.requestTools(q.Tools, q.ToolChoice, "tools", "tool_choice"); e != nil {
+	if e := s.toolPrompt(g, msgs, q.Tools, q.ToolChoice, "messages"); e != nil {
 		return nil, e
-	}
-	if g.prompt, e = s.renderChatTools(msgs, g.tools.defs, "messages"); e != nil {
-		return nil, e
-	}
-	if c, e := s.toolConstraint(g.tools); e != nil {
-		return nil, e
-	} else if c != nil {
-		g.constraint = c // a forced call wins over response_format
 	}
 	return g, nil
 }

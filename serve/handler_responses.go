@@ -451,20 +451,12 @@ func (s *Server) responsesGen(tenant string, q *responsesRequest) (*genReq, []te
 	if e != nil {
 		return nil, nil, e
 	}
-	if g.tools, e = s.requestTools(tools, q.ToolChoice, "tools", "tool_choice"); e != nil {
-		return nil, nil, chatToolParam(e)
-	}
 	render := conv
 	if q.Instructions != nil && *q.Instructions != "" {
 		render = append([]template.Message{{Role: "system", Content: *q.Instructions}}, conv...)
 	}
-	if g.prompt, e = s.renderChatTools(render, g.tools.defs, "input"); e != nil {
-		return nil, nil, e
-	}
-	if c, e := s.toolConstraint(g.tools); e != nil {
+	if e := s.toolPrompt(g, render, tools, q.ToolChoice, "input"); e != nil {
 		return nil, nil, chatToolParam(e)
-	} else if c != nil {
-		g.constraint = c
 	}
 	return g, conv, nil
 }
