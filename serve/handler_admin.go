@@ -137,7 +137,12 @@ func loopbackHost(hostport string) bool {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return loopbackName(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+}
+
+// loopbackName reports whether host (without a port) is localhost or a
+// loopback IP.
+func loopbackName(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
