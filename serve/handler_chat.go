@@ -393,9 +393,10 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 	sw := newStream(w, true)
 	includeUsage := q.StreamOptions != nil && q.StreamOptions.IncludeUsage
 	wantLogprobs := q.Logprobs != nil && *q.Logprobs
+	fp := s.fingerprint() // a hash of the identity: once, not per chunk
 	chunk := func(choice int, d chatDelta, lp *choiceLogprob, finish *string) chatChunk {
 		return chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.model.id,
-			SystemFingerprint: s.fingerprint(), nullUsage: includeUsage,
+			SystemFingerprint: fp, nullUsage: includeUsage,
 			Choices: []chunkChoice{{Index: choice, Delta: d, Logprobs: lp, FinishReason: finish}}}
 	}
 	n := g.choices()
@@ -529,7 +530,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 	}
 	if includeUsage {
 		sw.send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.model.id,
-			SystemFingerprint: s.fingerprint(), Choices: []chunkChoice{}, Usage: usageOf(res), Timings: tm})
+			SystemFingerprint: fp, Choices: []chunkChoice{}, Usage: usageOf(res), Timings: tm})
 	}
 	sw.done()
 }
