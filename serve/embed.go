@@ -145,6 +145,15 @@ func (s *Server) checkEmbeddings() *apiError {
 	return nil
 }
 
+// checkDimensions refuses a dimensions field (OpenAI's and Ollama's)
+// other than the model's: muser does not shorten embeddings.
+func (s *Server) checkDimensions(d *int) *apiError {
+	if H := s.model.eng.Config().Hidden; d != nil && *d != H {
+		return unsupported("dimensions", "dimensions is %d; the served model's embeddings have %d dimensions, and muser does not shorten them", *d, H)
+	}
+	return nil
+}
+
 // noPooling is the 400 for a pooled embedding of a model without pooling.
 func noPooling(param string) *apiError {
 	return badRequest("invalid_value", param, "%s: the served model has no pooling (its pooling_type is none), so it gives no single "+
