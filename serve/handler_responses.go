@@ -382,12 +382,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		evs, res, ok = s.collect(w, r, task)
 		if ok {
 			text = eventsText(evs)
-			c, calls := rs.ts.write(text)
-			rs.addText(c)
-			rs.addCalls(calls)
-			c, calls = rs.ts.flush()
-			rs.addText(c)
-			rs.addCalls(calls)
+			rs.whole(text)
 		}
 	}
 	if !ok {
@@ -553,6 +548,15 @@ func (rs *responseState) endCall(k int, c toolCall) {
 	}
 	rs.event("response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": at, "name": c.Name, "arguments": c.Arguments})
 	rs.event("response.output_item.done", map[string]any{"output_index": at, "item": item})
+}
+
+// whole builds the output of a whole reply from the pieces a stream of it
+// releases, in the same order (so text after a call follows it here too).
+func (rs *responseState) whole(text string) {
+	rs.ts.record = true
+	rs.ts.write(text)
+	rs.ts.flush()
+	rs.feed(rs.ts.drain())
 }
 
 // feed releases a stream's pieces, in order.
