@@ -21,12 +21,15 @@
 // patterns in routes.go:
 //
 //	OpenAI     POST /v1/chat/completions, POST /v1/completions,
-//	           GET /v1/models, GET /v1/models/{id},
+//	           GET /v1/models, GET /v1/models/{id}, POST /v1/embeddings,
 //	           POST /v1/responses, GET and DELETE /v1/responses/{id}
 //	llama.cpp  POST /completion, POST /tokenize, POST /detokenize,
-//	           GET /props, GET /health, GET /slots
+//	           GET /props, GET /health, GET /slots, POST /slots/{id},
+//	           POST /embedding, POST /embeddings, POST /apply-template,
+//	           POST /infill
 //	Ollama     POST /api/generate, POST /api/chat, GET /api/tags,
-//	           POST /api/show, GET /api/version
+//	           POST /api/show, GET /api/version, POST /api/embed,
+//	           POST /api/embeddings, GET /api/ps
 //	           GET /metrics (Prometheus)
 //	admin      /admin/v1/... (handler_admin.go; docs/serve.md)
 //	dashboard  GET /, HEAD / (the page for a browser, Ollama's probe

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -108,7 +107,7 @@ func (s *Server) parseEmbedInputs(raw json.RawMessage, param string) ([][]int32,
 				return nil, e
 			}
 			out[i] = x
-		case it[0] == '[' && json.Unmarshal(it, &ids) == nil && !bytes.Contains(it, []byte("null")):
+		case it[0] == '[' && json.Unmarshal(it, &ids) == nil && nullAt(it) < 0: // a null would read as token 0
 			if len(ids) == 0 {
 				return nil, badRequest("invalid_value", at, "%s is empty", at)
 			}
@@ -142,6 +141,15 @@ type embedOptions struct {
 func (s *Server) checkEmbeddings() *apiError {
 	if err := s.model.eng.CheckHiddenStates(); err != nil {
 		return &apiError{Status: http.StatusNotImplemented, Type: typeServer, Code: "not_implemented", Message: err.Error()}
+	}
+	return nil
+}
+
+// checkDimensions refuses a dimensions field (OpenAI's and Ollama's)
+// other than the model's: muser does not shorten embeddings.
+func (s *Server) checkDimensions(d *int) *apiError {
+	if H := s.model.eng.Config().Hidden; d != nil && *d != H {
+		return unsupported("dimensions", "dimensions is %d; the served model's embeddings have %d dimensions, and muser does not shorten them", *d, H)
 	}
 	return nil
 }
@@ -192,6 +200,7 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request, inputs [][]int32,
 		task *sched.Task
 	}
 	var inflight []pending
+	salt := s.salter.Salt(ri.tenant, "")
 	wait := func(p pending) *apiError {
 		defer p.task.Cancel()
 		res, err := p.task.Wait(rctx)
@@ -229,7 +238,7 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request, inputs [][]int32,
 			inflight = inflight[1:]
 		}
 		task, err := s.sched.Submit(rctx, &sched.Request{ID: fmt.Sprintf("%s/%d", ri.id, i), Tenant: ri.tenant,
-			Salt: s.salter.Salt(ri.tenant, ""), Prompt: in, Hidden: hidden, Route: r.Pattern, Received: ri.start})
+			Salt: salt, Prompt: in, Hidden: hidden, Route: r.Pattern, Received: ri.start})
 		if err != nil {
 			s.fail(w, r, s.embedError(err, o.param))
 			return nil

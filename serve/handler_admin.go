@@ -85,6 +85,14 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		h(w, r)
+		if r.Method != http.MethodGet {
+			// gc, remove, import and verify's quarantine change the
+			// store outside the scheduler, which reports its bytes only
+			// after its own publishes.
+			if st, err := s.store.Stats(); err == nil {
+				s.metrics.StoreBytes(st.Bytes)
+			}
+		}
 	}
 }
 
@@ -129,7 +137,12 @@ func loopbackHost(hostport string) bool {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return loopbackName(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+}
+
+// loopbackName reports whether host (without a port) is localhost or a
+// loopback IP.
+func loopbackName(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

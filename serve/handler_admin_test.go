@@ -162,6 +162,14 @@ func TestAdminEndpoint(t *testing.T) {
 		if ps, _ := c.Packs(ctx); len(ps) != 0 {
 			t.Fatalf("after gc: %d packs, want 0", len(ps))
 		}
+		_, m := ts.do(t, http.MethodGet, "/metrics", "")
+		st, err := ts.s.Store().Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := opsMetric(t, string(m), "muser_store_bytes", ""); got != float64(st.Bytes) || got >= float64(rep.Before) {
+			t.Errorf("after gc: muser_store_bytes %v, want the store's %d (it held %d before)", got, st.Bytes, rep.Before)
+		}
 	})
 }
 

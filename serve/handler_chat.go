@@ -383,16 +383,8 @@ func (s *Server) chatGenReq(q *chatRequest) (*genReq, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	if g.tools, e = s.requestTools(q.Tools, q.ToolChoice, "tools", "tool_choice"); e != nil {
+	if e := s.toolPrompt(g, msgs, q.Tools, q.ToolChoice, "messages"); e != nil {
 		return nil, e
-	}
-	if g.prompt, e = s.renderChatTools(msgs, g.tools.defs, "messages"); e != nil {
-		return nil, e
-	}
-	if c, e := s.toolConstraint(g.tools); e != nil {
-		return nil, e
-	} else if c != nil {
-		g.constraint = c // a forced call wins over response_format
 	}
 	return g, nil
 }
@@ -401,9 +393,10 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 	sw := newStream(w, true)
 	includeUsage := q.StreamOptions != nil && q.StreamOptions.IncludeUsage
 	wantLogprobs := q.Logprobs != nil && *q.Logprobs
+	fp := s.fingerprint() // a hash of the identity: once, not per chunk
 	chunk := func(choice int, d chatDelta, lp *choiceLogprob, finish *string) chatChunk {
 		return chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.model.id,
-			SystemFingerprint: s.fingerprint(), nullUsage: includeUsage,
+			SystemFingerprint: fp, nullUsage: includeUsage,
 			Choices: []chunkChoice{{Index: choice, Delta: d, Logprobs: lp, FinishReason: finish}}}
 	}
 	n := g.choices()
@@ -444,10 +437,12 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 		for _, p := range streams[choice].drain() {
 			switch {
 			case p.Call != nil:
-				partial[choice] = partial[choice] || p.Call.Partial
 				if !p.Streamed {
 					head(p.Index, p.Call.Name)
 					args(p.Index, p.Call.Arguments)
+				}
+				if !skip[choice][p.Index] { // a dropped call does not decide finish_reason (as unstreamed)
+					partial[choice] = partial[choice] || p.Call.Partial
 				}
 			case p.Name != "":
 				head(p.Index, p.Name)
@@ -535,7 +530,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, task *sched.
 	}
 	if includeUsage {
 		sw.send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.model.id,
-			SystemFingerprint: s.fingerprint(), Choices: []chunkChoice{}, Usage: usageOf(res), Timings: tm})
+			SystemFingerprint: fp, Choices: []chunkChoice{}, Usage: usageOf(res), Timings: tm})
 	}
 	sw.done()
 }

@@ -97,8 +97,10 @@ type observers struct {
 
 var _ sched.Observer = observers{}
 
-func (o observers) Queue(depth int) { o.metrics.Queue(depth); o.rec.Queue(depth) }
-func (o observers) Busy(slots int)  { o.metrics.Busy(slots); o.rec.Busy(slots) }
+// Queue, Busy and StoreBytes go to the metrics only: the dashboard reads
+// them live.
+func (o observers) Queue(depth int) { o.metrics.Queue(depth) }
+func (o observers) Busy(slots int)  { o.metrics.Busy(slots) }
 func (o observers) Prefix(prompt, cached int, source string) {
 	o.metrics.Prefix(prompt, cached, source)
 	o.rec.Prefix(prompt, cached, source)
@@ -113,4 +115,4 @@ func (o observers) Published(res store.PublishResult, err error) {
 	o.rec.Published(res, err)
 }
 func (o observers) PublishDropped()    { o.metrics.PublishDropped(); o.rec.PublishDropped() }
-func (o observers) StoreBytes(n int64) { o.metrics.StoreBytes(n); o.rec.StoreBytes(n) }
+func (o observers) StoreBytes(n int64) { o.metrics.StoreBytes(n) }

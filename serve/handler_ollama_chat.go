@@ -72,19 +72,9 @@ func (s *Server) handleOllamaChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if g.tools, e = s.requestTools(q.Tools, q.ToolChoice, "tools", "tool_choice"); e != nil {
+	if e := s.toolPrompt(g, msgs, q.Tools, q.ToolChoice, "messages"); e != nil {
 		s.fail(w, r, e)
 		return
-	}
-	if g.prompt, e = s.renderChatTools(msgs, g.tools.defs, "messages"); e != nil {
-		s.fail(w, r, e)
-		return
-	}
-	if c, e := s.toolConstraint(g.tools); e != nil {
-		s.fail(w, r, e)
-		return
-	} else if c != nil {
-		g.constraint = c
 	}
 	task := s.submit(w, r, g)
 	if task == nil {

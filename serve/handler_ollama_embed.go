@@ -31,9 +31,8 @@ func (s *Server) handleOllamaEmbed(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, e)
 		return
 	}
-	H := s.model.eng.Config().Hidden
-	if q.Dimensions != nil && *q.Dimensions != H {
-		s.fail(w, r, unsupported("dimensions", "dimensions is %d; the served model's embeddings have %d dimensions, and muser does not shorten them", *q.Dimensions, H))
+	if e := s.checkDimensions(q.Dimensions); e != nil {
+		s.fail(w, r, e)
 		return
 	}
 	if s.pooling == engine.PoolingNone {

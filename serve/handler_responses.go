@@ -382,12 +382,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		evs, res, ok = s.collect(w, r, task)
 		if ok {
 			text = eventsText(evs)
-			c, calls := rs.ts.write(text)
-			rs.addText(c)
-			rs.addCalls(calls)
-			c, calls = rs.ts.flush()
-			rs.addText(c)
-			rs.addCalls(calls)
+			rs.whole(text)
 		}
 	}
 	if !ok {
@@ -451,20 +446,12 @@ func (s *Server) responsesGen(tenant string, q *responsesRequest) (*genReq, []te
 	if e != nil {
 		return nil, nil, e
 	}
-	if g.tools, e = s.requestTools(tools, q.ToolChoice, "tools", "tool_choice"); e != nil {
-		return nil, nil, chatToolParam(e)
-	}
 	render := conv
 	if q.Instructions != nil && *q.Instructions != "" {
 		render = append([]template.Message{{Role: "system", Content: *q.Instructions}}, conv...)
 	}
-	if g.prompt, e = s.renderChatTools(render, g.tools.defs, "input"); e != nil {
-		return nil, nil, e
-	}
-	if c, e := s.toolConstraint(g.tools); e != nil {
-		return nil, nil, e
-	} else if c != nil {
-		g.constraint = c // a forced call wins over response_format
+	if e := s.toolPrompt(g, render, tools, q.ToolChoice, "input"); e != nil {
+		return nil, nil, chatToolParam(e)
 	}
 	return g, conv, nil
 }
@@ -561,6 +548,15 @@ func (rs *responseState) endCall(k int, c toolCall) {
 	}
 	rs.event("response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": at, "name": c.Name, "arguments": c.Arguments})
 	rs.event("response.output_item.done", map[string]any{"output_index": at, "item": item})
+}
+
+// whole builds the output of a whole reply from the pieces a stream of it
+// releases, in the same order (so text after a call follows it here too).
+func (rs *responseState) whole(text string) {
+	rs.ts.record = true
+	rs.ts.write(text)
+	rs.ts.flush()
+	rs.feed(rs.ts.drain())
 }
 
 // feed releases a stream's pieces, in order.

@@ -182,7 +182,7 @@ func (s *Server) exportFile(ctx context.Context, id pack.Digest, dir, name strin
 		f.Close()
 		return 0, err
 	}
-	n, err := f.Seek(0, 1)
+	n, err := f.Seek(0, io.SeekCurrent)
 	if err == nil {
 		err = f.Sync()
 	}

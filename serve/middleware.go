@@ -154,7 +154,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				"bytes", sw.bytes, "duration", time.Since(start),
 				"prompt_tokens", ri.promptTokens, "cached_tokens", ri.cachedTokens, "generated_tokens", ri.genTokens)
 		}()
-		if r.URL.Path != "/admin/v1/import" { // an export file may be large; Import bounds what it reads
+		if r.URL.Path != adminPrefix+"import" { // an export file may be large; Import bounds what it reads
 			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
 		}
 		if s.keys == nil {

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,6 +212,8 @@ func TestResponsesTools(t *testing.T) {
 		{"image part", map[string]any{"input": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image"}}}}}, "input[0].content[0]"},
 		{"max_output_tokens 0", map[string]any{"input": "x", "max_output_tokens": 0}, "max_output_tokens"},
 		{"unknown previous", map[string]any{"input": "x", "previous_response_id": "resp_nope"}, "previous_response_id"},
+		{"forced call of a bad schema", map[string]any{"input": "x", "tool_choice": "required", "tools": []any{map[string]any{"type": "function", "name": "f",
+			"parameters": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"$ref": "#/x"}}}}}}, "tools[0].parameters"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.body["model"] = defaultmodel.Name
@@ -226,5 +229,39 @@ func TestResponsesTools(t *testing.T) {
 				t.Errorf("got %d param %q (%s), want 4xx naming %q", resp.StatusCode, e.Error.Param, raw, c.param)
 			}
 		})
+	}
+}
+
+// TestResponsesOutputOrder: a reply's output items come in the order the
+// model wrote them, whole as streamed: a call, then the text after it.
+func TestResponsesOutputOrder(t *testing.T) {
+	reply := "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>Done."
+	kinds := func(rs *responseState) []string {
+		var out []string
+		for _, it := range rs.output {
+			switch it := it.(type) {
+			case *functionCallItem:
+				out = append(out, "call "+it.Name+" "+it.Arguments)
+			case *messageItem:
+				out = append(out, "message "+it.Content[0].Text)
+			}
+		}
+		return out
+	}
+	whole := &responseState{g: &genReq{}, reqID: "r", ts: &toolStream{f: toolFormatHermes}}
+	whole.whole(reply)
+	streamed := &responseState{g: &genReq{}, reqID: "r", ts: &toolStream{f: toolFormatHermes, record: true}}
+	for _, piece := range []string{reply[:15], reply[15:40], reply[40:]} {
+		streamed.ts.write(piece)
+		streamed.feed(streamed.ts.drain())
+	}
+	streamed.ts.flush()
+	streamed.feed(streamed.ts.drain())
+	want := []string{`call f {"a":1}`, "message Done."}
+	if got := kinds(whole); !slices.Equal(got, want) {
+		t.Errorf("whole: got output %q, want %q", got, want)
+	}
+	if got := kinds(streamed); !slices.Equal(got, want) {
+		t.Errorf("streamed: got output %q, want %q", got, want)
 	}
 }

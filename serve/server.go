@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -313,10 +312,7 @@ func checkLoopback(addr string) error {
 	if err != nil {
 		return &OptionError{Option: "--addr", Reason: fmt.Sprintf("%q: %v", addr, err)}
 	}
-	if strings.EqualFold(host, "localhost") {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if loopbackName(host) {
 		return nil
 	}
 	if host == "" {

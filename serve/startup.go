@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
-
-	"github.com/muserhq/muser/serve/sched"
 )
 
 // logStartup writes the one line that says how this server runs: its
@@ -21,13 +19,6 @@ func (s *Server) logStartup(ln net.Listener) {
 		access = "api keys"
 	}
 	st, _ := s.store.Stats()
-	queue := s.opts.MaxQueue
-	switch {
-	case queue == 0:
-		queue = sched.DefaultMaxQueue
-	case queue < 0:
-		queue = 0
-	}
 	s.log.Info("serving",
 		slog.String("addr", ln.Addr().String()),
 		slog.String("version", s.opts.Version),
@@ -41,7 +32,7 @@ func (s *Server) logStartup(ln net.Listener) {
 		slog.String("engine", s.identity.Engine),
 		slog.Int("slots", s.sched.Slots()),
 		slog.Int("ctx", s.sched.Ctx()),
-		slog.Int("max_queue", queue),
+		slog.Int("max_queue", s.maxQueue()),
 		slog.Bool("slot_reuse", s.opts.SlotReuse),
 		slog.String("store", s.store.Dir()),
 		slog.Int("block_tokens", s.store.BlockTokens()),

@@ -79,6 +79,38 @@ func TestParseToolCalls(t *testing.T) {
 	}
 }
 
+// TestToolStreamReleasesArgs checks that a Hermes call is released as it
+// is written: its name once its head is read, then each piece of its
+// arguments as it arrives (white space outside strings dropped), before
+// the block closes.
+func TestToolStreamReleasesArgs(t *testing.T) {
+	ts := &toolStream{f: toolFormatHermes, record: true}
+	for _, c := range []struct {
+		write string
+		want  []streamPiece
+	}{
+		{"Sure. <tool", []streamPiece{{Text: "Sure. "}}},
+		{"_call>\n{\"name\": \"get_weather\", ", nil},
+		{"\"arguments\": {\"city\": ", []streamPiece{{Name: "get_weather"}, {Args: `{"city":`}}},
+		{"\"Par", []streamPiece{{Args: `"Par`}}},
+		{"is\", \"days\": 2", []streamPiece{{Args: `is","days":2`}}},
+		{"}}\n</tool_call>", []streamPiece{{Args: "}"}, {Call: &toolCall{Name: "get_weather", Arguments: `{"city":"Paris","days":2}`}, Streamed: true}}},
+	} {
+		ts.write(c.write)
+		got := ts.drain()
+		if len(got) != len(c.want) {
+			t.Fatalf("after %q: got pieces %+v, want %+v", c.write, got, c.want)
+		}
+		for i, p := range got {
+			w := c.want[i]
+			if p.Text != w.Text || p.Name != w.Name || p.Args != w.Args || p.Streamed != w.Streamed ||
+				(p.Call == nil) != (w.Call == nil) || p.Call != nil && *p.Call != *w.Call {
+				t.Fatalf("after %q: got piece %d %+v, want %+v", c.write, i, p, w)
+			}
+		}
+	}
+}
+
 // streamToolCalls runs pieces through a toolStream and checks that its
 // recorded pieces tell the same story: the same text, and each call's
 // streamed start and arguments matching the call.

@@ -74,15 +74,11 @@ func (s *Server) toolConstraint(ts *toolSet) (*grammar.Compiled, *apiError) {
 	return s.compileGrammar(g, "tool_choice")
 }
 
-// toolArgsGBNF holds the rules compact arguments use (and a bounded JSON
-// object, obj, for reference). Its sizes are bounded (at most 8 members or elements per object or array,
-// strings of at most 24 characters, numbers of at most 9 digits) so a
-// small model cannot wander inside one for ever.
+// toolArgsGBNF holds the rules compact arguments use: strings of at most
+// 24 characters and numbers of at most 9 digits (and 6 decimals), so a
+// small model cannot wander inside one for ever. (Every rule here is
+// compiled, reached or not: keep only what argsGBNF refers to.)
 const toolArgsGBNF = `
-obj   ::= "{" ( pair ( ", " pair ){0,7} )? "}"
-pair  ::= str ": " value
-value ::= obj | arr | str | num | "true" | "false" | "null"
-arr   ::= "[" ( value ( ", " value ){0,7} )? "]"
 str   ::= "\"" ( [^"\\\x00-\x1f] | "\\" ["\\/bfnrt] ){0,24} "\""
 num   ::= "-"? [0-9]{1,9} ( "." [0-9]{1,6} )?
 `

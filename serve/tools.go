@@ -42,8 +42,8 @@ type toolFunction struct {
 // maxToolName bounds a function name (OpenAI allows 64 characters).
 const maxToolName = 64
 
-// checkToolName refuses a missing or malformed function name: OpenAI's
-// rule, letters, digits, "_" and "-", at most 64.
+// checkToolName refuses a missing or malformed function name: at most 64
+// of letters, digits, "_" and "-" (OpenAI's rule) and ".".
 func checkToolName(name, param string) *apiError {
 	if name == "" {
 		return badRequest("invalid_value", param, "%s is missing; every tool needs a name", param)
@@ -321,20 +321,43 @@ func hasToolCalls(msgs []template.Message) bool {
 	return false
 }
 
-// requestTools reads a request's tools and tool_choice. A request with
-// tools needs a template with a tool-call format (detectToolFormat).
-func (s *Server) requestTools(tools, choice json.RawMessage, toolsParam, choiceParam string) (*toolSet, *apiError) {
-	defs, e := parseTools(tools, toolsParam)
+// requestTools reads a request's tools and tool_choice (in the chat
+// form). A request with tools needs a template with a tool-call format
+// (detectToolFormat).
+func (s *Server) requestTools(tools, choice json.RawMessage) (*toolSet, *apiError) {
+	defs, e := parseTools(tools, "tools")
 	if e != nil {
 		return nil, e
 	}
-	c, e := parseToolChoice(choice, defs, choiceParam)
+	c, e := parseToolChoice(choice, defs, "tool_choice")
 	if e != nil {
 		return nil, e
 	}
 	ts := &toolSet{defs: defs, choice: c, format: detectToolFormat(s.model.tmpl.Source())}
 	if len(defs) > 0 && ts.format == toolFormatNone && c.Mode != toolNone {
-		return nil, unsupported(toolsParam, "the model's chat template defines no tool-call format muser knows (Hermes <tool_call>, Llama 3 JSON, Mistral [TOOL_CALLS])")
+		return nil, unsupported("tools", "the model's chat template defines no tool-call format muser knows (Hermes <tool_call>, Llama 3 JSON, Mistral [TOOL_CALLS])")
 	}
 	return ts, nil
+}
+
+// toolPrompt is what the chat routes share about tools: it reads tools
+// and tool_choice into g.tools, renders msgs with them as g's prompt
+// (msgsParam names the messages), and when tool_choice forces a call,
+// constrains g to it (over any response_format).
+func (s *Server) toolPrompt(g *genReq, msgs []template.Message, tools, choice json.RawMessage, msgsParam string) *apiError {
+	var e *apiError
+	if g.tools, e = s.requestTools(tools, choice); e != nil {
+		return e
+	}
+	if g.prompt, e = s.renderChatTools(msgs, g.tools.defs, msgsParam); e != nil {
+		return e
+	}
+	c, e := s.toolConstraint(g.tools)
+	if e != nil {
+		return e
+	}
+	if c != nil {
+		g.constraint = c
+	}
+	return nil
 }

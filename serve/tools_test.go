@@ -163,8 +163,12 @@ func TestChatToolChoiceForcesCall(t *testing.T) {
 			if sc.finish != "tool_calls" || len(sc.calls) != 1 || sc.calls[0].Function != call.Function || sc.content != "" {
 				t.Errorf("streamed finish %q calls %+v content %q, want tool_calls, %+v and no content", sc.finish, sc.calls, sc.content, call)
 			}
-			if call.Function.Name == "get_weather" && sc.argDeltas < 3 {
-				t.Errorf("the arguments came in %d deltas, want them streamed as they are generated (3 or more)", sc.argDeltas)
+			// How many deltas carry the arguments depends on how many
+			// tokens each of the scheduler's steps hands over (a loaded
+			// machine batches them): TestToolStreamReleasesArgs checks that
+			// they are released as they come.
+			if sc.argDeltas < 1 {
+				t.Errorf("the arguments came in %d deltas, want at least 1", sc.argDeltas)
 			}
 			if u.CompletionTokens != r.Usage.CompletionTokens {
 				t.Errorf("streamed %d completion tokens, want %d", u.CompletionTokens, r.Usage.CompletionTokens)

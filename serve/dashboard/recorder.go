@@ -32,22 +32,18 @@ type bucket struct {
 
 // totals are counted since the recorder started.
 type totals struct {
-	requests                    int
-	promptTokens, generated     int
-	admittedPrompt, cached      int
-	cachedStore, cachedSlot     int
-	refused                     map[string]int
-	publishes, publishErrors    int
-	publishDropped              int
-	publishBytes                int64
-	storeBytes                  int64
-	storeBytesSeen              bool
-	ttftSum                     time.Duration
-	ttftN                       int
-	decodeTokens                int
-	decodeTime                  time.Duration
-	lastQueue, lastBusy         int
-	lastQueueSeen, lastBusySeen bool
+	requests                 int
+	promptTokens, generated  int
+	admittedPrompt, cached   int
+	cachedStore, cachedSlot  int
+	refused                  map[string]int
+	publishes, publishErrors int
+	publishDropped           int
+	publishBytes             int64
+	ttftSum                  time.Duration
+	ttftN                    int
+	decodeTokens             int
+	decodeTime               time.Duration
 }
 
 // Recorder keeps what the dashboard charts and sums: it implements
@@ -114,19 +110,13 @@ func msOf(d time.Duration) *float64 {
 	return &v
 }
 
-// Queue implements sched.Observer.
-func (r *Recorder) Queue(depth int) {
-	r.mu.Lock()
-	r.tot.lastQueue, r.tot.lastQueueSeen = depth, true
-	r.mu.Unlock()
-}
+// Queue implements sched.Observer; it keeps nothing: the state reads the
+// queue's depth live (Config.QueueDepth).
+func (r *Recorder) Queue(depth int) {}
 
-// Busy implements sched.Observer.
-func (r *Recorder) Busy(slots int) {
-	r.mu.Lock()
-	r.tot.lastBusy, r.tot.lastBusySeen = slots, true
-	r.mu.Unlock()
-}
+// Busy implements sched.Observer; it keeps nothing: the state reads the
+// slots live (Config.Slots).
+func (r *Recorder) Busy(slots int) {}
 
 // Prefix implements sched.Observer: the cache hit rate counts admitted
 // requests' prompt tokens and the cached ones among them.
@@ -244,12 +234,9 @@ func (r *Recorder) PublishDropped() {
 	r.mu.Unlock()
 }
 
-// StoreBytes implements sched.Observer.
-func (r *Recorder) StoreBytes(n int64) {
-	r.mu.Lock()
-	r.tot.storeBytes, r.tot.storeBytesSeen = n, true
-	r.mu.Unlock()
-}
+// StoreBytes implements sched.Observer; it keeps nothing: the state reads
+// the store's bytes live (Store.Stats).
+func (r *Recorder) StoreBytes(n int64) {}
 
 // Point is one bucket of the charts. A figure with nothing to measure in
 // its bucket (no request finished, none admitted) is nil: the chart

@@ -350,16 +350,22 @@ func (c *Config) storeState(cachedStore int, since string) StoreState {
 	}
 	ss.PacksTag = ListTag{Tag: TagMeasured, Window: "now", Source: "store ledger"}
 	ss.Packs = make([]PackRow, 0, len(packs))
+	// Packs of one identity name one model: read one manifest per
+	// identity, not one per pack at every poll.
+	models := map[pack.Digest]string{key: c.Model}
 	for _, p := range packs {
 		row := PackRow{ID: p.ID.String(), Tokens: p.Tokens, Bytes: p.Bytes, LastUse: p.LastUse, Created: p.Created,
 			Pinned: p.Pinned, Quarantined: p.Quarantined, Source: p.Source}
-		if p.IdentityKey == key {
-			row.Model = c.Model
-		} else if m, err := c.Store.Manifest(p.ID); err == nil {
-			row.Model = "model " + m.Identity.Model.Short()
-		} else {
-			row.Model = "identity " + p.IdentityKey.Short()
+		model, ok := models[p.IdentityKey]
+		if !ok {
+			if m, err := c.Store.Manifest(p.ID); err == nil {
+				model = "model " + m.Identity.Model.Short()
+				models[p.IdentityKey] = model
+			} else {
+				model = "identity " + p.IdentityKey.Short() // another pack of it may read
+			}
 		}
+		row.Model = model
 		ss.Packs = append(ss.Packs, row)
 	}
 	return ss

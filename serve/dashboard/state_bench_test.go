@@ -44,3 +44,32 @@ func BenchmarkSnapshot(b *testing.B) {
 		})
 	}
 }
+
+// TestSnapshotPackModels checks the packs' model column: the served
+// model's name for its identity's packs, the model of another identity's
+// manifest for the rest.
+func TestSnapshotPackModels(t *testing.T) {
+	st := storetest.Open(t, t.TempDir(), store.Options{NoSync: true})
+	defer st.Close()
+	id, other := packtest.Identity("served"), packtest.Identity("other")
+	for i := range 6 {
+		tokens := make([]int32, 2*st.BlockTokens())
+		for j := range tokens {
+			tokens[j] = int32(i*7 + j)
+		}
+		use := id
+		if i%2 == 1 {
+			use = other
+		}
+		storetest.Publish(t, st, use, []byte("tenant"), tokens, 256)
+	}
+	c := &Config{Store: st, Recorder: NewRecorder(), Identity: id, Model: "m"}
+	counts := map[string]int{}
+	for _, p := range c.Snapshot().Store.Packs {
+		counts[p.Model]++
+	}
+	want := map[string]int{"m": 3, "model " + other.Model.Short(): 3}
+	if len(counts) != len(want) || counts["m"] != 3 || counts["model "+other.Model.Short()] != 3 {
+		t.Errorf("got pack models %v, want %v", counts, want)
+	}
+}
