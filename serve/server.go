@@ -165,6 +165,7 @@ type Server struct {
 	adminAPI adminapi.API // the admin endpoint's store operations
 	// responses holds the Responses API's stored responses.
 	responses *respstore.Store
+	grammars  grammarCache // compiled structured-output grammars (structured.go)
 
 	closeOnce sync.Once
 	closeErr  error
