@@ -55,6 +55,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/v1/stats", s.admin(s.handleAdminStats))
 	mux.HandleFunc("GET /admin/v1/packs/{id}", s.admin(s.handleAdminInspect))
 	mux.HandleFunc("DELETE /admin/v1/packs/{id}", s.admin(s.handleAdminDelete))
+	mux.HandleFunc("GET /admin/v1/packs/{id}/export", s.admin(s.handleAdminExport))
 	mux.HandleFunc("POST /admin/v1/packs/{id}/pin", s.admin(s.handleAdminPin(true)))
 	mux.HandleFunc("POST /admin/v1/packs/{id}/unpin", s.admin(s.handleAdminPin(false)))
 	mux.HandleFunc("POST /admin/v1/remove", s.admin(s.handleAdminRemove))
@@ -211,6 +212,37 @@ func (s *Server) handleAdminStats(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleAdminInspect(w http.ResponseWriter, r *http.Request) {
 	v, err := s.adminAPI.Inspect(r.Context(), r.PathValue("id"))
 	s.adminReply(w, r, v, err)
+}
+
+// handleAdminExport streams a pack's export file. An error before the
+// first byte is the admin error shape; after it, the stream is broken off
+// (the client sees a truncated transfer, never a complete-looking file).
+func (s *Server) handleAdminExport(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	cw := &countingWriter{w: w}
+	err := s.adminAPI.Export(r.Context(), r.PathValue("id"), cw)
+	if err == nil {
+		return
+	}
+	if cw.n == 0 {
+		w.Header().Del("Content-Type")
+		s.adminFail(w, r, err)
+		return
+	}
+	info(r).log.Error("admin export failed mid-stream", "pack", r.PathValue("id"), "bytes", cw.n, "err", err)
+	panic(http.ErrAbortHandler)
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *Server) handleAdminDelete(w http.ResponseWriter, r *http.Request) {

@@ -391,7 +391,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	obj := rs.object(res, "completed")
 	if store {
 		body, _ := marshal(obj)
-		msgs := append(conv, template.Message{Role: "assistant", Content: text})
+		msgs := append(conv, rs.assistantTurns(text)...)
 		rec := &respstore.Record{ID: rs.id, Created: time.Unix(rs.created, 0).UTC(), Messages: fromTemplate(msgs), Response: body}
 		if err := s.responses.Put(ri.tenant, rec); err != nil {
 			ri.log.Error("storing a response failed", "response", rs.id, "err", err)
@@ -575,6 +575,42 @@ func (rs *responseState) feed(pieces []streamPiece) {
 			rs.addText(p.Text)
 		}
 	}
+}
+
+// assistantTurns is the response's output as the conversation's assistant
+// messages, built as the same output items passed back as input are: a
+// message item's text, and its function calls attached to it (or to an
+// assistant message of their own), so a later previous_response_id renders
+// what a client that sends the items back renders. An output whose calls
+// are incomplete (arguments that are not a JSON object) is stored as the
+// model's text.
+func (rs *responseState) assistantTurns(text string) []template.Message {
+	var out []template.Message
+	for _, it := range rs.output {
+		switch v := it.(type) {
+		case *messageItem:
+			t := ""
+			if len(v.Content) > 0 {
+				t = v.Content[0].Text
+			}
+			out = append(out, template.Message{Role: "assistant", Content: t})
+		case *functionCallItem:
+			args, ok := argumentsObject(json.RawMessage(v.Arguments))
+			if !ok {
+				return []template.Message{{Role: "assistant", Content: text}}
+			}
+			call := template.ToolCall{ID: v.CallID, Name: v.Name, Arguments: args}
+			if n := len(out); n > 0 {
+				out[n-1].ToolCalls = append(out[n-1].ToolCalls, call)
+			} else {
+				out = append(out, template.Message{Role: "assistant", NullContent: true, ToolCalls: []template.ToolCall{call}})
+			}
+		}
+	}
+	if len(out) == 0 {
+		return []template.Message{{Role: "assistant", Content: text}}
+	}
+	return out
 }
 
 // closeMessage finishes the message item.

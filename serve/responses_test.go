@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -263,5 +264,56 @@ func TestResponsesOutputOrder(t *testing.T) {
 	}
 	if got := kinds(streamed); !slices.Equal(got, want) {
 		t.Errorf("streamed: got output %q, want %q", got, want)
+	}
+}
+
+// TestResponsesStoredTurns checks that a stored response's assistant turns
+// are what the same output items give when a client passes them back as
+// input, for text, calls, both in either order, and an incomplete call.
+func TestResponsesStoredTurns(t *testing.T) {
+	cases := []struct {
+		name, reply string
+		calls       int // tool calls the stored turns must carry
+	}{
+		{"text", "Hello there.", 0},
+		{"call", "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>", 1},
+		{"call then text", "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>Done.", 1},
+		{"text then two calls", "Let me look.<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call><tool_call>\n{\"name\": \"g\", \"arguments\": {\"b\": [2]}}\n</tool_call>", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rs := &responseState{g: &genReq{}, reqID: "r", ts: &toolStream{f: toolFormatHermes}}
+			rs.whole(c.reply)
+			got := rs.assistantTurns(c.reply)
+			items, err := json.Marshal(map[string]any{"input": append([]any{map[string]any{"role": "user", "content": "q"}}, rs.output...)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var q responsesRequest
+			if err := json.Unmarshal(items, &q); err != nil {
+				t.Fatal(err)
+			}
+			back, e := q.inputMessages()
+			if e != nil {
+				t.Fatalf("passing the output back: %v", e)
+			}
+			if !reflect.DeepEqual(got, back[1:]) {
+				t.Errorf("stored turns %+v, want %+v (the output items passed back)", got, back[1:])
+			}
+			n := 0
+			for _, m := range got {
+				n += len(m.ToolCalls)
+			}
+			if n != c.calls {
+				t.Errorf("stored turns carry %d calls, want %d", n, c.calls)
+			}
+		})
+	}
+	// A call cut short (arguments not an object) keeps the model's text.
+	rs := &responseState{g: &genReq{}, reqID: "r", ts: &toolStream{f: toolFormatHermes}}
+	rs.output = []any{&functionCallItem{Type: "function_call", CallID: "call_x", Name: "f", Arguments: `{"a": `, Status: "incomplete"}}
+	got := rs.assistantTurns("raw text")
+	if len(got) != 1 || got[0].Content != "raw text" || len(got[0].ToolCalls) != 0 {
+		t.Errorf("incomplete call stored as %+v, want the model's text", got)
 	}
 }

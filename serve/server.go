@@ -29,6 +29,9 @@ const (
 	DefaultAddr          = "127.0.0.1:4949"
 	DefaultMaxBodyBytes  = 8 << 20
 	DefaultShutdownGrace = 30 * time.Second
+	// DefaultResponsesTTL is how long `muser serve` keeps a stored
+	// Responses API response: 30 days, as OpenAI keeps them.
+	DefaultResponsesTTL = 30 * 24 * time.Hour
 )
 
 // Options configure a Server. Model or ModelPath names the model; Home
@@ -56,6 +59,10 @@ type Options struct {
 	Store *store.Store
 	// StoreNoSync opens the store without fsync (tests and benchmarks).
 	StoreNoSync bool
+	// ResponsesTTL is how long a stored Responses API response may be
+	// continued or retrieved (respstore.Options.TTL); 0 keeps them until
+	// deleted. `muser serve` defaults to DefaultResponsesTTL.
+	ResponsesTTL time.Duration
 	// APIKeysFile maps API keys to tenants (tenant.LoadKeys). Empty means
 	// one local tenant and a loopback-only server.
 	APIKeysFile string
@@ -158,6 +165,7 @@ type Server struct {
 	adminAPI adminapi.API // the admin endpoint's store operations
 	// responses holds the Responses API's stored responses.
 	responses *respstore.Store
+	grammars  grammarCache // compiled structured-output grammars (structured.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -262,7 +270,7 @@ func New(opts Options) (s *Server, err error) {
 		s.ownStore = true
 		closers = append(closers, s.store.Close)
 	}
-	if s.responses, err = respstore.Open(opts.Home, opts.StoreNoSync); err != nil {
+	if s.responses, err = respstore.Open(opts.Home, respstore.Options{NoSync: opts.StoreNoSync, TTL: opts.ResponsesTTL}); err != nil {
 		return nil, err
 	}
 	closers = append(closers, s.responses.Close)

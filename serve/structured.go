@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/muserhq/muser/infer/grammar"
-	"github.com/muserhq/muser/infer/tokenizer"
 )
 
 // jsonSchemaFormat is response_format.json_schema.
@@ -107,31 +106,54 @@ func (s *Server) ollamaFormat(raw json.RawMessage) (*grammar.Compiled, *apiError
 	return s.schemaGrammar(raw, false, "format")
 }
 
-// compiledCache holds compiled grammars by vocabulary and grammar text, so
+// grammarCache holds a server's compiled grammars by grammar text, so
 // that repeated formats (json_object, a client's fixed schema) share their
 // compiled states and allowed-token sets across requests. A compiled
 // grammar whose states near their bounds (Worn) is replaced by a fresh one
-// for new requests.
-var compiledCache struct {
-	sync.Mutex
-	m     map[compiledKey]*grammar.Compiled
-	order []compiledKey
+// for new requests. The cache belongs to one server (one vocabulary) and
+// goes with it.
+type grammarCache struct {
+	mu    sync.Mutex
+	m     map[string]*grammar.Compiled
+	order []string
 }
 
-type compiledKey struct {
-	tok *tokenizer.Tokenizer
-	src string
-}
-
-// maxCompiled bounds compiledCache; the oldest entry goes first.
+// maxCompiled bounds a grammarCache; the oldest entry goes first.
 const maxCompiled = 32
 
+// get returns the cached grammar for src unless it is worn.
+func (gc *grammarCache) get(src string) (*grammar.Compiled, bool) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	c, ok := gc.m[src]
+	return c, ok && !c.Worn()
+}
+
+// put caches c for src, replacing a worn entry (running matchers keep the
+// old one) and evicting the oldest beyond maxCompiled.
+func (gc *grammarCache) put(src string, c *grammar.Compiled) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.m == nil {
+		gc.m = map[string]*grammar.Compiled{}
+	}
+	if old, ok := gc.m[src]; ok {
+		if old.Worn() {
+			gc.m[src] = c
+		}
+		return
+	}
+	if len(gc.order) >= maxCompiled {
+		delete(gc.m, gc.order[0])
+		gc.order = gc.order[1:]
+	}
+	gc.m[src] = c
+	gc.order = append(gc.order, src)
+}
+
 func (s *Server) compileGrammar(g *grammar.Grammar, param string) (*grammar.Compiled, *apiError) {
-	k := compiledKey{s.model.tok, g.String()}
-	compiledCache.Lock()
-	c, ok := compiledCache.m[k]
-	compiledCache.Unlock()
-	if ok && !c.Worn() {
+	src := g.String()
+	if c, ok := s.grammars.get(src); ok {
 		return c, nil
 	}
 	c, err := grammar.Compile(g, s.model.tok)
@@ -141,20 +163,6 @@ func (s *Server) compileGrammar(g *grammar.Grammar, param string) (*grammar.Comp
 		}
 		return nil, &apiError{Status: 500, Type: typeServer, Code: "internal_error", Message: err.Error()}
 	}
-	compiledCache.Lock()
-	defer compiledCache.Unlock()
-	if compiledCache.m == nil {
-		compiledCache.m = map[compiledKey]*grammar.Compiled{}
-	}
-	if old, ok := compiledCache.m[k]; ok && old.Worn() {
-		compiledCache.m[k] = c // a fresh one for new requests; running ones keep the old
-	} else if !ok {
-		if len(compiledCache.order) >= maxCompiled {
-			delete(compiledCache.m, compiledCache.order[0])
-			compiledCache.order = compiledCache.order[1:]
-		}
-		compiledCache.m[k] = c
-		compiledCache.order = append(compiledCache.order, k)
-	}
+	s.grammars.put(src, c)
 	return c, nil
 }

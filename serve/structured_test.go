@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/muserhq/muser/infer/defaultmodel"
+	"github.com/muserhq/muser/infer/grammar"
 )
 
 // personSchema bounds its strings so the small default model finishes.
@@ -206,5 +207,42 @@ func TestStructuredDeterminism(t *testing.T) {
 	}
 	if len(distinct) < 2 {
 		t.Errorf("all %d seeded answers are the same (%q): the seeds had no effect", n, alone[0].content)
+	}
+}
+
+// TestGrammarCache checks a server's cache of compiled grammars: a hit
+// returns the same compiled grammar, the oldest entry goes past
+// maxCompiled, and each server has its own.
+func TestGrammarCache(t *testing.T) {
+	ts := startDefaultModel(t, 1)
+	s := ts.s
+	compile := func(i int) *grammar.Compiled {
+		t.Helper()
+		g, err := grammar.Parse(fmt.Sprintf("root ::= \"x%d\"", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, e := s.compileGrammar(g, "grammar")
+		if e != nil {
+			t.Fatal(e)
+		}
+		return c
+	}
+	first := compile(0)
+	if again := compile(0); again != first {
+		t.Error("the same grammar compiled twice, want the cached one")
+	}
+	for i := 1; i <= maxCompiled; i++ {
+		compile(i)
+	}
+	if n := len(s.grammars.m); n != maxCompiled {
+		t.Errorf("cache holds %d grammars, want %d", n, maxCompiled)
+	}
+	if again := compile(0); again == first {
+		t.Error("the oldest grammar is still cached past maxCompiled, want it evicted")
+	}
+	other := startDefaultModel(t, 1).s
+	if len(other.grammars.m) != 0 {
+		t.Errorf("a new server's cache holds %d grammars, want none", len(other.grammars.m))
 	}
 }

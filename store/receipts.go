@@ -226,6 +226,34 @@ func (s *Store) Receipts(f ReceiptFilter) ([]Receipt, error) {
 	return out, err
 }
 
+// LatestReceipts returns the newest n receipts, newest first, and how many
+// the store keeps in all; it decodes only the n it returns.
+func (s *Store) LatestReceipts(n int) ([]Receipt, int, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, 0, err
+	}
+	var (
+		out   []Receipt
+		total int
+	)
+	err := guard(s.ledgerPath(), func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketReceipts)
+			total = b.Stats().KeyN
+			c := b.Cursor()
+			for k, v := c.Last(); k != nil && len(out) < n; k, v = c.Prev() {
+				r, err := decodeReceipt(k, v)
+				if err != nil {
+					return err
+				}
+				out = append(out, r)
+			}
+			return nil
+		})
+	})
+	return out, total, err
+}
+
 // Receipt returns the receipt whose ID starts with the hex prefix; an
 // ambiguous prefix wraps ErrAmbiguousID, none ErrNotFound.
 func (s *Store) Receipt(prefix string) (Receipt, error) {

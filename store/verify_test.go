@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -122,6 +123,35 @@ func TestReceiptRetention(t *testing.T) {
 	}
 	if _, err := s.AddReceipt(store.Receipt{Reason: "nonsense"}); !errors.Is(err, pack.ErrInvalid) {
 		t.Fatalf("unknown reason: got %v", err)
+	}
+}
+
+func TestLatestReceipts(t *testing.T) {
+	clock := &fakeClock{t: packtest.Manifest0Time()}
+	s := storetest.Open(t, "", store.Options{Now: clock.Now})
+	for i := 0; i < 7; i++ {
+		if _, err := s.AddReceipt(store.Receipt{Reason: pack.ReasonMalformed, Detail: fmt.Sprint(i), Source: "peer:x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.Receipts(store.ReceiptFilter{})
+	if err != nil || len(all) != 7 {
+		t.Fatalf("got %d receipts (%v), want 7", len(all), err)
+	}
+	for _, n := range []int{0, 1, 3, 7, 10} {
+		got, total, err := s.LatestReceipts(n)
+		if err != nil || total != 7 {
+			t.Fatalf("LatestReceipts(%d): total %d, %v; want 7", n, total, err)
+		}
+		want := min(n, 7)
+		if len(got) != want {
+			t.Fatalf("LatestReceipts(%d): %d receipts, want %d", n, len(got), want)
+		}
+		for i, r := range got {
+			if r.ID != all[len(all)-1-i].ID {
+				t.Errorf("LatestReceipts(%d)[%d] = %s (%s), want %s: newest first", n, i, r.ID, r.Detail, all[len(all)-1-i].ID)
+			}
+		}
 	}
 }
 

@@ -100,6 +100,18 @@ func TestLiveAdministration(t *testing.T) {
 		code, out, errOut := muser(t, home, args...)
 		direct[strings.Join(args, " ")] = result{code, out, errOut}
 	}
+	damagedChunk := func() string {
+		s, err := store.Open(home, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		m, err := s.Manifest(ids[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return chunkPathOf(home, m.Chunks[len(m.Chunks)-1].ID)
+	}()
 	stop := startAdminServer(t, home)
 	if _, err := os.Stat(filepath.Join(home, adminapi.ServeFileName)); err != nil {
 		t.Fatalf("the running server wrote no serve file: %v", err)
@@ -117,7 +129,19 @@ func TestLiveAdministration(t *testing.T) {
 			}
 		}
 	})
+	t.Run("export of a damaged pack", func(t *testing.T) {
+		flipByte(t, damagedChunk, 0)
+		out := filepath.Join(t.TempDir(), "p1.kvpack")
+		code, stdout, errOut := muser(t, home, "pack", "export", ids[1].String(), "-o", out)
+		if code == 0 || !strings.Contains(errOut, ids[1].Short()) {
+			t.Errorf("export of a pack with a flipped chunk through the server: exit %d\n%s%s\nwant a failure naming the pack", code, stdout, errOut)
+		}
+		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "*")); len(left) != 0 {
+			t.Errorf("after the failed export, %v left beside the output; want nothing", left)
+		}
+	})
 	t.Run("change", func(t *testing.T) {
+		live := filepath.Join(t.TempDir(), "p2.kvpack")
 		for _, tc := range []struct {
 			args []string
 			code int
@@ -132,6 +156,12 @@ func TestLiveAdministration(t *testing.T) {
 			{[]string{"pack", "import", file}, 0, "imported pack " + ids[3].String()},
 			{[]string{"pack", "import", file}, exitRefused, ""}, // a replay
 			{[]string{"pack", "import", bad}, exitRefused, ""},
+			// Export through the server (a later seal generation than the
+			// file above), then a round trip of its file.
+			{[]string{"pack", "export", ids[2].String()[:10], "-o", live}, 0, ""},
+			{[]string{"pack", "export", "ffffffffffff", "-o", live + ".x"}, exitNotFound, ""},
+			{[]string{"pack", "rm", ids[2].String()}, 0, "removed pack " + ids[2].Short()},
+			{[]string{"pack", "import", live}, 0, "imported pack " + ids[2].String()},
 			{[]string{"receipts", "ls"}, 0, "replay"},
 			{[]string{"pack", "gc", "--max-bytes", "0", "--grace", "0"}, 0, "removed 4 packs"},
 		} {

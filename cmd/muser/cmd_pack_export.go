@@ -27,7 +27,9 @@ standard output.
 
 A store imports the file if its seal key is the same (or is given with
 'muser pack import --key'); copy seal.key from this store's --home to
-share it. On a terminal, stderr shows the bytes written, rate and time
+share it. Beside a running 'muser serve' of the same --home, the server
+writes the file through its admin endpoint (HOME/serve.json). On a
+terminal, stderr shows the bytes written, rate and time
 left.`,
 		home: true,
 		flags: func(fs *pflag.FlagSet) {
@@ -41,21 +43,22 @@ left.`,
 		if out == "" {
 			return usagef(cmd, "-o FILE is required")
 		}
-		s, err := openStore(env, false, false)
+		api, closeAPI, err := openAdmin(ctx, env, false)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		id, err := s.ResolvePack(args[0])
+		defer closeAPI()
+		in, err := api.Inspect(ctx, args[0])
 		if err != nil {
 			return err
 		}
+		id := in.Pack.ID
 		// The chunks' bytes, each distinct chunk once, are nearly the
 		// whole file: the progress line's total.
 		var total int64
-		if m, err := s.Manifest(id); err == nil {
+		if in.Manifest != nil {
 			seen := map[pack.Digest]bool{}
-			for _, c := range m.Chunks {
+			for _, c := range in.Manifest.Chunks {
 				if !seen[c.ID] {
 					seen[c.ID] = true
 					total += int64(c.Size)
@@ -65,14 +68,14 @@ left.`,
 		meter := newMeter(env, false, "export "+id.Short(), progress.Bytes, total, 0)
 		defer meter.Finish()
 		if out == "-" {
-			return s.Export(ctx, id, progress.Writer{W: env.stdout, M: meter})
+			return api.Export(ctx, id.String(), progress.Writer{W: env.stdout, M: meter})
 		}
 		f, err := os.CreateTemp(filepath.Dir(out), ".muser-export-*")
 		if err != nil {
 			return err
 		}
 		tmp := f.Name()
-		err = s.Export(ctx, id, progress.Writer{W: f, M: meter})
+		err = api.Export(ctx, id.String(), progress.Writer{W: f, M: meter})
 		meter.Finish()
 		if err == nil {
 			err = f.Sync()

@@ -36,6 +36,7 @@ type serveOptions struct {
 	device        string
 	slotReuse     bool
 	grace         time.Duration
+	responsesTTL  time.Duration
 	maxBody       string
 	logFormat     string
 	logLevel      string
@@ -59,6 +60,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.slotReuse, "slot-reuse", true, "reuse an idle slot's KV for the same tenant when it covers more than the store")
 	fs.DurationVar(&o.grace, "shutdown-grace", serve.DefaultShutdownGrace, "how long in-flight requests may finish after SIGINT/SIGTERM")
 	fs.StringVar(&o.maxBody, "max-body", "8MB", "largest request body")
+	fs.DurationVar(&o.responsesTTL, "responses-ttl", serve.DefaultResponsesTTL, "how long a stored /v1/responses response can be continued or fetched (0: until deleted)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	o.repl.AddFlags(fs)
@@ -214,12 +216,16 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		Device:        dev,
 		SlotReuse:     o.slotReuse,
 		ShutdownGrace: o.grace,
+		ResponsesTTL:  o.responsesTTL,
 		Version:       version.String(),
 		Logger:        logger,
 		// Speculative decoding (docs/serve.md, "Speculative decoding").
 		DraftModelPath: o.draft.model,
 		DraftLookup:    o.draft.lookup,
 		DraftMax:       o.draft.max,
+	}
+	if o.responsesTTL < 0 {
+		return usagef(cmd, "--responses-ttl: %v is negative", o.responsesTTL)
 	}
 	if opts.MaxQueue == 0 {
 		opts.MaxQueue = -1 // serve: negative means no queue

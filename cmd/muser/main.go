@@ -36,7 +36,7 @@ const exitStatusHelp = `EXIT STATUS
   3    a named pack, receipt, node or file does not exist, or an ID prefix is ambiguous
   4    input was refused (identity mismatch, bad digest or seal, replay); a receipt records why
   5    the store under --home is in use by another process (pack ls/inspect/
-       verify/gc/rm/pin/unpin/import and receipts ls/show run through a
+       verify/gc/rm/pin/unpin/import/export and receipts ls/show run through a
        muser server that owns it instead)
   130  interrupted
 `

@@ -160,6 +160,36 @@ func (c *Client) Verify(ctx context.Context, req VerifyRequest, progress func(do
 	}
 }
 
+// Export streams the pack's export file from the server into w. A stream
+// the server broke off (the export failed after it began) is an error, so
+// a caller never keeps a partial file.
+func (c *Client) Export(ctx context.Context, id string, w io.Writer) error {
+	path := "/admin/v1/packs/" + url.PathEscape(id) + "/export"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.URL, "/")+path, nil)
+	if err != nil {
+		return err
+	}
+	if c.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Key)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin endpoint %s: %w", c.URL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return c.errorOf(resp, "GET", path)
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("admin endpoint GET %s: the export stream broke off: %w", path, err)
+	}
+	return nil
+}
+
 // errorOf reads a non-200 answer's error.
 func (c *Client) errorOf(resp *http.Response, method, path string) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

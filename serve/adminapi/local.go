@@ -24,6 +24,7 @@ type API interface {
 	Receipts(ctx context.Context, q ReceiptQuery) ([]store.Receipt, error)
 	Receipt(ctx context.Context, id string) (store.Receipt, error)
 	Import(ctx context.Context, r io.Reader, req ImportRequest) (ImportReport, error)
+	Export(ctx context.Context, id string, w io.Writer) error
 }
 
 // Local is the API over an open store.
@@ -227,4 +228,14 @@ func (p PinReport) String() string {
 		verb = "pinned"
 	}
 	return fmt.Sprintf("%s pack %s", verb, p.Pack.Short())
+}
+
+// Export resolves id and writes the pack's export file to w (the store
+// re-verifies every chunk as it reads it).
+func (l Local) Export(ctx context.Context, id string, w io.Writer) error {
+	d, err := l.Store.ResolvePack(id)
+	if err != nil {
+		return err
+	}
+	return l.Store.Export(ctx, d, w)
 }

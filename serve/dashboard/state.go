@@ -373,19 +373,15 @@ func (c *Config) storeState(cachedStore int, since string) StoreState {
 
 func (c *Config) receiptsState(refused map[string]int) ReceiptsState {
 	rs := ReceiptsState{RefusedSinceStart: refused}
-	list, err := c.Store.Receipts(store.ReceiptFilter{})
+	list, total, err := c.Store.LatestReceipts(MaxReceipts)
 	if err != nil {
 		rs.Error = fmt.Sprintf("store receipts: %v", err)
 		rs.Total = Unavailable("receipts", rs.Error)
 		return rs
 	}
-	rs.Total = Measured(float64(len(list)), "receipts", "kept by the store", "store ledger")
+	rs.Total = Measured(float64(total), "receipts", "kept by the store", "store ledger")
 	rs.ListTag = ListTag{Tag: TagMeasured, Window: "kept by the store", Source: "store ledger"}
-	slices.Reverse(list)
-	if len(list) > MaxReceipts {
-		list, rs.Truncated = list[:MaxReceipts], true
-	}
-	rs.List = list
+	rs.List, rs.Truncated = list, total > len(list)
 	if rs.List == nil {
 		rs.List = []store.Receipt{}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -58,14 +59,39 @@ type Record struct {
 	Response json.RawMessage `json:"response"`
 }
 
-// Store is the responses file. It is safe for concurrent use.
-type Store struct {
-	db *bolt.DB
+// Options configure a Store.
+type Options struct {
+	// NoSync opens the file without fsync (tests and benchmarks).
+	NoSync bool
+	// TTL is how long a response stays stored after it was created; 0
+	// keeps responses until they are deleted. An expired response is not
+	// found, and expired records are removed when the store opens and
+	// then at most once per sweepEvery as responses are stored.
+	TTL time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 }
 
-// Open opens (creating if needed) the store under home.
-func Open(home string, noSync bool) (*Store, error) {
-	db, err := bolt.Open(filepath.Join(home, FileName), 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: noSync})
+// sweepEvery bounds how often Put sweeps expired records.
+const sweepEvery = time.Hour
+
+// Store is the responses file. It is safe for concurrent use.
+type Store struct {
+	db  *bolt.DB
+	ttl time.Duration
+	now func() time.Time
+
+	mu        sync.Mutex
+	lastSweep time.Time
+}
+
+// Open opens (creating if needed) the store under home and removes the
+// records that have expired.
+func Open(home string, o Options) (*Store, error) {
+	if o.TTL < 0 {
+		return nil, fmt.Errorf("respstore: TTL %v is negative", o.TTL)
+	}
+	db, err := bolt.Open(filepath.Join(home, FileName), 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: o.NoSync})
 	if err != nil {
 		return nil, fmt.Errorf("respstore: opening %s: %w", filepath.Join(home, FileName), err)
 	}
@@ -76,7 +102,70 @@ func Open(home string, noSync bool) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("respstore: %w", err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, ttl: o.TTL, now: o.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if _, err := s.Sweep(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// expired reports whether a record created at c has outlived the TTL.
+func (s *Store) expired(c time.Time) bool {
+	return s.ttl > 0 && !s.now().Before(c.Add(s.ttl))
+}
+
+// Sweep removes every expired record and returns how many it removed. A
+// record whose value does not decode is left for Get to report.
+func (s *Store) Sweep() (int, error) {
+	if s.ttl == 0 {
+		return 0, nil
+	}
+	s.mu.Lock()
+	s.lastSweep = s.now()
+	s.mu.Unlock()
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucket).Cursor()
+		for k, v := c.First(); k != nil; {
+			var head struct {
+				Created time.Time `json:"created"`
+			}
+			if json.Unmarshal(v, &head) == nil && s.expired(head.Created) {
+				at := append([]byte(nil), k...)
+				if err := c.Delete(); err != nil {
+					return err
+				}
+				n++
+				k, v = c.Seek(at)
+				continue
+			}
+			k, v = c.Next()
+		}
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("respstore: sweeping expired responses: %w", err)
+	}
+	return n, nil
+}
+
+// maybeSweep sweeps when the last sweep is sweepEvery old.
+func (s *Store) maybeSweep() error {
+	if s.ttl == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	due := s.now().Sub(s.lastSweep) >= sweepEvery
+	s.mu.Unlock()
+	if !due {
+		return nil
+	}
+	_, err := s.Sweep()
+	return err
 }
 
 // Close closes the file.
@@ -93,9 +182,15 @@ func (s *Store) Put(tenant string, rec *Record) error {
 	if len(b) > MaxRecordBytes {
 		return &RecordError{ID: rec.ID, Err: fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, len(b), MaxRecordBytes)}
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	if err := s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucket).Put(key(tenant, rec.ID), b)
-	})
+	}); err != nil {
+		return err
+	}
+	// The record is stored; a failed sweep is retried by the next Put
+	// after sweepEvery and by the next Open, and costs only space.
+	_ = s.maybeSweep()
+	return nil
 }
 
 // Get returns the tenant's response id.
@@ -108,6 +203,9 @@ func (s *Store) Get(tenant, id string) (*Record, error) {
 		}
 		if err := json.Unmarshal(v, &rec); err != nil || rec.ID != id {
 			return &RecordError{ID: id, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
+		}
+		if s.expired(rec.Created) {
+			return &RecordError{ID: id, Err: fmt.Errorf("%w: expired at %s", ErrNotFound, rec.Created.Add(s.ttl).UTC().Format(time.RFC3339))}
 		}
 		return nil
 	})
