@@ -39,3 +39,40 @@ func matmulFloatDecode(y []float32, m *Matrix, a *acts, r0, r1 int, k decodeKern
 		matmulFloatN(y, m, a, g, r1, &[4]floatKernel{ks[0]}, &[4]floatKernel{kr[0]}, 1)
 	}
 }
+
+//go:noescape
+func f16DotRows2AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, rows int, y *float32, yStride int)
+
+//go:noescape
+func f16DotRows3AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, rows int, y *float32, yStride int)
+
+//go:noescape
+func f16DotRows4AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, rows int, y *float32, yStride int)
+
+//go:noescape
+func bf16DotRows2AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, rows int, y *float32, yStride int)
+
+//go:noescape
+func bf16DotRows3AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, rows int, y *float32, yStride int)
+
+//go:noescape
+func bf16DotRows4AVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, rows int, y *float32, yStride int)
+
+// rowsKernel is a few-token kernel of f16n_amd64.s: rows consecutive rows
+// against nt tokens (xStride and yStride in bytes), each result stored in
+// place in y.
+type rowsKernel func(w *byte, rowBytes int, x *float32, xStride int, n16 int, rows int, y *float32, yStride int)
+
+// fewFloat[type][nt-2] is the nt-token kernel of f16n_amd64.s.
+var fewFloat = map[ggml.Type][3]rowsKernel{
+	ggml.TypeF16:  {f16DotRows2AVX512, f16DotRows3AVX512, f16DotRows4AVX512},
+	ggml.TypeBF16: {bf16DotRows2AVX512, bf16DotRows3AVX512, bf16DotRows4AVX512},
+}
+
+// matmulFloatFew computes 2 to 4 tokens against rows [r0,r1) of a 16-bit
+// float matrix whose columns are a whole number of 16, in one pass over
+// the rows.
+func matmulFloatFew(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	k := fewFloat[m.Type][a.n-2]
+	k(&m.Data[r0*m.RowBytes], m.RowBytes, &a.f[0], m.Cols*4, m.Cols/16, r1-r0, &y[r0], m.Rows*4)
+}

@@ -16,8 +16,8 @@ import (
 // small that a product with an activation underflows float32, where a
 // fused multiply-add would round differently from the canonical rounded
 // product. Every fourth row is tiny throughout (f16 and bf16 subnormals),
-// so that, against the tiny activations of TestMatMulFloatDecode's third
-// token, its products round to float32's subnormal grid, exact halves
+// so that, against the tiny activations of TestMatMulFloatDecode's tokens 2
+// and 4, its products round to float32's subnormal grid, exact halves
 // included, and its whole sum stays there, where those roundings show.
 func extremeFloatWeights(rng *rand.Rand, t ggml.Type, rows, cols int) []byte {
 	data := make([]byte, rows*cols*2)
@@ -57,13 +57,16 @@ func extremeWeight(rng *rand.Rand, v float32) float32 {
 	return v
 }
 
-// TestMatMulFloatDecode checks one-token MatMul of F16 and BF16 weights
-// (the 8-row decode kernels and the rows after the last whole group of 8)
+// TestMatMulFloatDecode checks MatMul of F16 and BF16 weights for 1 to 5
+// tokens (the 8-row one-token kernels, the 2-to-4-token row kernels, the
+// rows after the last whole group of 8, the 4-row kernels above 4 tokens)
 // bit for bit against the portable kernels, on every variant and thread
 // count, for column counts with an odd and an even number of 16-column
-// steps (and one step alone), with extreme weights and activations; and
-// that the token alone equals the same token inside a batch of 3.
+// steps (and one step alone), with extreme weights and activations: every
+// batch of consecutive tokens must equal those tokens' rows of the
+// portable result.
 func TestMatMulFloatDecode(t *testing.T) {
+	const tokens = 5
 	pools := map[int]*Pool{1: NewPool(1), 2: NewPool(2)}
 	defer func() {
 		for _, p := range pools {
@@ -79,24 +82,25 @@ func TestMatMulFloatDecode(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				x := randomActs(rng, 3*sh.cols)
-				for i := 2 * sh.cols; i < len(x); i++ {
-					x[i] = float32(math.Ldexp(float64(x[i]), -17)) // products that underflow
+				x := randomActs(rng, tokens*sh.cols)
+				for _, tok := range []int{2, 4} {
+					for i := tok * sh.cols; i < (tok+1)*sh.cols; i++ {
+						x[i] = float32(math.Ldexp(float64(x[i]), -17)) // products that underflow
+					}
 				}
 				SetISA(ISAGeneric)
-				want := make([]float32, 3*sh.rows)
-				pools[1].MatMul(want, m, x, 3)
+				want := make([]float32, tokens*sh.rows)
+				pools[1].MatMul(want, m, x, tokens)
 				for _, v := range variants() {
 					SetISA(v)
 					for th, p := range pools {
-						for tok := 0; tok < 3; tok++ {
-							got := make([]float32, sh.rows)
-							p.MatMul(got, m, x[tok*sh.cols:(tok+1)*sh.cols], 1)
-							bitsEqual(t, fmt.Sprintf("%s, %d threads, token %d alone", v, th, tok), got, want[tok*sh.rows:(tok+1)*sh.rows])
+						for t0 := 0; t0 < tokens; t0++ {
+							for n := 1; t0+n <= tokens; n++ {
+								got := make([]float32, n*sh.rows)
+								p.MatMul(got, m, x[t0*sh.cols:(t0+n)*sh.cols], n)
+								bitsEqual(t, fmt.Sprintf("%s, %d threads, tokens [%d,%d)", v, th, t0, t0+n), got, want[t0*sh.rows:(t0+n)*sh.rows])
+							}
 						}
-						got := make([]float32, 3*sh.rows)
-						p.MatMul(got, m, x, 3)
-						bitsEqual(t, fmt.Sprintf("%s, %d threads, batch of 3", v, th), got, want)
 					}
 				}
 			})
