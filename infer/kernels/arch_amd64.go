@@ -453,12 +453,8 @@ type floatKernel func(w *byte, rowBytes int, x *float32, xStride int, n16 int, a
 
 // matmulFloatAVX512 runs the AVX-512 float kernels.
 func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	if k, ok := decodeFloat[m.Type]; ok && floatDecode8 && a.n <= 4 && m.Cols%16 == 0 {
-		if a.n == 1 {
-			matmulFloatDecode(y, m, a, r0, r1, k)
-		} else {
-			matmulFloatFew(y, m, a, r0, r1)
-		}
+	if k, ok := decodeFloat[m.Type]; ok && floatDecode8 && a.n == 1 && m.Cols%16 == 0 {
+		matmulFloatDecode(y, m, a, r0, r1, k)
 		return
 	}
 	ks, kr := floatKernels[m.Type], floatKernelsR[m.Type]

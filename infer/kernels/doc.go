@@ -138,17 +138,11 @@
 //     rows one after the other, each row's 16 accumulators in one register,
 //     and reduces the 8 rows together by the fixed tree. Consecutive rows
 //     are one ascending stream of addresses, which the hardware prefetchers
-//     follow at the memory's rate; rows read side by side (the 4-row
-//     kernel's 4 streams) and software prefetches measured at half that on
+//     follow; rows read side by side (the 4-row kernel's 4 streams, with
+//     its software prefetches) measured at about half that rate on
 //     matrices larger than the caches (docs/benchmarks.md). The next row's
-//     loads and products overlap a row's chain of dependent adds out of
-//     order, so the chain is not the limit.
-//   - 2 to 4 tokens of F16 or BF16 weights (decode of a few streams), with
-//     columns a whole number of 16, run row kernels (f16n_amd64.s) that
-//     read each row once, in the same ascending order, widen each weight
-//     vector once for all the tokens (one register of 16 accumulators per
-//     token) and reduce each (row, token) by the fixed tree at the row's
-//     end. More tokens take the 4-row × 4-token kernels.
+//     loads and products can overlap a row's chain of dependent adds out
+//     of order.
 //
 // The activation quantizers (Q8_0, Q8_1, Q8_K) and Dot, DotF16, AXPY,
 // AXPYF16 have AVX-512 versions with the same bits.

@@ -7,12 +7,12 @@
 // FMA, as the f16×f16 product is exact; BF16 by a rounded multiply, then
 // the add). The rows are read one after the other, so that the 8 rows — and
 // a sweep of consecutive groups — are one ascending stream of addresses,
-// which the hardware prefetchers follow at the memory's full rate (several
-// rows read side by side, or software prefetches, measured far slower on
-// large matrices: docs/benchmarks.md). A row's chain of dependent adds is
-// not the limit: the next row's loads and products overlap it out of
-// order. Then the 8 rows are reduced together by the fixed tree, applied to
-// each row: +8, +4, +2, +1 (f16Perm puts the 8 sums in row order).
+// which the hardware prefetchers follow (2, 4 or 8 rows read side by side,
+// with or without software prefetches, measured at about half the rate on
+// matrices larger than the caches: docs/benchmarks.md). The next row's
+// loads and products can overlap a row's chain of dependent adds out of
+// order. Then the 8 rows are reduced together by the fixed tree, applied
+// to each row: +8, +4, +2, +1 (f16Perm puts the 8 sums in row order).
 
 // f16Perm gathers the 8 row sums of the transposing reduction: row j lies
 // in lane 4·(j mod 4) + 2·(j / 4).
@@ -64,8 +64,8 @@ GLOBL f16Perm<>(SB), RODATA|NOPTR, $64
 	VPERMD Z15, Z13, Z15 \
 	VMOVUPS Y15, (R10)
 
-// ROWSTEP does one step of 16 columns of row acc: weights at disp(SI),
-// activations at 2·disp(DI).
+// F16STEP and BF16STEP do one step of 16 columns of row acc: weights at
+// disp(SI), activations at 2·disp(DI).
 #define F16STEP(disp, acc) \
 	VCVTPH2PS disp(SI), Z16 \
 	VFMADD231PS (2*disp)(DI), Z16, acc

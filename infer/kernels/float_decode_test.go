@@ -58,8 +58,8 @@ func extremeWeight(rng *rand.Rand, v float32) float32 {
 }
 
 // TestMatMulFloatDecode checks MatMul of F16 and BF16 weights for 1 to 5
-// tokens (the 8-row one-token kernels, the 2-to-4-token row kernels, the
-// rows after the last whole group of 8, the 4-row kernels above 4 tokens)
+// tokens (the 8-row one-token kernels, the rows after the last whole group
+// of 8, the 4-row kernels of batches)
 // bit for bit against the portable kernels, on every variant and thread
 // count, for column counts with an odd and an even number of 16-column
 // steps (and one step alone), with extreme weights and activations: every
@@ -75,7 +75,7 @@ func TestMatMulFloatDecode(t *testing.T) {
 	}()
 	defer SetISA(SetISA(ISAGeneric))
 	for _, typ := range []ggml.Type{ggml.TypeF16, ggml.TypeBF16} {
-		for _, sh := range []struct{ rows, cols int }{{8, 16}, {21, 48}, {77, 896}, {64, 912}, {130, 4864}} {
+		for _, sh := range []struct{ rows, cols int }{{8, 16}, {21, 48}, {77, 896}, {64, 912}, {24, 1072}, {130, 4864}} {
 			t.Run(fmt.Sprintf("%s/%dx%d", typ, sh.rows, sh.cols), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(11, uint64(typ)<<16|uint64(sh.cols)))
 				m, err := NewMatrix(typ, sh.rows, sh.cols, extremeFloatWeights(rng, typ, sh.rows, sh.cols))
