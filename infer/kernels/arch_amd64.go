@@ -784,6 +784,10 @@ func bf16Dot4x1RAVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, ac
 func archImplAVX2(t ggml.Type) matmulImpl {
 	if k, ok := floatAVX2[t]; ok {
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
+			if kd, ok := decodeFloatAVX2[m.Type]; ok && floatDecode8 && a.n == 1 && m.Cols%16 == 0 {
+				matmulFloatDecodeAVX2(y, m, a, r0, r1, kd)
+				return
+			}
 			matmulFloat(y, m, a, r0, r1, k[0], k[1])
 		}
 	}

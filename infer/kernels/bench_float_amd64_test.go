@@ -41,15 +41,32 @@ func memSum(p *Pool, data []uint64, sums []uint64) {
 // copies of its matrix (or of its memsum buffer) that add up to at least
 // coldBytes, so each op reads from memory, not from a cache.
 // kind=F16-4row and BF16-4row are the same MatMul with the one-token
-// kernels of f16_amd64.s off (the 4-row kernels, as before them; n=4 always
-// takes the 4-row × 4-token kernels).
+// kernels of f16_amd64.s (AVX-512) and f16_avx2_amd64.s (AVX2) off (the
+// 4-row kernels, as before them; n=4 always takes the 4-row × 4-token
+// kernels).
 // Each shape, token count and thread count runs its cases back to back.
 func BenchmarkFloatDecode(b *testing.B) {
+	benchFloatDecode(b, []int{1, 4}, []int{1, 2})
+}
+
+// BenchmarkFloatDecodeAVX2 is BenchmarkFloatDecode's one-token, one-thread
+// cases on the AVX2 variant (SetISA), where the CPU has it.
+func BenchmarkFloatDecodeAVX2(b *testing.B) {
+	if BestISA() < ISAAVX2 {
+		b.Skip("no AVX2")
+	}
+	defer SetISA(SetISA(ISAAVX2))
+	benchFloatDecode(b, []int{1}, []int{1})
+}
+
+// benchFloatDecode runs the decode cases for the given token and thread
+// counts.
+func benchFloatDecode(b *testing.B, ns, threads []int) {
 	for _, sh := range benchShapes {
 		size := sh.rows * sh.cols * 2
 		copies := max(1, (coldBytes+size-1)/size)
-		for _, n := range []int{1, 4} {
-			for _, th := range []int{1, 2} {
+		for _, n := range ns {
+			for _, th := range threads {
 				for _, kind := range []string{"F16", "F16-4row", "BF16", "BF16-4row", "memsum"} {
 					b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
 						p := NewPool(th)

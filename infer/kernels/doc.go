@@ -93,7 +93,10 @@
 // vec_avx2_amd64.s and matmul_avx2_amd64.s) for Dot, DotF16, AXPY,
 // AXPYF16, the Rows helpers and the raw-block kernels of Q4_0, Q4_1, Q5_0,
 // Q5_1, Q8_0, Q4_K, Q5_K and Q6_K — used for every batch size, as AVX2 has
-// no panel kernels — and for F16, F32 and BF16 weights (4 rows × 1 token),
+// no panel kernels — and for F16, F32 and BF16 weights (4 rows × 1 token;
+// one token of F16 or BF16 weights with columns a whole number of 16 reads
+// the 4 rows one after the other, f16_avx2_amd64.s, as the AVX-512 decode
+// kernel below does with 8),
 // and the portable Go code for the rest (Q2_K, Q3_K, NVFP4, the activation
 // quantizers, Exp32). Every other CPU and architecture runs the portable
 // code.
