@@ -453,6 +453,10 @@ type floatKernel func(w *byte, rowBytes int, x *float32, xStride int, n16 int, a
 
 // matmulFloatAVX512 runs the AVX-512 float kernels.
 func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	if k, ok := decodeFloat[m.Type]; ok && floatDecode8 && a.n == 1 && m.Cols%16 == 0 {
+		matmulFloatDecode(y, m, a, r0, r1, k)
+		return
+	}
 	ks, kr := floatKernels[m.Type], floatKernelsR[m.Type]
 	var lanesK, reducedK [4]floatKernel
 	for i := range ks {
@@ -780,6 +784,10 @@ func bf16Dot4x1RAVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, ac
 func archImplAVX2(t ggml.Type) matmulImpl {
 	if k, ok := floatAVX2[t]; ok {
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
+			if kd, ok := decodeFloatAVX2[m.Type]; ok && floatDecode8 && a.n == 1 && m.Cols%16 == 0 {
+				matmulFloatDecodeAVX2(y, m, a, r0, r1, kd)
+				return
+			}
 			matmulFloat(y, m, a, r0, r1, k[0], k[1])
 		}
 	}

@@ -93,7 +93,10 @@
 // vec_avx2_amd64.s and matmul_avx2_amd64.s) for Dot, DotF16, AXPY,
 // AXPYF16, the Rows helpers and the raw-block kernels of Q4_0, Q4_1, Q5_0,
 // Q5_1, Q8_0, Q4_K, Q5_K and Q6_K — used for every batch size, as AVX2 has
-// no panel kernels — and for F16, F32 and BF16 weights (4 rows × 1 token),
+// no panel kernels — and for F16, F32 and BF16 weights (4 rows × 1 token;
+// one token of F16 or BF16 weights with columns a whole number of 16 reads
+// the 4 rows one after the other, f16_avx2_amd64.s, as the AVX-512 decode
+// kernel below does with 8),
 // and the portable Go code for the rest (Q2_K, Q3_K, NVFP4, the activation
 // quantizers, Exp32). Every other CPU and architecture runs the portable
 // code.
@@ -133,6 +136,16 @@
 //     16 take the portable code.
 //   - Float weights (F16, F32, BF16) run a 4-row × 4-token kernel whose 16
 //     lanes are the canonical accumulators.
+//   - One token of F16 or BF16 weights (decode) whose columns are a whole
+//     number of 16 runs an 8-row kernel (f16_amd64.s) that reads the 8
+//     rows one after the other, each row's 16 accumulators in one register,
+//     and reduces the 8 rows together by the fixed tree. Consecutive rows
+//     are one ascending stream of addresses, which the hardware prefetchers
+//     follow; rows read side by side (the 4-row kernel's 4 streams, with
+//     its software prefetches) measured at about half that rate on
+//     matrices larger than the caches (docs/benchmarks.md). The next row's
+//     loads and products can overlap a row's chain of dependent adds out
+//     of order.
 //
 // The activation quantizers (Q8_0, Q8_1, Q8_K) and Dot, DotF16, AXPY,
 // AXPYF16 have AVX-512 versions with the same bits.

@@ -1,0 +1,119 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/muserhq/muser/infer/ggml"
+)
+
+// coldBytes is how many bytes of weights the decode benchmarks cycle
+// through: more than any cache, so that every op streams its weights from
+// memory as a real decode does (a model's weights are read once per token).
+const coldBytes = 256 << 20
+
+// memSum reads data in parts pieces on p's threads, summing it as uint64
+// words: the plain read that a decode MatMul of the same bytes is measured
+// against.
+func memSum(p *Pool, data []uint64, sums []uint64) {
+	parts := len(sums)
+	p.Parallel(parts, func(i int) {
+		lo, hi := len(data)*i/parts, len(data)*(i+1)/parts
+		var s0, s1, s2, s3 uint64
+		d := data[lo:hi]
+		for j := 0; j+4 <= len(d); j += 4 {
+			s0 += d[j]
+			s1 += d[j+1]
+			s2 += d[j+2]
+			s3 += d[j+3]
+		}
+		sums[i] = s0 + s1 + s2 + s3
+	})
+}
+
+// BenchmarkFloatDecode measures decode MatMul (n=1, and n=4 for four
+// streams) of F16 and BF16 weights at the Qwen2.5-0.5B shapes in GB/s of
+// weights (the MB/s column; GB/cpu-s per CPU-second), beside its same-run
+// peer kind=memsum: a plain read of the same number of bytes per op, split
+// into as many parts as the MatMul has tiles. Every case cycles through
+// copies of its matrix (or of its memsum buffer) that add up to at least
+// coldBytes, so each op reads from memory, not from a cache.
+// kind=F16-4row and BF16-4row are the same MatMul with the one-token
+// kernels of f16_amd64.s (AVX-512) and f16_avx2_amd64.s (AVX2) off (the
+// 4-row kernels, as before them; n=4 always takes the 4-row × 4-token
+// kernels).
+// Each shape, token count and thread count runs its cases back to back.
+func BenchmarkFloatDecode(b *testing.B) {
+	benchFloatDecode(b, []int{1, 4}, []int{1, 2})
+}
+
+// BenchmarkFloatDecodeAVX2 is BenchmarkFloatDecode's one-token, one-thread
+// cases on the AVX2 variant (SetISA), where the CPU has it.
+func BenchmarkFloatDecodeAVX2(b *testing.B) {
+	if BestISA() < ISAAVX2 {
+		b.Skip("no AVX2")
+	}
+	defer SetISA(SetISA(ISAAVX2))
+	benchFloatDecode(b, []int{1}, []int{1})
+}
+
+// benchFloatDecode runs the decode cases for the given token and thread
+// counts.
+func benchFloatDecode(b *testing.B, ns, threads []int) {
+	for _, sh := range benchShapes {
+		size := sh.rows * sh.cols * 2
+		copies := max(1, (coldBytes+size-1)/size)
+		for _, n := range ns {
+			for _, th := range threads {
+				for _, kind := range []string{"F16", "F16-4row", "BF16", "BF16-4row", "memsum"} {
+					b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
+						p := NewPool(th)
+						defer p.Close()
+						b.SetBytes(int64(size))
+						if kind == "memsum" {
+							data := make([]uint64, copies*size/8)
+							for i := range data {
+								data[i] = uint64(i)
+							}
+							sums := make([]uint64, (sh.rows+decodeTileRows-1)/decodeTileRows)
+							i := 0
+							cpu := startCPU(b)
+							for b.Loop() {
+								memSum(p, data[i*size/8:(i+1)*size/8], sums)
+								i = (i + 1) % copies
+							}
+							cpu.report(float64(size)/1e9, "GB")
+							return
+						}
+						typ, old := ggml.TypeF16, strings.HasSuffix(kind, "-4row")
+						if strings.HasPrefix(kind, "BF16") {
+							typ = ggml.TypeBF16
+						}
+						defer func(on bool) { floatDecode8 = on }(floatDecode8)
+						floatDecode8 = !old
+						src := benchMatrix(b, typ, sh.rows, sh.cols)
+						ms := []*Matrix{src}
+						for len(ms) < copies {
+							m, err := NewMatrix(typ, sh.rows, sh.cols, append([]byte(nil), src.Data...))
+							if err != nil {
+								b.Fatal(err)
+							}
+							ms = append(ms, m)
+						}
+						x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
+						y := make([]float32, n*sh.rows)
+						i := 0
+						cpu := startCPU(b)
+						for b.Loop() {
+							p.MatMul(y, ms[i], x, n)
+							i = (i + 1) % copies
+						}
+						cpu.report(float64(size)/1e9, "GB")
+					})
+				}
+			}
+		}
+	}
+}

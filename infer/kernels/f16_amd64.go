@@ -1,0 +1,69 @@
+package kernels
+
+import "github.com/muserhq/muser/infer/ggml"
+
+//go:noescape
+func f16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
+//go:noescape
+func bf16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
+// decodeKernel is an 8-row, one-token kernel of f16_amd64.s: it leaves the
+// 8 rows' reduced sums, in the canonical order, in acc[0:8].
+type decodeKernel func(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
+// decodeFloat maps the 16-bit float types to their one-token kernels.
+var decodeFloat = map[ggml.Type]decodeKernel{
+	ggml.TypeF16:  f16Dot8x1AVX512,
+	ggml.TypeBF16: bf16Dot8x1AVX512,
+}
+
+// floatDecode8 enables the one-token kernels of f16_amd64.s; off, one token
+// takes the 4-row kernels as before they existed (same bits: a knob for
+// benchmarks that compare the two in one run).
+var floatDecode8 = true
+
+// matmulFloatDecode computes one token against rows [r0,r1) of a 16-bit
+// float matrix whose columns are a whole number of 16, 8 rows at a time;
+// the rows past the last whole group of 8 take the 4-row kernels. Both give
+// the canonical bits.
+func matmulFloatDecode(y []float32, m *Matrix, a *acts, r0, r1 int, k decodeKernel) {
+	rb := m.RowBytes
+	n16 := m.Cols / 16
+	g := r0
+	for ; g+8 <= r1; g += 8 {
+		k(&m.Data[g*rb], rb, &a.f[0], n16, &y[g])
+	}
+	if g < r1 {
+		ks, kr := floatKernels[m.Type], floatKernelsR[m.Type]
+		matmulFloatN(y, m, a, g, r1, &[4]floatKernel{ks[0]}, &[4]floatKernel{kr[0]}, 1)
+	}
+}
+
+//go:noescape
+func f16Dot4x1SAVX2(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
+//go:noescape
+func bf16Dot4x1SAVX2(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
+// decodeFloatAVX2 maps the 16-bit float types to their AVX2 one-token
+// kernels (4 rows, f16_avx2_amd64.s).
+var decodeFloatAVX2 = map[ggml.Type]decodeKernel{
+	ggml.TypeF16:  f16Dot4x1SAVX2,
+	ggml.TypeBF16: bf16Dot4x1SAVX2,
+}
+
+// matmulFloatDecodeAVX2 is matmulFloatDecode for the AVX2 kernels: 4 rows
+// at a time; the rows past the last whole group of 4 take the portable
+// code, which gives the same bits.
+func matmulFloatDecodeAVX2(y []float32, m *Matrix, a *acts, r0, r1 int, k decodeKernel) {
+	rb := m.RowBytes
+	n16 := m.Cols / 16
+	g := r0
+	for ; g+4 <= r1; g += 4 {
+		k(&m.Data[g*rb], rb, &a.f[0], n16, &y[g])
+	}
+	if g < r1 {
+		matmulGeneric(y, m, a, g, r1)
+	}
+}
