@@ -39,7 +39,10 @@
 // identity, block size, root) and returns the missing chunk IDs;
 // MissingChunks answers "which of these do you lack"; PutChunk (and
 // PutPackChunk, whose receipts name the pack) verifies and stores a chunk
-// without making any pack visible (gc reclaims it after the grace period
+// without making any pack visible (a ChunkSink does the same for a
+// transfer's stream of chunks: it hashes each as it is read, writes it,
+// and fsyncs and renames the files in the background, several at once,
+// until its Close) (gc reclaims it after the grace period
 // if no pack comes to use it), leaving the fsync of its directory to the
 // next ledger commit; PublishPack publishes the manifest atomically once
 // every chunk is present, paying those directory fsyncs and advancing the
