@@ -13,15 +13,15 @@ import (
 
 // Defaults of ChunkSinkOptions.
 const (
-	// DefaultSinkSyncers is how many chunk files a ChunkSink fsyncs at
-	// once. Concurrent fsyncs of different files share the filesystem's
-	// journal commits, so many in flight cost far less than one after
-	// another (docs/benchmarks.md, "Replication").
+	// DefaultSinkSyncers is how many chunk files a ChunkSink writes and
+	// fsyncs at once. Concurrent fsyncs of different files share the
+	// filesystem's journal commits, so many in flight cost far less than
+	// one after another (docs/benchmarks.md, "Replication").
 	DefaultSinkSyncers = 16
-	// DefaultSinkPending is how many written chunk files may wait for
-	// their fsync before Put blocks: the bound on a sink's open files
-	// besides those being fsynced.
-	DefaultSinkPending = 64
+	// DefaultSinkPendingBytes bounds the bytes of verified chunks a
+	// ChunkSink holds in memory, read but not yet written to their
+	// files, beyond which Put waits.
+	DefaultSinkPendingBytes = 64 << 20
 )
 
 // sinkReadSize is the most bytes Put asks its reader for at once, and
@@ -31,27 +31,28 @@ const sinkReadSize = 128 << 10
 
 // ChunkSinkOptions qualify NewChunkSink.
 type ChunkSinkOptions struct {
-	// Syncers is how many chunk files are fsynced at once
+	// Syncers is how many chunk files are written and fsynced at once
 	// (DefaultSinkSyncers when zero).
 	Syncers int
-	// Pending is how many written files may wait for their fsync before
-	// Put blocks (DefaultSinkPending when zero).
-	Pending int
+	// PendingBytes bounds the chunk bytes held in memory between Put's
+	// read and the file's write (DefaultSinkPendingBytes when zero; one
+	// chunk is always let through, whatever its size).
+	PendingBytes int64
 }
 
 // ChunkSink stores the chunks a transfer receives for one pack. Put reads
 // a chunk from its source, hashing the bytes as they arrive (one pass: a
-// piece is hashed right after it is read), refuses bytes that are not the
-// chunk (a receipt naming the pack and the source) before anything is
-// written, and writes verified bytes to a temporary file in the chunk's
-// directory. Background workers then fsync, close and rename each file to
+// piece is hashed right after it is read), and refuses bytes that are not
+// the chunk (a receipt naming the pack and the source) before anything is
+// written. Background workers then write each verified chunk to a
+// temporary file in its directory, fsync it, close it and rename it to
 // its ID, several at once, while Put goes on with the next chunk — rule W1
-// of docs/kvpack.md in the same order as PutChunk, with the fsync taken
-// off the receiving goroutine. The directory fsyncs are owed to the next
-// ledger commit, as for PutChunk. Close waits until every file written is
-// durable and renamed (or failed); the caller publishes the pack only
-// after Close returned nil. No unverified byte ever reaches a file, and a
-// chunk's ID names a file only once its bytes are fsynced.
+// of docs/kvpack.md in the same order as PutChunk, with the file system
+// taken off the receiving goroutine. The directory fsyncs are owed to the
+// next ledger commit, as for PutChunk. Close waits until every chunk Put
+// accepted is durable and renamed (or failed); the caller publishes the
+// pack only after Close returned nil. No unverified byte ever reaches a
+// file, and a chunk's ID names a file only once its bytes are fsynced.
 //
 // Put is safe for concurrent use. Close waits for the Puts in progress;
 // a Put after Close returns ErrClosed.
@@ -59,17 +60,26 @@ type ChunkSink struct {
 	s       *Store
 	pid     pack.Digest
 	source  string
-	queue   chan *sinkFile
+	queue   chan *sinkChunk
 	workers sync.WaitGroup
 	bufs    sync.Pool
-
-	puts sync.WaitGroup // Puts in progress; Close waits for them
+	puts    sync.WaitGroup // Puts in progress; Close waits for them
 
 	mu      sync.Mutex
+	room    *sync.Cond // signalled when pending bytes are released
+	pending int64      // bytes read by Put and not yet written
+	limit   int64
 	err     error // the first failure of a worker: poisons the sink
 	leases  []pack.Digest
 	closed  bool
 	written int
+}
+
+// sinkChunk is a verified chunk waiting to be written.
+type sinkChunk struct {
+	id   pack.Digest
+	buf  *[]byte
+	size int
 }
 
 // sinkFile is a written, not yet durable, temporary chunk file.
@@ -77,7 +87,6 @@ type sinkFile struct {
 	f     vfs.File
 	tmp   string
 	final string
-	id    pack.Digest
 	done  func() // ends the write's announcements (writing, renaming)
 }
 
@@ -90,10 +99,12 @@ func (s *Store) NewChunkSink(pid pack.Digest, source string, opts ChunkSinkOptio
 	if opts.Syncers <= 0 {
 		opts.Syncers = DefaultSinkSyncers
 	}
-	if opts.Pending <= 0 {
-		opts.Pending = DefaultSinkPending
+	if opts.PendingBytes <= 0 {
+		opts.PendingBytes = DefaultSinkPendingBytes
 	}
-	k := &ChunkSink{s: s, pid: pid, source: source, queue: make(chan *sinkFile, opts.Pending)}
+	k := &ChunkSink{s: s, pid: pid, source: source, limit: opts.PendingBytes,
+		queue: make(chan *sinkChunk, 4*opts.Syncers)}
+	k.room = sync.NewCond(&k.mu)
 	for range opts.Syncers {
 		k.workers.Add(1)
 		go k.worker()
@@ -101,13 +112,13 @@ func (s *Store) NewChunkSink(pid pack.Digest, source string, opts ChunkSinkOptio
 	return k, nil
 }
 
-// Put reads chunk id, size bytes, from r, verifies it and writes it (the
-// fsync and rename follow in the background; see ChunkSink). A chunk
-// whose file the store already holds with that size is read and verified
-// but not written again (rule W4). Bytes that do not hash to id are
-// refused with a receipt (a *RefusalError); a failure of r is returned as
-// a *SourceError; a failed write or fsync of an earlier chunk poisons the
-// sink, and every later Put returns that error.
+// Put reads chunk id, size bytes, from r and verifies it; a worker
+// writes, fsyncs and renames it in the background (see ChunkSink). A
+// chunk whose file the store already holds with that size is read and
+// verified but not written again (rule W4). Bytes that do not hash to id
+// are refused with a receipt (a *RefusalError); a failure of r is
+// returned as a *SourceError; a failed write or fsync of an earlier chunk
+// poisons the sink, and every later Put returns that error.
 func (k *ChunkSink) Put(ctx context.Context, id pack.Digest, size int, r io.Reader) error {
 	if err := k.s.checkWritable(); err != nil {
 		return err
@@ -116,33 +127,44 @@ func (k *ChunkSink) Put(ctx context.Context, id pack.Digest, size int, r io.Read
 		return k.s.refuse(k.pid, k.source, &pack.LimitError{Object: "chunk " + id.Short(), Field: "size", Got: uint64(max(size, 0)), Max: pack.MaxChunkBytes})
 	}
 	k.mu.Lock()
-	switch {
-	case k.closed:
+	if k.closed {
 		k.mu.Unlock()
 		return fmt.Errorf("chunk sink of pack %s: %w", k.pid.Short(), ErrClosed)
-	case k.err != nil:
+	}
+	k.puts.Add(1)
+	defer k.puts.Done()
+	// Wait for room: the bytes between read and write are bounded.
+	for k.err == nil && k.pending > 0 && k.pending+int64(size) > k.limit {
+		k.room.Wait()
+	}
+	if k.err != nil {
 		err := k.err
 		k.mu.Unlock()
 		return err
 	}
+	k.pending += int64(size)
 	// The lease keeps gc from deleting the file between its rename and
 	// the publish that follows Close.
 	k.leases = append(k.leases, id)
-	k.puts.Add(1)
 	k.mu.Unlock()
-	defer k.puts.Done()
 	k.s.lease(id)
 
 	buf := k.getBuf(size)
-	defer k.bufs.Put(&buf)
+	queued := false
+	defer func() {
+		if !queued {
+			k.release(buf, size)
+		}
+	}()
+	b := (*buf)[:size]
 	h := pack.NewChunkHasher()
 	for off := 0; off < size; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := r.Read(buf[off:min(size, off+sinkReadSize)])
+		n, err := r.Read(b[off:min(size, off+sinkReadSize)])
 		if n > 0 {
-			_, _ = h.Write(buf[off : off+n])
+			_, _ = h.Write(b[off : off+n])
 			off += n
 		}
 		if off == size {
@@ -160,23 +182,25 @@ func (k *ChunkSink) Put(ctx context.Context, id pack.Digest, size int, r io.Read
 	if got != id {
 		return k.s.refuse(k.pid, k.source, &pack.DigestError{Kind: pack.DigestChunk, Object: "received chunk", Expected: id, Actual: got})
 	}
-
-	path := k.s.chunkPath(id)
-	if fi, err := k.s.fs.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(size) {
+	if fi, err := k.s.fs.Stat(k.s.chunkPath(id)); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(size) {
 		return nil
 	}
-	sf, err := k.s.writeTemp(filepath.Dir(path), buf[:size])
-	if err != nil {
-		return k.poison(fmt.Errorf("chunk %s: %w", id, err))
-	}
-	sf.final, sf.id = path, id
 	select {
-	case k.queue <- sf:
+	case k.queue <- &sinkChunk{id: id, buf: buf, size: size}:
+		queued = true
 		return nil
 	case <-ctx.Done():
-		k.s.dropTemp(sf)
 		return ctx.Err()
 	}
+}
+
+// release returns a chunk's buffer and its pending bytes.
+func (k *ChunkSink) release(buf *[]byte, size int) {
+	k.bufs.Put(buf)
+	k.mu.Lock()
+	k.pending -= int64(size)
+	k.mu.Unlock()
+	k.room.Broadcast()
 }
 
 // Close waits until every chunk Put wrote is fsynced and renamed to its
@@ -208,19 +232,26 @@ func (k *ChunkSink) Written() int {
 	return k.written
 }
 
-// worker fsyncs, closes and renames the files Put wrote.
+// worker writes, fsyncs, closes and renames the chunks Put verified.
 func (k *ChunkSink) worker() {
 	defer k.workers.Done()
-	for sf := range k.queue {
+	for c := range k.queue {
 		k.mu.Lock()
 		failed := k.err != nil
 		k.mu.Unlock()
 		if failed {
-			k.s.dropTemp(sf)
+			k.release(c.buf, c.size)
 			continue
 		}
-		if err := k.s.finishTemp(sf); err != nil {
-			k.poison(fmt.Errorf("chunk %s: %w", sf.id, err))
+		path := k.s.chunkPath(c.id)
+		sf, err := k.s.writeTemp(filepath.Dir(path), (*c.buf)[:c.size])
+		k.release(c.buf, c.size)
+		if err == nil {
+			sf.final = path
+			err = k.s.finishTemp(sf)
+		}
+		if err != nil {
+			k.poison(fmt.Errorf("chunk %s: %w", c.id, err))
 			continue
 		}
 		k.mu.Lock()
@@ -233,18 +264,23 @@ func (k *ChunkSink) worker() {
 // returns the recorded one.
 func (k *ChunkSink) poison(err error) error {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	if k.err == nil {
 		k.err = err
 	}
-	return k.err
+	err = k.err
+	k.mu.Unlock()
+	k.room.Broadcast() // Puts waiting for room see the failure
+	return err
 }
 
-func (k *ChunkSink) getBuf(n int) []byte {
+// getBuf returns a buffer of at least n bytes: chunks of one model are all
+// the same size, so a recycled buffer fits the next chunk.
+func (k *ChunkSink) getBuf(n int) *[]byte {
 	if p, ok := k.bufs.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:n]
+		return p
 	}
-	return make([]byte, n)
+	b := make([]byte, n)
+	return &b
 }
 
 // writeTemp is the first half of writeDurable for a chunk file: the

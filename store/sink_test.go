@@ -125,7 +125,7 @@ func TestChunkSink(t *testing.T) {
 			s := storetest.Open(t, dir, store.Options{BlockTokens: 4, FS: errorfs.Wrap(vfs.Default, log)})
 			m, data := sinkPack(t, 40+uint64(len(tc.name)), n)
 			pid := pack.Digest{1, 2, 3}
-			k, err := s.NewChunkSink(pid, "peer:test", store.ChunkSinkOptions{Syncers: tc.syncers, Pending: 2})
+			k, err := s.NewChunkSink(pid, "peer:test", store.ChunkSinkOptions{Syncers: tc.syncers, PendingBytes: 600})
 			if err != nil {
 				t.Fatal(err)
 			}
