@@ -157,14 +157,15 @@ func BenchmarkPush(b *testing.B) {
 // by the receiver. The receiving store has its 256 chunk fan-out
 // directories already, as has any store that received before
 // (MUSER_BENCH_NEWSTORE=1 leaves them out: the first push into a new
-// store also creates them). Every receiving store is kept until the end,
-// so no push runs just after a delete of the same size, and the page
-// cache is written back (sync) before each transfer.
+// store also creates them). Every receiving store is kept until the
+// benchmark ends (b.TempDir), so no transfer runs just after the deletion
+// of a previous one's files (on ext4, creating files where many were
+// just deleted costs far more CPU), and the page cache is written back
+// (sync) before each transfer.
 func benchTransfer(b *testing.B, nodes []*clustertest.Node, root string, pull, sync bool, streams int) {
 	newStore := envInt("MUSER_BENCH_NEWSTORE", 0) == 1
 	sender := benchNode(b, nodes[0], filepath.Join(root, "sender"), true, Config{Streams: streams})
 	defer sender.close()
-	defer os.RemoveAll(root)
 	tokens := benchTokensFor(benchTokens)
 	res, err := sender.store.PublishPrefix(context.Background(), benchID, []byte("t"), tokens,
 		storetest.KV(benchID, []byte("t"), tokens, benchBlock, benchChunk))
