@@ -146,6 +146,9 @@ func BenchmarkPush(b *testing.B) {
 				name = dir + "-fsync"
 			}
 			b.Run(name, func(b *testing.B) {
+				if err := os.MkdirAll(filepath.Join(root, name), 0o700); err != nil {
+					b.Fatal(err)
+				}
 				benchTransfer(b, nodes, filepath.Join(root, name), dir == "pull", sync, streams)
 			})
 		}
@@ -164,6 +167,12 @@ func BenchmarkPush(b *testing.B) {
 // (sync) before each transfer.
 func benchTransfer(b *testing.B, nodes []*clustertest.Node, root string, pull, sync bool, streams int) {
 	newStore := envInt("MUSER_BENCH_NEWSTORE", 0) == 1
+	// testing calls a sub-benchmark's function more than once (b.N = 1
+	// first): each call starts from new stores.
+	root, err := os.MkdirTemp(root, "run")
+	if err != nil {
+		b.Fatal(err)
+	}
 	sender := benchNode(b, nodes[0], filepath.Join(root, "sender"), true, Config{Streams: streams})
 	defer sender.close()
 	tokens := benchTokensFor(benchTokens)
