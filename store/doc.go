@@ -41,7 +41,9 @@
 // PutPackChunk, whose receipts name the pack) verifies and stores a chunk
 // without making any pack visible (gc reclaims it after the grace period
 // if no pack comes to use it), leaving the fsync of its directory to the
-// next ledger commit; PublishPack publishes the manifest atomically once
+// next ledger commit — a ChunkSink does the same for a transfer's stream
+// of chunks, hashing each as it is read and fsyncing and renaming the
+// files in the background, several at once, until its Close; PublishPack publishes the manifest atomically once
 // every chunk is present, paying those directory fsyncs and advancing the
 // replay ledger in the same commit. The fleet tier (store/tier) installs
 // packs read from shared storage through the same calls, with

@@ -64,6 +64,21 @@ func (e *MissingChunksError) Error() string {
 // Unwrap returns ErrMissingChunks.
 func (e *MissingChunksError) Unwrap() error { return ErrMissingChunks }
 
+// SourceError is returned by ChunkSink.Put when reading a chunk's bytes
+// from its source failed (the connection broke, the sender stopped): the
+// bytes did not all arrive, so nothing was verified, refused or written.
+type SourceError struct {
+	Chunk pack.Digest // the chunk being read
+	Err   error       // the reader's error
+}
+
+func (e *SourceError) Error() string {
+	return fmt.Sprintf("reading chunk %s: %v", e.Chunk.Short(), e.Err)
+}
+
+// Unwrap returns the reader's error.
+func (e *SourceError) Unwrap() error { return e.Err }
+
 // RefusalError is returned when the store refused to use a pack (fail
 // closed). Receipt is the receipt it recorded (its ID is empty when the
 // store is read-only and could not record it). It wraps pack.ErrRefused

@@ -3,6 +3,7 @@ package repl
 import (
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"io"
 	"os"
 	"path/filepath"
@@ -63,10 +64,13 @@ func (n *node) close() {
 }
 
 // BenchmarkPush measures a 384 MiB pack crossing loopback: a full push
-// from one store to another (the receiver empty each time), the same bytes
-// over this transport without stores, and the peer: raw TLS 1.3 over TCP
-// with the same certificates, one connection, 768 KiB writes, the reader
-// discarding. Run with -benchtime=3x; compare MB/s.
+// and a full pull from one store to another (a new receiving store each
+// time), the same bytes over this transport without stores (quic-raw:
+// chunk frames on the same number of streams, same TLS configuration, the
+// reader discarding), and raw TLS 1.3 over TCP with the same certificates
+// (one connection, 768 KiB writes, the reader discarding). Run with
+// -benchtime=2x; compare MB/s and CPU seconds per GiB
+// (docs/benchmarks.md, "Replication").
 func BenchmarkPush(b *testing.B) {
 	streams := envInt("MUSER_BENCH_STREAMS", DefaultStreams)
 	// MUSER_BENCH_CONNS spreads quic-raw's streams over that many QUIC
@@ -135,47 +139,91 @@ func BenchmarkPush(b *testing.B) {
 		}
 		b.ReportMetric(cpuTotal.Seconds()/float64(b.N)/(float64(benchPackSize)/(1<<30)), "cpu-s/GiB")
 	})
-	for _, sync := range []bool{false, true} {
-		name := "push-nosync"
-		if sync {
-			name = "push-fsync"
-		}
-		b.Run(name, func(b *testing.B) {
-			sender := benchNode(b, nodes[0], filepath.Join(root, "sender"), true, Config{Streams: streams})
-			defer sender.close()
-			tokens := benchTokensFor(benchTokens)
-			res, err := sender.store.PublishPrefix(context.Background(), benchID, []byte("t"), tokens,
-				storetest.KV(benchID, []byte("t"), tokens, benchBlock, benchChunk))
-			if err != nil {
-				b.Fatal(err)
+	for _, dir := range []string{"push", "pull"} {
+		for _, sync := range []bool{false, true} {
+			name := dir + "-nosync"
+			if sync {
+				name = dir + "-fsync"
 			}
-			b.SetBytes(benchPackSize)
-			b.ResetTimer()
-			var cpuTotal time.Duration
-			for i := range b.N {
-				b.StopTimer()
-				dir := filepath.Join(root, "receiver", name, string(rune('a'+i)))
-				recv := benchNode(b, nodes[1], dir, !sync, Config{})
-				clustertest.Admit(b, nodes[0], "receiver", recv.repl.Addr().String())
-				c0 := cpuTime()
-				b.StartTimer()
-				r, err := sender.repl.Push(context.Background(), "receiver", res.Pack)
-				b.StopTimer()
-				cpuTotal += cpuTime() - c0
-				if err != nil {
+			b.Run(name, func(b *testing.B) {
+				if err := os.MkdirAll(filepath.Join(root, name), 0o700); err != nil {
 					b.Fatal(err)
 				}
-				if r.MovedBytes != benchPackSize {
-					b.Fatalf("moved %d bytes, want %d", r.MovedBytes, benchPackSize)
-				}
-				b.ReportMetric(float64(r.LostBytes)/float64(r.WireBytes)*100, "%resent")
-				recv.close()
-				os.RemoveAll(dir)
-				b.StartTimer()
-			}
-			b.ReportMetric(cpuTotal.Seconds()/float64(b.N)/(float64(benchPackSize)/(1<<30)), "cpu-s/GiB")
-		})
+				benchTransfer(b, nodes, filepath.Join(root, name), dir == "pull", sync, streams)
+			})
+		}
 	}
+}
+
+// benchTransfer moves the 384 MiB bench pack from nodes[0] to a new
+// receiving store of nodes[1] b.N times: pushed by the sender, or pulled
+// by the receiver. The receiving store has its 256 chunk fan-out
+// directories already, as has any store that received before
+// (MUSER_BENCH_NEWSTORE=1 leaves them out: the first push into a new
+// store also creates them). Every receiving store is kept until the
+// benchmark ends (b.TempDir), so no transfer runs just after the deletion
+// of a previous one's files (on ext4, creating files where many were
+// just deleted costs far more CPU), and the page cache is written back
+// (sync) before each transfer.
+func benchTransfer(b *testing.B, nodes []*clustertest.Node, root string, pull, sync bool, streams int) {
+	newStore := envInt("MUSER_BENCH_NEWSTORE", 0) == 1
+	// testing calls a sub-benchmark's function more than once (b.N = 1
+	// first): each call starts from new stores.
+	root, err := os.MkdirTemp(root, "run")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sender := benchNode(b, nodes[0], filepath.Join(root, "sender"), true, Config{Streams: streams})
+	defer sender.close()
+	tokens := benchTokensFor(benchTokens)
+	res, err := sender.store.PublishPrefix(context.Background(), benchID, []byte("t"), tokens,
+		storetest.KV(benchID, []byte("t"), tokens, benchBlock, benchChunk))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(benchPackSize)
+	b.ResetTimer()
+	var cpuTotal time.Duration
+	for i := range b.N {
+		b.StopTimer()
+		dir := filepath.Join(root, "receiver", strconv.Itoa(i))
+		if !newStore {
+			for d := range 256 {
+				if err := os.MkdirAll(filepath.Join(dir, "chunks", hex.EncodeToString([]byte{byte(d)})), 0o700); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		recv := benchNode(b, nodes[1], dir, !sync, Config{})
+		if pull {
+			clustertest.Admit(b, nodes[1], "sender", sender.repl.Addr().String())
+		} else {
+			clustertest.Admit(b, nodes[0], "receiver", recv.repl.Addr().String())
+		}
+		syscall.Sync()
+		c0 := cpuTime()
+		b.StartTimer()
+		var r Result
+		if pull {
+			r, err = recv.repl.Pull(context.Background(), "sender", res.Pack.String())
+		} else {
+			r, err = sender.repl.Push(context.Background(), "receiver", res.Pack)
+		}
+		b.StopTimer()
+		cpuTotal += cpuTime() - c0
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.MovedBytes != benchPackSize {
+			b.Fatalf("moved %d bytes, want %d", r.MovedBytes, benchPackSize)
+		}
+		if r.WireBytes > 0 {
+			b.ReportMetric(float64(r.LostBytes)/float64(r.WireBytes)*100, "%resent")
+		}
+		recv.close()
+		b.StartTimer()
+	}
+	b.ReportMetric(cpuTotal.Seconds()/float64(b.N)/(float64(benchPackSize)/(1<<30)), "cpu-s/GiB")
 }
 
 // cpuTime returns the process's user and system CPU time.

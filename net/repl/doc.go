@@ -18,9 +18,10 @@
 // link, generation, nonce); the receiver checks the seal's producer against
 // the peer, the seal, the replay ledger, the identity and the root through
 // store.Admit, and answers with the chunk IDs it lacks; the sender streams
-// them on parallel unidirectional streams; the receiver verifies each chunk
-// with store.PutChunk as it lands and publishes the pack with
-// store.PublishPack once all are in. Every refusal leaves a receipt naming
+// them on parallel unidirectional streams; the receiver hashes each chunk
+// as it lands and hands it to a store.ChunkSink, whose workers write,
+// fsync and rename the files while more chunks arrive, and publishes the
+// pack with store.PublishPack once every chunk is in and durable. Every refusal leaves a receipt naming
 // the peer, and its ID travels back to the other side.
 //
 // A sender runs one transfer at a time per receiver (docs/replication.md,

@@ -61,7 +61,9 @@ type Config struct {
 	// Now is the clock for certificates and generations (time.Now when nil).
 	Now func() time.Time
 	// OnChunk, if not nil, is called after each chunk this node receives
-	// is stored (progress reporting).
+	// is verified and written (its fsync and rename may still be under
+	// way: the pack is published only once every one is done; progress
+	// reporting).
 	OnChunk func(peer string, id pack.Digest, size int)
 	// OnPlan, if not nil, is called once per transfer when the chunks
 	// that will move are known (on both sides): their count and bytes

@@ -31,7 +31,8 @@ type inbound struct {
 	remaining int
 	bytes     int64
 	streams   []*quic.ReceiveStream
-	all       chan struct{} // closed when every needed chunk is stored
+	sink      *store.ChunkSink // nil when no chunk is needed
+	all       chan struct{}    // closed when every needed chunk is stored
 	wg        sync.WaitGroup
 }
 
@@ -92,18 +93,20 @@ func (in *inbound) serveStream(rs *quic.ReceiveStream) {
 			rs.CancelRead(quic.StreamErrorCode(wire.CodeForReason(reason)))
 			return
 		}
-		buf := getBuf(size)
-		if _, err := io.ReadFull(rs, buf); err != nil {
-			putBuf(buf)
-			in.streamFailed(rs, err, fmt.Sprintf("reading chunk %s", id.Short()))
-			return
-		}
-		// PutPackChunk hashes the bytes and refuses (with a receipt naming
-		// the pack and the peer) any that are not the chunk, before
-		// writing them. It keeps no reference to buf.
-		err = in.n.cfg.Store.PutPackChunk(in.ctx, in.pack, id, buf, source(in.peer))
-		putBuf(buf)
-		if err != nil {
+		// The sink hashes the bytes as they arrive and refuses (with a
+		// receipt naming the pack and the peer) any that are not the
+		// chunk, before writing them; the file's fsync and rename follow
+		// in the background, and receive waits for them before it
+		// publishes.
+		if err := in.sink.Put(in.ctx, id, size, rs); err != nil {
+			var se *store.SourceError
+			if errors.As(err, &se) {
+				in.streamFailed(rs, se.Err, fmt.Sprintf("reading chunk %s", id.Short()))
+				return
+			}
+			if in.ctx.Err() != nil {
+				return // already failing; this stream was cut by that
+			}
 			in.fail(asWire(in.peer, err))
 			rs.CancelRead(quic.StreamErrorCode(wire.CodeOf(asWire(in.peer, err))))
 			return
@@ -214,7 +217,37 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 		sizes: sizes, state: map[pack.Digest]uint8{}, remaining: len(sizes), all: make(chan struct{})}
 	if len(sizes) == 0 {
 		close(in.all)
+	} else {
+		sink, err := n.cfg.Store.NewChunkSink(pid, source(s.peer), store.ChunkSinkOptions{})
+		if err != nil {
+			return fail(asWire(s.peer, err))
+		}
+		in.sink = sink
 	}
+	// closeSink waits until every chunk written is durable and renamed
+	// (on failure too: verified chunks stay for a retry).
+	var (
+		sinkClosed bool
+		sinkErr    error
+	)
+	closeSink := func() error {
+		if in.sink != nil && !sinkClosed {
+			sinkClosed, sinkErr = true, in.sink.Close()
+		}
+		return sinkErr
+	}
+	// However receive ends, no chunk stream outlives it, and every chunk
+	// written is durable before it returns.
+	defer func() {
+		cancel(nil)
+		in.mu.Lock()
+		for _, rs := range in.streams {
+			rs.CancelRead(quic.StreamErrorCode(wire.CodeCanceled))
+		}
+		in.mu.Unlock()
+		in.wg.Wait()
+		_ = closeSink()
+	}()
 	tid, err := s.register(in)
 	if err != nil {
 		return fail(asWire(s.peer, err))
@@ -260,6 +293,7 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 		}
 		in.mu.Unlock()
 		in.wg.Wait()
+		_ = closeSink()
 		got, gotBytes := in.progress()
 		res.Moved, res.MovedBytes = got, gotBytes
 		var werr *wire.Error
@@ -279,6 +313,10 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 	}
 	in.wg.Wait()
 	res.Moved, res.MovedBytes = in.progress()
+	if err := closeSink(); err != nil {
+		stopWatch()
+		return fail(asWire(s.peer, err))
+	}
 
 	id, isNew, err := n.cfg.Store.PublishPack(ctx, m, store.PublishOptions{Seal: &offer.Seal, Source: source(s.peer)})
 	if err != nil {
@@ -305,21 +343,4 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 	res.WireBytes = s.conn.Stats().BytesReceived - before
 	res.Duration = time.Since(start)
 	return res, nil
-}
-
-// chunkBufs recycles the buffers chunks are received into: chunks of one
-// model are all the same size, so a buffer fits the next chunk.
-var chunkBufs sync.Pool
-
-func getBuf(n int) []byte {
-	if p, ok := chunkBufs.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:n]
-	}
-	return make([]byte, n)
-}
-
-func putBuf(b []byte) {
-	if cap(b) > 0 {
-		chunkBufs.Put(&b)
-	}
 }
