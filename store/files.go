@@ -41,7 +41,20 @@ func (s *Store) ensureDir(dir string) error {
 // durable, is left to the caller when dirs is non-nil (dir is added to it,
 // so that many files share one directory fsync before the ledger commit);
 // with dirs nil it is done here.
-func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]bool) (err error) {
+func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]bool) error {
+	return s.writeDurableFunc(dir, final, func(f vfs.File) error {
+		if _, err := f.Write(data); err != nil {
+			return fmt.Errorf("writing %s: %w", f.Name(), err)
+		}
+		return nil
+	}, dirs)
+}
+
+// writeDurableFunc is writeDurable with the temporary file's content
+// written by fill: an error from fill removes the temporary file and is
+// returned as it is, and nothing is renamed, so fill may check what it
+// wrote before the file takes its final name.
+func (s *Store) writeDurableFunc(dir, final string, fill func(vfs.File) error, dirs map[string]bool) (err error) {
 	if err := s.ensureDir(dir); err != nil {
 		return err
 	}
@@ -67,9 +80,9 @@ func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]boo
 			_ = s.fs.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	if err = fill(f); err != nil {
 		_ = f.Close()
-		return fmt.Errorf("writing %s: %w", tmp, err)
+		return err
 	}
 	if err = s.sync(f); err != nil {
 		_ = f.Close()

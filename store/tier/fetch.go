@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
 )
@@ -28,8 +29,10 @@ type InstallResult struct {
 // checks for received packs (docs/tier.md, "Reading"): the manifest
 // object's layout and seal under the tier's key, then store.Admit (the
 // manifest decodes, the identity is expect, the block size is the
-// store's, the Merkle root), each missing chunk against its BLAKE3 ID
-// (store.PutPackChunk), and store.PublishPack, which makes the pack
+// store's, the Merkle root), each missing chunk against its BLAKE3 ID as
+// it streams from its GET into its file (store.PutPackChunkFrom: hashed
+// and written in one pass, named by its ID only once it verified), and
+// store.PublishPack, which makes the pack
 // visible atomically once every chunk is present. Nothing unverified
 // reaches the store's visible packs. A refusal returns a
 // *store.RefusalError whose receipt names the tier as source; a tier
@@ -59,13 +62,16 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 		size[m.Chunks[i].ID] = m.Chunks[i].Size
 		block[m.Chunks[i].ID] = i
 	}
-	// The buffers are reused: the store keeps no reference to a chunk it
-	// wrote.
+	// Each chunk streams from its GET into the store, which hashes and
+	// writes it in one pass and renames it to its ID only once it
+	// verified (store.PutPackChunkFrom); 8 chunks move at a time, so one
+	// chunk's network wait, hashing, file write and fsync overlap with
+	// the others'.
 	var mu sync.Mutex
-	err = each(ctx, len(missing), func(ctx context.Context, i int, buf *[]byte) error {
+	err = each(ctx, len(missing), func(ctx context.Context, i int, _ *[]byte) error {
 		c := missing[i]
-		n, err := t.fetchChunk(ctx, st, id, c, size[c], block[c], buf)
-		if err != nil {
+		n, err := t.fetchChunk(ctx, st, id, c, size[c], block[c])
+		if err != nil || n == 0 {
 			return err
 		}
 		mu.Lock()
@@ -81,31 +87,46 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 	return res, err
 }
 
-// fetchChunk reads chunk c of pack pid and hands it to the store, which
-// verifies it against its ID.
-func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Digest, size uint32, block int, buf *[]byte) (int64, error) {
+// fetchChunk streams chunk c of pack pid from its object into the store,
+// which verifies it against its ID as it writes it. The object's size is
+// checked against the manifest's from the response's headers before a
+// byte is read. It returns the bytes written, 0 when the store found
+// the chunk already there (another install wrote it meanwhile).
+func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Digest, size uint32, block int) (int64, error) {
 	key := t.chunkKey(c)
-	data, err := t.getInto(ctx, key, int64(size), *buf)
-	if data != nil {
-		*buf = data
+	refuse := func(reason pack.Reason, err error) error {
+		return st.Refuse(pid, t.Source(), reason, &store.ChunkFault{Block: block, Chunk: c, Err: err})
 	}
+	body, info, _, err := minio.Core{Client: t.cl}.GetObject(ctx, t.cfg.Location.Bucket, key, minio.GetObjectOptions{})
 	if err != nil {
-		var oe *ObjectError
-		switch {
-		case isNotFound(err):
+		err = t.opError("get", key, err)
+		if isNotFound(err) {
 			// Missing in the bucket: refuse the pack, naming the chunk.
-			return 0, st.Refuse(pid, t.Source(), pack.ReasonMissingChunk, &store.ChunkFault{Block: block, Chunk: c, Err: err})
-		case errors.As(err, &oe):
-			return 0, st.Refuse(pid, t.Source(), pack.ReasonOversize, &store.ChunkFault{Block: block, Chunk: c, Err: err})
+			return 0, refuse(pack.ReasonMissingChunk, err)
 		}
 		return 0, err
 	}
-	if len(data) != int(size) {
-		return 0, st.Refuse(pid, t.Source(), pack.ReasonTruncated, &store.ChunkFault{Block: block, Chunk: c,
-			Err: &ObjectError{Key: key, Err: fmt.Errorf("%w: %d bytes, the manifest says %d", io.ErrUnexpectedEOF, len(data), size)}})
+	defer body.Close()
+	switch {
+	case info.Size > int64(size):
+		return 0, refuse(pack.ReasonOversize, &ObjectError{Key: key,
+			Err: &pack.LimitError{Object: "tier object " + key, Field: "size", Got: uint64(info.Size), Max: uint64(size)}})
+	case info.Size < int64(size):
+		return 0, refuse(pack.ReasonTruncated, &ObjectError{Key: key,
+			Err: fmt.Errorf("%w: %d bytes, the manifest says %d", io.ErrUnexpectedEOF, info.Size, size)})
 	}
-	if err := st.PutPackChunk(ctx, pid, c, data, t.Source()); err != nil {
+	wrote, err := st.PutPackChunkFrom(ctx, pid, c, int64(size), body, t.Source())
+	if err != nil {
+		var re *store.ReadError
+		if errors.As(err, &re) {
+			// The body failed or ended before its length: the
+			// connection, not the object.
+			return 0, t.opError("get", key, re.Err)
+		}
 		return 0, err
 	}
-	return int64(len(data)), nil
+	if !wrote {
+		return 0, nil
+	}
+	return int64(size), nil
 }
