@@ -37,6 +37,8 @@
 // # Operations
 //
 // List lists the tier; Verify checks every manifest and chunk and reports
-// every finding; GC keeps the tier within a byte budget, safe against
-// writers on other nodes.
+// every finding; GC keeps the tier within a byte budget, evicting the
+// least recently used packs first (an install records a use, Touch),
+// safe against writers on other nodes. Pin, Unpin and PinPack keep a
+// pack from eviction (pins/ID objects).
 package tier

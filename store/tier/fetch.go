@@ -23,6 +23,10 @@ type InstallResult struct {
 	BytesFetched  int64
 	// New is false when the store already held the pack.
 	New bool
+	// UseRecorded is true when the install's use marker (uses/ID,
+	// docs/tier.md "Eviction") was written; writing it is best effort
+	// and never fails the install.
+	UseRecorded bool
 }
 
 // Install copies pack id from the tier into st, through the store's own
@@ -38,7 +42,8 @@ type InstallResult struct {
 // *store.RefusalError whose receipt names the tier as source; a tier
 // that cannot be reached returns an *OpError wrapping ErrUnavailable, and
 // a manifest gone from the bucket (gc evicted it) one wrapping
-// ErrNotFound; neither writes a receipt.
+// ErrNotFound; neither writes a receipt. Once the pack is published it
+// records the use for least-recently-used eviction (Touch).
 func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, expect pack.Identity) (InstallResult, error) {
 	res := InstallResult{Pack: id}
 	src := t.Source()
@@ -84,7 +89,11 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 		return res, err
 	}
 	res.Pack, res.New, err = st.PublishPack(ctx, m, store.PublishOptions{Source: src})
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	res.UseRecorded = t.Touch(ctx, id) == nil
+	return res, nil
 }
 
 // fetchChunk streams chunk c of pack pid from its object into the store,

@@ -64,14 +64,18 @@ type UploadResult struct {
 // every chunk the bucket lacks (or holds with a last-modified time older
 // than RefreshAge), read from the store verified, then the sealed
 // manifest object with a conditional put, so that a manifest is never
-// overwritten and never visible before its chunks. An upload that has run
+// overwritten and never visible before its chunks. A pack already in the
+// tier is not uploaded again; its use is recorded (Touch). An upload that has run
 // MaxUploadTime writes no manifest (ErrTooSlow).
 func (t *Tier) Upload(ctx context.Context, st *store.Store, id pack.Digest) (UploadResult, error) {
 	res := UploadResult{Pack: id}
 	start := t.now()
 	mkey := t.manifestKey(id)
 	if _, err := t.stat(ctx, mkey); err == nil {
+		// This node made a pack the tier holds: a use of it (best
+		// effort, as in Install).
 		res.Existed = true
+		_ = t.Touch(ctx, id)
 		return res, nil
 	} else if !isNotFound(err) {
 		return res, err
