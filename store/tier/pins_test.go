@@ -189,7 +189,26 @@ func TestGCEvictsLeastRecentlyUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = f.tier.GC(ctx, tier.GCOptions{MaxBytes: 0})
-	if err != nil || len(rep.Evicted) != 1 || rep.Evicted[0] != f.pack {
-		t.Fatalf("gc with a zero budget: got %+v, %v; want %s evicted", rep, err, f.pack.Short())
+	if err != nil || len(rep.Evicted) != 1 || rep.Evicted[0] != f.pack || rep.StaleUses != 1 {
+		t.Fatalf("gc with a zero budget: got %+v, %v; want %s evicted with its use marker", rep, err, f.pack.Short())
+	}
+	// A use marker of a pack not in the tier (put while gc evicted it)
+	// stays while younger than the grace period, then goes.
+	stray := "uses/" + otherID(f.pack)
+	f.putObject(t, stray, nil)
+	if rep, err = f.tier.GC(ctx, tier.GCOptions{MaxBytes: tier.NoBudget}); err != nil || rep.StaleUses != 0 {
+		t.Fatalf("gc with a young stray use marker: got %+v, %v; want it kept", rep, err)
+	}
+	cfg := f.config(testKey, "gc")
+	cfg.Now = func() time.Time { return time.Now().Add(tier.MinGrace + time.Minute) }
+	late, err := tier.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = late.GC(ctx, tier.GCOptions{MaxBytes: tier.NoBudget}); err != nil || rep.StaleUses != 1 {
+		t.Fatalf("gc past the grace period: got %+v, %v; want the stray use marker deleted", rep, err)
+	}
+	if _, err := cl.StatObject(ctx, f.bucket, f.prefix+"/"+stray, minio.StatObjectOptions{}); minio.ToErrorResponse(err).StatusCode != 404 {
+		t.Fatalf("stray use marker after gc: got %v, want 404", err)
 	}
 }
