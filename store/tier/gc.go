@@ -64,12 +64,13 @@ type GCReport struct {
 // "Consistency and gc"): it marks from the manifests (every chunk a
 // verified manifest names is live), evicts unpinned packs least recently
 // used first (the later of the manifest's upload and the pack's use
-// marker, uses/ID) while over budget by deleting their manifests, and sweeps a chunk only when no remaining
-// manifest names it and its last-modified time, checked again just
-// before the delete, is older than the grace period (G1–G4 make that
-// safe: an uploader refreshes any chunk it relies on that is older than
-// RefreshAge). Manifests that do not verify name nothing and are deleted
-// after the grace period.
+// marker, uses/ID) while over budget by deleting their manifests, and
+// sweeps a chunk only when no remaining manifest names it and its
+// last-modified time, checked again just before the delete, is older
+// than the grace period (G1–G4 make that safe: an uploader refreshes any
+// chunk it relies on that is older than RefreshAge). Manifests that do
+// not verify name nothing and are deleted after the grace period; so are
+// use markers of packs not in the tier (at once for a pack it evicted).
 func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	var rep GCReport
 	if opts.Grace == 0 {
@@ -204,6 +205,10 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	for id, u := range uses {
 		if verified[id] || (!evicted[id] && !old(u.Modified)) {
 			continue
+		}
+		if t.now().Sub(start) > MaxGCTime {
+			rep.Stopped = true
+			return rep, nil
 		}
 		if !opts.DryRun {
 			if err := t.remove(ctx, u.Key); err != nil {
