@@ -144,3 +144,54 @@ func TestPutPackChunkFrom(t *testing.T) {
 		})
 	}
 }
+
+// TestStageChunkFrom: a staged chunk has no name until Commit, survives a
+// gc that takes every orphan meanwhile (its temporary file is announced),
+// and Abort leaves nothing behind.
+func TestStageChunkFrom(t *testing.T) {
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("staged chunk "), 30000)
+	id := pack.ChunkID(data)
+	for _, commit := range []bool{true, false} {
+		t.Run(map[bool]string{true: "commit", false: "abort"}[commit], func(t *testing.T) {
+			dir := t.TempDir()
+			s := storetest.Open(t, dir, store.Options{})
+			c, err := s.StageChunkFrom(ctx, pack.Digest{}, id, int64(len(data)), bytes.NewReader(data), "test")
+			if err != nil || c == nil || c.Chunk() != id {
+				t.Fatalf("stage: got %v, %v; want chunk %s staged", c, err, id.Short())
+			}
+			if _, err := os.Stat(chunkFile(dir, id)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("chunk file before Commit: got %v, want none", err)
+			}
+			if l := leftovers(t, dir); len(l) != 1 {
+				t.Fatalf("temporary files while staged: got %v, want 1", l)
+			}
+			if _, err := s.GC(ctx, store.GCOptions{MaxBytes: -1, Grace: -1}); err != nil {
+				t.Fatal(err)
+			}
+			if l := leftovers(t, dir); len(l) != 1 {
+				t.Fatalf("temporary files after a gc with no grace: got %v, want the staged one kept", l)
+			}
+			if commit {
+				if err := c.Commit(); err != nil {
+					t.Fatalf("commit: %v", err)
+				}
+				if got, err := os.ReadFile(chunkFile(dir, id)); err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("chunk file after Commit: %d bytes, %v; want the chunk", len(got), err)
+				}
+			} else {
+				c.Abort()
+				if _, err := os.Stat(chunkFile(dir, id)); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("chunk file after Abort: got %v, want none", err)
+				}
+			}
+			c.Abort() // after either: nothing
+			if err := c.Commit(); err != nil {
+				t.Fatalf("a second Commit: got %v, want nil", err)
+			}
+			if l := leftovers(t, dir); len(l) != 0 {
+				t.Fatalf("files left behind: %v", l)
+			}
+		})
+	}
+}

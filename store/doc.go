@@ -39,8 +39,10 @@
 // identity, block size, root) and returns the missing chunk IDs;
 // MissingChunks answers "which of these do you lack"; PutChunk (and
 // PutPackChunk, whose receipts name the pack, and PutPackChunkFrom, which
-// hashes and writes a chunk in one pass as it streams from a reader)
-// verifies and stores a chunk without making any pack visible (gc reclaims it after the grace period
+// hashes and writes a chunk in one pass as it streams from a reader, or
+// StageChunkFrom then StagedChunk.Commit, which lets the fsync wait
+// while the next chunk streams in) verifies and stores a chunk without
+// making any pack visible (gc reclaims it after the grace period
 // if no pack comes to use it), leaving the fsync of its directory to the
 // next ledger commit; PublishPack publishes the manifest atomically once
 // every chunk is present, paying those directory fsyncs and advancing the

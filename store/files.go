@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"sync"
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store/vfs"
@@ -42,48 +43,75 @@ func (s *Store) ensureDir(dir string) error {
 // so that many files share one directory fsync before the ledger commit);
 // with dirs nil it is done here.
 func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]bool) error {
-	return s.writeDurableFunc(dir, final, func(f vfs.File) error {
-		if _, err := f.Write(data); err != nil {
-			return fmt.Errorf("writing %s: %w", f.Name(), err)
-		}
-		return nil
-	}, dirs)
-}
-
-// writeDurableFunc is writeDurable with the temporary file's content
-// written by fill: an error from fill removes the temporary file and is
-// returned as it is, and nothing is renamed, so fill may check what it
-// wrote before the file takes its final name.
-func (s *Store) writeDurableFunc(dir, final string, fill func(vfs.File) error, dirs map[string]bool) (err error) {
-	if err := s.ensureDir(dir); err != nil {
-		return err
-	}
-	// Announce the write before the temporary file exists, so that the
-	// orphan sweep never takes it for a crash's leftover.
-	s.mu.Lock()
-	s.writing[dir]++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.writing[dir]--; s.writing[dir] <= 0 {
-			delete(s.writing, dir)
-		}
-		s.mu.Unlock()
-	}()
-	f, err := s.fs.CreateTemp(dir, tempPrefix+"*")
+	t, err := s.createTemp(dir)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
+	if _, err := t.f.Write(data); err != nil {
+		t.abort()
+		return fmt.Errorf("writing %s: %w", t.f.Name(), err)
+	}
+	return t.finish(final, dirs)
+}
+
+// tempFile is a temporary file being written in dir: the first step of
+// rule W1. It is announced to the orphan sweep from before it exists
+// until finish or abort, so that the sweep never takes it for a crash's
+// leftover.
+type tempFile struct {
+	s    *Store
+	dir  string
+	f    vfs.File
+	once sync.Once
+}
+
+// createTemp creates a temporary file in dir.
+func (s *Store) createTemp(dir string) (*tempFile, error) {
+	if err := s.ensureDir(dir); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.writing[dir]++
+	s.mu.Unlock()
+	t := &tempFile{s: s, dir: dir}
+	f, err := s.fs.CreateTemp(dir, tempPrefix+"*")
+	if err != nil {
+		t.release()
+		return nil, err
+	}
+	t.f = f
+	return t, nil
+}
+
+// release withdraws the file's announcement to the orphan sweep.
+func (t *tempFile) release() {
+	t.once.Do(func() {
+		t.s.mu.Lock()
+		if t.s.writing[t.dir]--; t.s.writing[t.dir] <= 0 {
+			delete(t.s.writing, t.dir)
+		}
+		t.s.mu.Unlock()
+	})
+}
+
+// abort closes and removes the file.
+func (t *tempFile) abort() {
+	_ = t.f.Close()
+	_ = t.s.fs.Remove(t.f.Name())
+	t.release()
+}
+
+// finish completes rule W1 for the written file: fsynced, closed, renamed
+// over final; the directory's fsync is left to the caller when dirs is
+// non-nil (as writeDurable says). On an error the file is removed.
+func (t *tempFile) finish(final string, dirs map[string]bool) (err error) {
+	defer t.release()
+	s, f, tmp := t.s, t.f, t.f.Name()
 	defer func() {
 		if err != nil {
 			_ = s.fs.Remove(tmp)
 		}
 	}()
-	if err = fill(f); err != nil {
-		_ = f.Close()
-		return err
-	}
 	if err = s.sync(f); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("fsync %s: %w", tmp, err)
@@ -95,10 +123,10 @@ func (s *Store) writeDurableFunc(dir, final string, fill func(vfs.File) error, d
 		return err
 	}
 	if dirs != nil {
-		dirs[dir] = true
+		dirs[t.dir] = true
 		return nil
 	}
-	return s.syncDir(dir)
+	return s.syncDir(t.dir)
 }
 
 func (s *Store) sync(f vfs.File) error {

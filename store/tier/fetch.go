@@ -34,9 +34,9 @@ type InstallResult struct {
 // object's layout and seal under the tier's key, then store.Admit (the
 // manifest decodes, the identity is expect, the block size is the
 // store's, the Merkle root), each missing chunk against its BLAKE3 ID as
-// it streams from its GET into its file (store.PutPackChunkFrom: hashed
-// and written in one pass, named by its ID only once it verified), and
-// store.PublishPack, which makes the pack
+// it streams from its GET into its file (store.StageChunkFrom: hashed and
+// written in one pass, then fsynced and named by its ID only once it
+// verified), and store.PublishPack, which makes the pack
 // visible atomically once every chunk is present. Nothing unverified
 // reaches the store's visible packs. A refusal returns a
 // *store.RefusalError whose receipt names the tier as source; a tier
@@ -67,24 +67,60 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 		size[m.Chunks[i].ID] = m.Chunks[i].Size
 		block[m.Chunks[i].ID] = i
 	}
-	// Each chunk streams from its GET into the store, which hashes and
-	// writes it in one pass and renames it to its ID only once it
-	// verified (store.PutPackChunkFrom); 8 chunks move at a time, so one
-	// chunk's network wait, hashing, file write and fsync overlap with
-	// the others'.
-	var mu sync.Mutex
+	// A pipeline: 8 transfers at a time stream chunks from their GETs
+	// into the store, which hashes and writes each in one pass
+	// (store.StageChunkFrom); committers fsync and rename them
+	// (StagedChunk.Commit, rule W1) while the transfers go on with the
+	// next chunks, so that a slow disk's fsyncs and the network overlap.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	staged := make(chan *store.StagedChunk, parallel)
+	var (
+		cwg       sync.WaitGroup
+		mu        sync.Mutex
+		commitErr error
+	)
+	for range commitParallel {
+		cwg.Go(func() {
+			for c := range staged {
+				if ctx.Err() != nil {
+					c.Abort()
+					continue
+				}
+				if err := c.Commit(); err != nil {
+					mu.Lock()
+					if commitErr == nil {
+						commitErr = err
+					}
+					mu.Unlock()
+					cancel()
+				}
+			}
+		})
+	}
 	err = each(ctx, len(missing), func(ctx context.Context, i int, _ *[]byte) error {
-		c := missing[i]
-		n, err := t.fetchChunk(ctx, st, id, c, size[c], block[c])
-		if err != nil || n == 0 {
+		ch := missing[i]
+		c, err := t.fetchChunk(ctx, st, id, ch, size[ch], block[ch])
+		if err != nil || c == nil {
 			return err
 		}
 		mu.Lock()
 		res.ChunksFetched++
-		res.BytesFetched += n
+		res.BytesFetched += int64(size[ch])
 		mu.Unlock()
-		return nil
+		select {
+		case staged <- c:
+			return nil
+		case <-ctx.Done():
+			c.Abort()
+			return ctx.Err()
+		}
 	})
+	close(staged)
+	cwg.Wait()
+	if commitErr != nil {
+		return res, commitErr
+	}
 	if err != nil {
 		return res, err
 	}
@@ -96,12 +132,12 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 	return res, nil
 }
 
-// fetchChunk streams chunk c of pack pid from its object into the store,
-// which verifies it against its ID as it writes it. The object's size is
-// checked against the manifest's from the response's headers before a
-// byte is read. It returns the bytes written, 0 when the store found
-// the chunk already there (another install wrote it meanwhile).
-func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Digest, size uint32, block int) (int64, error) {
+// fetchChunk streams chunk c of pack pid from its object into a staged
+// chunk of the store, which verifies it against its ID as it writes it.
+// The object's size is checked against the manifest's from the
+// response's headers before a byte is read. It returns nil when the
+// store already held the chunk (another install wrote it meanwhile).
+func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Digest, size uint32, block int) (*store.StagedChunk, error) {
 	key := t.chunkKey(c)
 	refuse := func(reason pack.Reason, err error) error {
 		return st.Refuse(pid, t.Source(), reason, &store.ChunkFault{Block: block, Chunk: c, Err: err})
@@ -111,31 +147,28 @@ func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Dige
 		err = t.opError("get", key, err)
 		if isNotFound(err) {
 			// Missing in the bucket: refuse the pack, naming the chunk.
-			return 0, refuse(pack.ReasonMissingChunk, err)
+			return nil, refuse(pack.ReasonMissingChunk, err)
 		}
-		return 0, err
+		return nil, err
 	}
 	defer body.Close()
 	switch {
 	case info.Size > int64(size):
-		return 0, refuse(pack.ReasonOversize, &ObjectError{Key: key,
+		return nil, refuse(pack.ReasonOversize, &ObjectError{Key: key,
 			Err: &pack.LimitError{Object: "tier object " + key, Field: "size", Got: uint64(info.Size), Max: uint64(size)}})
 	case info.Size < int64(size):
-		return 0, refuse(pack.ReasonTruncated, &ObjectError{Key: key,
+		return nil, refuse(pack.ReasonTruncated, &ObjectError{Key: key,
 			Err: fmt.Errorf("%w: %d bytes, the manifest says %d", io.ErrUnexpectedEOF, info.Size, size)})
 	}
-	wrote, err := st.PutPackChunkFrom(ctx, pid, c, int64(size), body, t.Source())
+	sc, err := st.StageChunkFrom(ctx, pid, c, int64(size), body, t.Source())
 	if err != nil {
 		var re *store.ReadError
 		if errors.As(err, &re) {
 			// The body failed or ended before its length: the
 			// connection, not the object.
-			return 0, t.opError("get", key, re.Err)
+			return nil, t.opError("get", key, re.Err)
 		}
-		return 0, err
+		return nil, err
 	}
-	if !wrote {
-		return 0, nil
-	}
-	return int64(size), nil
+	return sc, nil
 }
