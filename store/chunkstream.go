@@ -25,7 +25,8 @@ var piecePool = sync.Pool{New: func() any { b := make([]byte, streamPiece); retu
 // Every StagedChunk must be committed or aborted; until then it holds a
 // lease on the chunk and an open file. Splitting the two lets a caller
 // keep reading the next chunk from the network while this one's fsync
-// waits on the disk.
+// waits on the disk. A StagedChunk may be handed between goroutines but
+// is not for concurrent use.
 type StagedChunk struct {
 	s    *Store
 	id   pack.Digest
