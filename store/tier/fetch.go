@@ -134,8 +134,8 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 
 // fetchChunk streams chunk c of pack pid from its object into a staged
 // chunk of the store, which verifies it against its ID as it writes it.
-// The object's size is checked against the manifest's from the
-// response's headers before a byte is read. It returns nil when the
+// The object's size, when the response gives it, is checked against the
+// manifest's before a byte is read. It returns nil when the
 // store already held the chunk (another install wrote it meanwhile).
 func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Digest, size uint32, block int) (*store.StagedChunk, error) {
 	key := t.chunkKey(c)
@@ -152,11 +152,13 @@ func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Dige
 		return nil, err
 	}
 	defer body.Close()
+	// A size of -1 is a body without a length (chunked): the store
+	// reads the manifest's size and the hash decides.
 	switch {
 	case info.Size > int64(size):
 		return nil, refuse(pack.ReasonOversize, &ObjectError{Key: key,
 			Err: &pack.LimitError{Object: "tier object " + key, Field: "size", Got: uint64(info.Size), Max: uint64(size)}})
-	case info.Size < int64(size):
+	case info.Size >= 0 && info.Size < int64(size):
 		return nil, refuse(pack.ReasonTruncated, &ObjectError{Key: key,
 			Err: fmt.Errorf("%w: %d bytes, the manifest says %d", io.ErrUnexpectedEOF, info.Size, size)})
 	}
