@@ -147,5 +147,8 @@ func (s *Store) PutPackChunkFrom(ctx context.Context, pid, id pack.Digest, size 
 	if err != nil || c == nil {
 		return false, err
 	}
-	return true, c.Commit()
+	if err := c.Commit(); err != nil {
+		return false, err
+	}
+	return true, nil
 }

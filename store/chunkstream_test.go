@@ -13,6 +13,8 @@ import (
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
 	"github.com/muserhq/muser/store/storetest"
+	"github.com/muserhq/muser/store/vfs"
+	"github.com/muserhq/muser/store/vfs/errorfs"
 )
 
 // countingReader counts the bytes read through it and fails with err
@@ -188,6 +190,45 @@ func TestStageChunkFrom(t *testing.T) {
 			c.Abort() // after either: nothing
 			if err := c.Commit(); err != nil {
 				t.Fatalf("a second Commit: got %v, want nil", err)
+			}
+			if l := leftovers(t, dir); len(l) != 0 {
+				t.Fatalf("files left behind: %v", l)
+			}
+		})
+	}
+}
+
+// failOp fails every operation op on a path under the chunks directory.
+type failOp struct{ op errorfs.Op }
+
+func (f failOp) MaybeError(op errorfs.Op, path string) error {
+	if op == f.op && strings.Contains(path, string(filepath.Separator)+"chunks"+string(filepath.Separator)) {
+		return errorfs.ErrInjected
+	}
+	return nil
+}
+
+// TestStageChunkFromFaults: a write that fails while staging, or an
+// fsync or rename that fails in Commit, returns the fault, names no
+// chunk and leaves no temporary file.
+func TestStageChunkFromFaults(t *testing.T) {
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("faulty disk "), 30000)
+	id := pack.ChunkID(data)
+	for _, op := range []errorfs.Op{errorfs.OpWrite, errorfs.OpSync, errorfs.OpRename} {
+		t.Run(op.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			s := storetest.Open(t, dir, store.Options{FS: errorfs.Wrap(vfs.Default, failOp{op})})
+			wrote, err := s.PutPackChunkFrom(ctx, pack.Digest{}, id, int64(len(data)), bytes.NewReader(data), "test")
+			if wrote || !errors.Is(err, errorfs.ErrInjected) {
+				t.Fatalf("got %v, %v; want the injected %s fault", wrote, err, op)
+			}
+			var re *store.ReadError
+			if errors.As(err, &re) {
+				t.Fatalf("a disk fault reported as the source's: %v", err)
+			}
+			if _, err := os.Stat(chunkFile(dir, id)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("chunk file after the fault: got %v, want none", err)
 			}
 			if l := leftovers(t, dir); len(l) != 0 {
 				t.Fatalf("files left behind: %v", l)
