@@ -38,8 +38,11 @@
 // uses the pieces: Admit checks a sealed offer (seal, replay ledger,
 // identity, block size, root) and returns the missing chunk IDs;
 // MissingChunks answers "which of these do you lack"; PutChunk (and
-// PutPackChunk, whose receipts name the pack) verifies and stores a chunk
-// without making any pack visible (gc reclaims it after the grace period
+// PutPackChunk, whose receipts name the pack, and PutPackChunkFrom, which
+// hashes and writes a chunk in one pass as it streams from a reader, or
+// StageChunkFrom then StagedChunk.Commit, which lets the fsync wait
+// while the next chunk streams in) verifies and stores a chunk without
+// making any pack visible (gc reclaims it after the grace period
 // if no pack comes to use it), leaving the fsync of its directory to the
 // next ledger commit — a ChunkSink does the same for a transfer's stream
 // of chunks, hashing each as it is read and fsyncing and renaming the

@@ -152,3 +152,22 @@ func (e *ChunkFault) Error() string {
 
 // Unwrap returns the cause.
 func (e *ChunkFault) Unwrap() error { return e.Err }
+
+// ReadError is returned by PutPackChunkFrom when its source failed or
+// ended early: the fault is the source's, not the chunk's, so no receipt
+// is written and the caller decides what it means.
+type ReadError struct {
+	// Chunk is the chunk being read.
+	Chunk pack.Digest
+	// Err is the source's error (io.ErrUnexpectedEOF when it ended
+	// early).
+	Err error
+}
+
+// Error names the chunk and the source's fault.
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("reading chunk %s: %v", e.Chunk.Short(), e.Err)
+}
+
+// Unwrap returns the source's error.
+func (e *ReadError) Unwrap() error { return e.Err }

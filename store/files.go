@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store/vfs"
@@ -41,36 +43,76 @@ func (s *Store) ensureDir(dir string) error {
 // durable, is left to the caller when dirs is non-nil (dir is added to it,
 // so that many files share one directory fsync before the ledger commit);
 // with dirs nil it is done here.
-func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]bool) (err error) {
-	if err := s.ensureDir(dir); err != nil {
-		return err
-	}
-	// Announce the write before the temporary file exists, so that the
-	// orphan sweep never takes it for a crash's leftover.
-	s.mu.Lock()
-	s.writing[dir]++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.writing[dir]--; s.writing[dir] <= 0 {
-			delete(s.writing, dir)
-		}
-		s.mu.Unlock()
-	}()
-	f, err := s.fs.CreateTemp(dir, tempPrefix+"*")
+func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]bool) error {
+	t, err := s.createTemp(dir)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
+	if _, err := t.f.Write(data); err != nil {
+		t.abort()
+		return fmt.Errorf("writing %s: %w", t.f.Name(), err)
+	}
+	return t.finish(final, dirs)
+}
+
+// tempFile is a temporary file being written in dir: the first step of
+// rule W1. It is announced to the orphan sweep from before it exists
+// until finish or abort, so that the sweep never takes it for a crash's
+// leftover.
+type tempFile struct {
+	s    *Store
+	dir  string
+	f    vfs.File
+	once sync.Once
+}
+
+// createTemp creates a temporary file in dir.
+func (s *Store) createTemp(dir string) (*tempFile, error) {
+	if err := s.ensureDir(dir); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.writing[dir]++
+	s.mu.Unlock()
+	t := &tempFile{s: s, dir: dir}
+	f, err := s.fs.CreateTemp(dir, tempPrefix+"*")
+	if err != nil {
+		t.release()
+		return nil, err
+	}
+	t.f = f
+	return t, nil
+}
+
+// release withdraws the file's announcement to the orphan sweep.
+func (t *tempFile) release() {
+	t.once.Do(func() {
+		t.s.mu.Lock()
+		if t.s.writing[t.dir]--; t.s.writing[t.dir] <= 0 {
+			delete(t.s.writing, t.dir)
+		}
+		t.s.mu.Unlock()
+	})
+}
+
+// abort closes and removes the file.
+func (t *tempFile) abort() {
+	_ = t.f.Close()
+	_ = t.s.fs.Remove(t.f.Name())
+	t.release()
+}
+
+// finish completes rule W1 for the written file: fsynced, closed, renamed
+// over final; the directory's fsync is left to the caller when dirs is
+// non-nil (as writeDurable says). On an error the file is removed.
+func (t *tempFile) finish(final string, dirs map[string]bool) (err error) {
+	defer t.release()
+	s, f, tmp := t.s, t.f, t.f.Name()
 	defer func() {
 		if err != nil {
 			_ = s.fs.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("writing %s: %w", tmp, err)
-	}
 	if err = s.sync(f); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("fsync %s: %w", tmp, err)
@@ -82,10 +124,10 @@ func (s *Store) writeDurable(dir, final string, data []byte, dirs map[string]boo
 		return err
 	}
 	if dirs != nil {
-		dirs[dir] = true
+		dirs[t.dir] = true
 		return nil
 	}
-	return s.syncDir(dir)
+	return s.syncDir(t.dir)
 }
 
 func (s *Store) sync(f vfs.File) error {
@@ -104,12 +146,46 @@ func (s *Store) syncDir(dir string) error {
 
 // syncDirs fsyncs each directory in dirs (rule W1's last step).
 func (s *Store) syncDirs(dirs map[string]bool) error {
+	list := make([]string, 0, len(dirs))
 	for d := range dirs {
-		if err := s.syncDir(d); err != nil {
-			return fmt.Errorf("fsync directory %s: %w", d, err)
-		}
+		list = append(list, d)
 	}
-	return nil
+	return s.syncDirList(list)
+}
+
+// dirSyncParallel is how many directory fsyncs a commit runs at once: a
+// pack's chunks spread over up to 256 directories, and fsyncs issued
+// together share the filesystem's journal commits instead of waiting for
+// one each.
+const dirSyncParallel = 16
+
+// syncDirList fsyncs every directory in list, dirSyncParallel at a time,
+// and returns the first failure once all have ended.
+func (s *Store) syncDirList(list []string) error {
+	if s.opts.NoSync || len(list) == 0 {
+		return nil
+	}
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for range min(dirSyncParallel, len(list)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(list); i = int(next.Add(1) - 1) {
+				if err := s.syncDir(list[i]); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("fsync directory %s: %w", list[i], err)
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
 }
 
 // renaming records that a chunk write into dir has begun; the returned
@@ -156,10 +232,12 @@ func (s *Store) syncPending() error {
 		snap[d] = seq
 	}
 	s.mu.Unlock()
+	list := make([]string, 0, len(snap))
 	for d := range snap {
-		if err := s.syncDir(d); err != nil {
-			return fmt.Errorf("fsync directory %s: %w", d, err)
-		}
+		list = append(list, d)
+	}
+	if err := s.syncDirList(list); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	for d, seq := range snap {

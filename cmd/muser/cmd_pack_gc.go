@@ -37,10 +37,12 @@ server owns the store, the server runs gc (docs/serve.md, "Admin
 endpoint").
 
 With --tier s3://BUCKET/PREFIX it collects the fleet tier instead, safely
-while other nodes upload (docs/tier.md, "Fleet gc"): it marks every chunk
+while other nodes upload (docs/tier.md, "Consistency and gc"): it marks every chunk
 a verified manifest names; with --max-bytes it evicts unpinned packs
-(pins/ID objects), oldest upload first, by deleting their manifests until
-the chunks the rest name fit; it then deletes chunks no manifest names
+('muser pack pin --tier'), least recently used first (the later of a
+pack's upload and the last install of it by any node), by deleting their
+manifests until the chunks the rest name fit (0 evicts every unpinned
+pack, as for the local store); it then deletes chunks no manifest names
 once they are older than --tier-grace (at least 12h, the upload rules'
 bound), and manifests that do not verify after the same period.
 
@@ -73,11 +75,8 @@ bound), and manifests that do not verify after the same period.
 			if tgrace < tier.MinGrace {
 				return usagef(cmd, "--tier-grace %v: at least %v (docs/tier.md, rule G3)", tgrace, tier.MinGrace)
 			}
-			var budget int64 // tier.GCOptions: 0 is no budget
+			budget := int64(tier.NoBudget)
 			if req.MaxBytes != nil {
-				if *req.MaxBytes <= 0 {
-					return usagef(cmd, "--max-bytes %s with --tier: want a positive budget (the tier's gc has no zero budget)", maxBytes)
-				}
 				budget = *req.MaxBytes
 			}
 			return runTierGC(ctx, env, &tf, budget, tgrace, dryRun)

@@ -24,8 +24,10 @@ The store is opened read-only; while a muser server owns it, the server
 answers (docs/serve.md, "Admin endpoint").
 
 With --tier s3://BUCKET/PREFIX it lists the fleet tier's manifests instead:
-ID, tokens, bytes, chunks, identity, the producer, when it was uploaded and
-its state (pinned, or why it does not verify).
+ID, tokens, bytes, chunks, identity, the producer, when it was uploaded,
+its last use (the later of its upload and the last install of it by any
+node: fleet gc evicts the least recently used first) and its state
+(pinned, or why it does not verify).
 
 ` + tierHelp,
 		home: true,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/muserhq/muser/serve/adminapi"
+	"github.com/spf13/pflag"
 )
 
 func newPackRmCommand() *command {
@@ -40,14 +41,31 @@ hex prefix) or nothing is deleted.`,
 }
 
 func newPackPinCommand(pin bool) *command {
-	name, summary, help := "pack pin", "protect a pack from gc", "Marks the pack pinned: gc never evicts it ('muser pack rm' still deletes it)."
+	var tf tierFlags
+	name, summary, help := "pack pin", "protect a pack from gc", `Marks the pack pinned: gc never evicts it ('muser pack rm' still deletes
+it). While a muser server owns the store, the server pins it (docs/serve.md,
+"Admin endpoint").
+
+With --tier s3://BUCKET/PREFIX it pins the pack in the fleet tier instead:
+an empty object PREFIX/pins/ID, which 'muser pack gc --tier' on any node
+honours (docs/tier.md). The pack's manifest must be in the tier and verify
+under the tier's key. A tier pin and a node's local pin are independent:
+each protects its own copy.`
 	if !pin {
-		name, summary, help = "pack unpin", "let gc evict a pack again", "Clears the pack's pin."
+		name, summary, help = "pack unpin", "let gc evict a pack again", `Clears the pack's pin. While a muser server owns the store, the server
+clears it.
+
+With --tier s3://BUCKET/PREFIX it deletes the pack's pin object in the
+fleet tier instead (also one whose manifest is gone).`
 	}
-	cmd := &command{name: name, args: "ID", summary: summary, help: help, home: true}
+	cmd := &command{name: name, args: "ID", summary: summary, help: help + "\n\n" + tierHelp, home: true,
+		flags: func(fs *pflag.FlagSet) { tf.AddFlags(fs, name[len("pack "):]+" the pack in") }}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) != 1 {
 			return usagef(cmd, "takes exactly one pack ID, got %d arguments", len(args))
+		}
+		if tf.url != "" {
+			return runTierPin(ctx, env, &tf, args[0], pin)
 		}
 		a, done, err := openAdmin(ctx, env, false)
 		if err != nil {

@@ -363,14 +363,15 @@ func copyDir(t *testing.T, from, to string) {
 }
 
 // TestPackGCTierUsage: the tier's flags are checked before the tier is
-// dialled: a zero budget (which tier.GC would read as none) and a grace
-// below the upload rules' bound are usage errors.
+// dialled: a grace below the upload rules' bound and a bad budget are
+// usage errors. (--max-bytes 0 is a budget of zero, as for the local
+// store: TestPackPinTier runs it.)
 func TestPackGCTierUsage(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--max-bytes", "0"}, "want a positive budget"},
+		{[]string{"--max-bytes", "-1"}, "--max-bytes"},
 		{[]string{"--tier-grace", "1h"}, "--tier-grace 1h0m0s: at least"},
 	} {
 		args := append([]string{"pack", "gc", "--tier", "s3://bucket/prefix"}, tc.args...)

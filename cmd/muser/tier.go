@@ -105,7 +105,7 @@ func runTierLs(ctx context.Context, env *cliEnv, o *tierFlags, asJSON bool) erro
 		return writeJSON(env.stdout, packs)
 	}
 	tb := &table{}
-	tb.add("ID", "TOKENS", "BYTES", "CHUNKS", "IDENTITY", "PRODUCER", "UPLOADED", "STATE")
+	tb.add("ID", "TOKENS", "BYTES", "CHUNKS", "IDENTITY", "PRODUCER", "UPLOADED", "LAST USE", "STATE")
 	var total uint64
 	bad := 0
 	for _, p := range packs {
@@ -118,7 +118,7 @@ func runTierLs(ctx context.Context, env *cliEnv, o *tierFlags, asJSON bool) erro
 			state = "pinned"
 		}
 		tb.add(p.Pack.Short(), strconv.Itoa(p.Tokens), formatBytes(int64(p.Bytes)), strconv.Itoa(p.Blocks),
-			p.IdentityKey.Short(), p.Producer, p.Modified, state)
+			p.IdentityKey.Short(), p.Producer, p.Modified, p.LastUse, state)
 		total += p.Bytes
 	}
 	tb.write(env.stdout)
@@ -187,7 +187,7 @@ func runTierGC(ctx context.Context, env *cliEnv, o *tierFlags, maxBytes int64, g
 		verb = "would evict"
 	}
 	for _, p := range rep.Evicted {
-		fmt.Fprintf(env.stdout, "%s pack %s (oldest upload first)\n", verb, p.Short())
+		fmt.Fprintf(env.stdout, "%s pack %s (least recently used)\n", verb, p.Short())
 	}
 	del := "deleted"
 	if dryRun {
@@ -196,9 +196,31 @@ func runTierGC(ctx context.Context, env *cliEnv, o *tierFlags, maxBytes int64, g
 	fmt.Fprintf(env.stdout, "%s: %d packs (%d pinned), %d chunks, %s; %s %d packs; %s %d unreferenced chunks, %s; kept %d younger than the grace period; %d manifests that do not verify\n",
 		t, rep.Packs, rep.Pinned, rep.Chunks, formatBytes(rep.Bytes), verb, len(rep.Evicted), del, rep.DeletedChunks,
 		formatBytes(rep.DeletedBytes), rep.Young, rep.BadManifests)
+	if rep.StaleUses > 0 {
+		fmt.Fprintf(env.stdout, "%s %d use markers of packs no longer in the tier\n", del, rep.StaleUses)
+	}
 	if rep.Stopped {
 		fmt.Fprintf(env.stdout, "stopped after %v (rule G4); run gc again\n", tier.MaxGCTime)
 	}
+	return nil
+}
+
+// runTierPin is `muser pack pin --tier` and `muser pack unpin --tier`.
+func runTierPin(ctx context.Context, env *cliEnv, o *tierFlags, prefix string, pin bool) error {
+	t, _, err := openTier(env.home, o)
+	if err != nil {
+		return err
+	}
+	res, err := t.PinPack(ctx, prefix, pin)
+	if err != nil {
+		return err
+	}
+	state := map[bool]string{true: "pinned", false: "unpinned"}
+	was := ""
+	if res.Was == res.Pinned {
+		was = " (it already was)"
+	}
+	fmt.Fprintf(env.stdout, "%s pack %s in %s%s\n", state[res.Pinned], res.Pack.Short(), t, was)
 	return nil
 }
 

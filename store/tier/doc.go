@@ -28,7 +28,8 @@
 // Index lists and authenticates the manifests and finds the longest
 // prefix of a request the tier holds. Install copies a pack into the
 // local store through the store's checks for received packs (Admit,
-// PutPackChunk, PublishPack), so every refusal leaves a receipt and no
+// PutPackChunkFrom, PublishPack), streaming each chunk from its GET into
+// its file, hashed on the way, so every refusal leaves a receipt and no
 // unverified byte becomes visible. ReadThrough ties them to the server:
 // its Prefill has the shape of serve.Options.RemotePrefill and never fails
 // a request.
@@ -36,6 +37,8 @@
 // # Operations
 //
 // List lists the tier; Verify checks every manifest and chunk and reports
-// every finding; GC keeps the tier within a byte budget, safe against
-// writers on other nodes.
+// every finding; GC keeps the tier within a byte budget, evicting the
+// least recently used packs first (an install records a use, Touch),
+// safe against writers on other nodes. Pin, Unpin and PinPack keep a
+// pack from eviction (pins/ID objects).
 package tier

@@ -9,12 +9,18 @@ import (
 	"github.com/muserhq/muser/pack"
 )
 
+// NoBudget is GCOptions.MaxBytes for a gc that evicts nothing and only
+// sweeps.
+const NoBudget = -1
+
 // GCOptions qualify GC.
 type GCOptions struct {
-	// MaxBytes, when positive, is the byte budget of the tier's chunks:
-	// unpinned packs are evicted, oldest upload first (then oldest
-	// creation), until the chunks
-	// the remaining packs name fit it.
+	// MaxBytes is the byte budget of the tier's chunks: unpinned packs
+	// are evicted, least recently used first (docs/tier.md, "Eviction"),
+	// until the chunks the remaining packs name fit it. As in the local
+	// store's gc, a negative budget means none and zero evicts every
+	// unpinned pack; the zero GCOptions therefore has a budget of zero,
+	// and callers that only sweep set NoBudget (-1).
 	MaxBytes int64
 	// Grace is how old an unreferenced chunk (or a manifest that does
 	// not verify) must be before it is deleted; at least MinGrace
@@ -44,21 +50,27 @@ type GCReport struct {
 	DeletedChunks int
 	DeletedBytes  int64
 	Young         int
+	// StaleUses counts use markers deleted because their pack's
+	// manifest is gone (evicted now, or earlier and older than the grace
+	// period).
+	StaleUses int
 	// Stopped is true when the run reached MaxGCTime and deleted nothing
 	// more (rule G4).
 	Stopped bool
 }
 
 // GC keeps the tier within a byte budget and deletes what no pack needs,
-// safely against uploads running on other nodes (docs/tier.md, "Fleet
-// gc"): it marks from the manifests (every chunk a verified manifest
-// names is live), evicts unpinned packs oldest first while over budget by
-// deleting their manifests, and sweeps a chunk only when no remaining
-// manifest names it and its last-modified time, checked again just
-// before the delete, is older than the grace period (G1–G4 make that
-// safe: an uploader refreshes any chunk it relies on that is older than
-// RefreshAge). Manifests that do not verify name nothing and are deleted
-// after the grace period.
+// safely against uploads running on other nodes (docs/tier.md,
+// "Consistency and gc"): it marks from the manifests (every chunk a
+// verified manifest names is live), evicts unpinned packs least recently
+// used first (the later of the manifest's upload and the pack's use
+// marker, uses/ID) while over budget by deleting their manifests, and
+// sweeps a chunk only when no remaining manifest names it and its
+// last-modified time, checked again just before the delete, is older
+// than the grace period (G1–G4 make that safe: an uploader refreshes any
+// chunk it relies on that is older than RefreshAge). Manifests that do
+// not verify name nothing and are deleted after the grace period; so are
+// use markers of packs not in the tier (at once for a pack it evicted).
 func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	var rep GCReport
 	if opts.Grace == 0 {
@@ -73,6 +85,10 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		return rep, err
 	}
 	pins, err := t.pins(ctx)
+	if err != nil {
+		return rep, err
+	}
+	uses, err := t.uses(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -104,7 +120,8 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			continue
 		}
 		rep.Packs++
-		l := live{id: id, key: o.Key, modified: o.Modified, created: m.Created}
+		u, used := uses[id]
+		l := live{id: id, key: o.Key, modified: lastUse(o.Modified, u, used), created: m.Created}
 		seen := map[pack.Digest]bool{}
 		for _, c := range m.Chunks {
 			if !seen[c.ID] {
@@ -131,8 +148,10 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			size[id] = o.Size
 		}
 	}
-	// Evict, oldest upload first, until the live chunks fit the budget.
-	if opts.MaxBytes > 0 {
+	// Evict, least recently used first, until the live chunks fit the
+	// budget.
+	evicted := map[pack.Digest]bool{}
+	if opts.MaxBytes >= 0 {
 		var liveBytes int64
 		for id := range refs {
 			liveBytes += size[id]
@@ -159,6 +178,7 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 				}
 			}
 			rep.Evicted = append(rep.Evicted, p.id)
+			evicted[p.id] = true
 			for _, c := range p.chunks {
 				if refs[c]--; refs[c] == 0 {
 					delete(refs, c)
@@ -175,6 +195,28 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	}
 	// Sweep.
 	old := func(m time.Time) bool { return t.now().Sub(m) >= opts.Grace }
+	// Use markers only order eviction: one whose pack was just evicted
+	// goes now, one whose manifest is gone otherwise once it is older
+	// than the grace period (an upload of the pack may be under way).
+	verified := map[pack.Digest]bool{}
+	for _, p := range packs {
+		verified[p.id] = !evicted[p.id]
+	}
+	for id, u := range uses {
+		if verified[id] || (!evicted[id] && !old(u.Modified)) {
+			continue
+		}
+		if t.now().Sub(start) > MaxGCTime {
+			rep.Stopped = true
+			return rep, nil
+		}
+		if !opts.DryRun {
+			if err := t.remove(ctx, u.Key); err != nil {
+				return rep, err
+			}
+		}
+		rep.StaleUses++
+	}
 	for _, o := range badKeys {
 		if t.now().Sub(start) > MaxGCTime {
 			rep.Stopped = true

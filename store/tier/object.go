@@ -13,10 +13,13 @@ import (
 //	chunks/HEX     a chunk's bytes; HEX is its ID (BLAKE3, 64 hex digits)
 //	manifests/HEX  a manifest object; HEX is the pack ID
 //	pins/HEX       any object: fleet gc never evicts pack HEX
+//	uses/HEX       any object: its last-modified time is the last time a
+//	               node installed pack HEX (or found it already uploaded)
 const (
 	dirChunks    = "chunks/"
 	dirManifests = "manifests/"
 	dirPins      = "pins/"
+	dirUses      = "uses/"
 )
 
 // ObjectMagic opens every manifest object.

@@ -121,11 +121,11 @@ func TestGC(t *testing.T) {
 	}
 	// A dry run past the grace period deletes nothing but counts 5.
 	g := later(tier.MinGrace + time.Minute)
-	rep, err = g.GC(ctx, tier.GCOptions{DryRun: true})
+	rep, err = g.GC(ctx, tier.GCOptions{MaxBytes: tier.NoBudget, DryRun: true})
 	if err != nil || rep.DeletedChunks != 5 {
 		t.Fatalf("dry-run gc after the grace period: got %+v, %v; want 5 chunks", rep, err)
 	}
-	rep, err = g.GC(ctx, tier.GCOptions{})
+	rep, err = g.GC(ctx, tier.GCOptions{MaxBytes: tier.NoBudget})
 	if err != nil || rep.DeletedChunks != 5 || rep.DeletedBytes != 5*96 || rep.Packs != 1 {
 		t.Fatalf("gc after the grace period: got %+v, %v; want 5 chunks (480 bytes) deleted, 1 pack left", rep, err)
 	}
@@ -170,7 +170,7 @@ func TestGCSparesChunksAnUploadReuses(t *testing.T) {
 	}
 	// A gc past the grace period keeps them: the manifest names them.
 	g := late(tier.MinGrace+time.Minute, "gc")
-	if rep, err := g.GC(ctx, tier.GCOptions{}); err != nil || rep.DeletedChunks != 0 || rep.Packs != 1 {
+	if rep, err := g.GC(ctx, tier.GCOptions{MaxBytes: tier.NoBudget}); err != nil || rep.DeletedChunks != 0 || rep.Packs != 1 {
 		t.Fatalf("gc: got %+v, %v; want nothing deleted", rep, err)
 	}
 	vr, err := g.Verify(ctx, tier.VerifyOptions{})

@@ -207,7 +207,7 @@ func (r *ReadThrough) Read(ctx context.Context, id pack.Identity, salt []byte, t
 		r.bytes += res.BytesFetched
 		r.mu.Unlock()
 		r.log.Info("pack restored from the tier", "tier", r.t.String(), "pack", pid.Short(), "tokens", res.Tokens,
-			"chunks_fetched", res.ChunksFetched, "bytes", res.BytesFetched)
+			"chunks_fetched", res.ChunksFetched, "bytes", res.BytesFetched, "use_recorded", res.UseRecorded)
 		return r.count(OutcomeHit), res
 	case errors.Is(err, pack.ErrRefused):
 		r.log.Warn("tier pack refused; prefilling locally", "tier", r.t.String(), "pack", pid.Short(), "err", err)

@@ -215,6 +215,10 @@ func TestInstallRefusals(t *testing.T) {
 			c := f.object(t, "chunks/"+f.m.Chunks[1].ID.String())
 			f.putObject(t, "chunks/"+f.m.Chunks[1].ID.String(), c[:len(c)/2])
 		}},
+		{name: "chunk extended", reason: pack.ReasonOversize, damage: func(t *testing.T, f *fixture) {
+			c := f.object(t, "chunks/"+f.m.Chunks[4].ID.String())
+			f.putObject(t, "chunks/"+f.m.Chunks[4].ID.String(), append(c, 0))
+		}},
 		{name: "chunk bit-flipped", reason: pack.ReasonChunkDigest, damage: func(t *testing.T, f *fixture) {
 			c := f.object(t, "chunks/"+f.m.Chunks[3].ID.String())
 			c[17] ^= 0x10

@@ -16,6 +16,11 @@ import (
 // parallel is how many chunk objects one upload or restore moves at once.
 const parallel = 8
 
+// commitParallel is how many chunks an install makes durable at once
+// (fsync and rename, beside the transfers): enough that the fsyncs of a
+// busy disk do not hold up the network.
+const commitParallel = 16
+
 // each calls f for 0 ≤ i < n, parallel calls at a time; each goroutine
 // passes f the same buffer to reuse. The first error cancels the context
 // of the calls under way and is returned once they end.
@@ -64,14 +69,18 @@ type UploadResult struct {
 // every chunk the bucket lacks (or holds with a last-modified time older
 // than RefreshAge), read from the store verified, then the sealed
 // manifest object with a conditional put, so that a manifest is never
-// overwritten and never visible before its chunks. An upload that has run
+// overwritten and never visible before its chunks. A pack already in the
+// tier is not uploaded again; its use is recorded (Touch). An upload that has run
 // MaxUploadTime writes no manifest (ErrTooSlow).
 func (t *Tier) Upload(ctx context.Context, st *store.Store, id pack.Digest) (UploadResult, error) {
 	res := UploadResult{Pack: id}
 	start := t.now()
 	mkey := t.manifestKey(id)
 	if _, err := t.stat(ctx, mkey); err == nil {
+		// This node made a pack the tier holds: a use of it (best
+		// effort, as in Install).
 		res.Existed = true
+		_ = t.Touch(ctx, id)
 		return res, nil
 	} else if !isNotFound(err) {
 		return res, err

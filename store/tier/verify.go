@@ -146,6 +146,9 @@ type PackInfo struct {
 	Uploader string `json:"uploader"`
 	// Modified is when the manifest object was written.
 	Modified string `json:"modified"`
+	// LastUse is the pack's recency for fleet gc: the later of Modified
+	// and the last install of it by any node (its use marker).
+	LastUse string `json:"last_use"`
 	// Pinned is true when pins/ID exists: fleet gc never evicts it.
 	Pinned bool `json:"pinned"`
 	// Err, when not empty, says why the manifest does not verify.
@@ -163,11 +166,18 @@ func (t *Tier) List(ctx context.Context) ([]PackInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	uses, err := t.uses(ctx)
+	if err != nil {
+		return nil, err
+	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
 	out := make([]PackInfo, 0, len(objs))
 	for _, o := range objs {
 		id, ok := digestName(o.Key, dirManifests)
-		p := PackInfo{Pack: id, Key: o.Key, Modified: o.Modified.UTC().Format("2006-01-02T15:04:05Z"), Pinned: pins[id]}
+		const layout = "2006-01-02T15:04:05Z"
+		u, used := uses[id]
+		p := PackInfo{Pack: id, Key: o.Key, Modified: o.Modified.UTC().Format(layout),
+			LastUse: lastUse(o.Modified, u, used).UTC().Format(layout), Pinned: pins[id]}
 		if !ok {
 			p.Err = "not a pack ID"
 			out = append(out, p)
@@ -186,25 +196,4 @@ func (t *Tier) List(ctx context.Context) ([]PackInfo, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// pins returns the pinned pack IDs.
-func (t *Tier) pins(ctx context.Context) (map[pack.Digest]bool, error) {
-	objs, err := t.list(ctx, dirPins)
-	if err != nil {
-		return nil, err
-	}
-	out := map[pack.Digest]bool{}
-	for _, o := range objs {
-		if id, ok := digestName(o.Key, dirPins); ok {
-			out[id] = true
-		}
-	}
-	return out, nil
-}
-
-// Pin marks pack id pinned (pins/ID): fleet gc never evicts it.
-func (t *Tier) Pin(ctx context.Context, id pack.Digest) error {
-	_, err := t.put(ctx, t.cfg.Location.key(dirPins+id.String()), nil, false)
-	return err
 }

@@ -183,3 +183,36 @@ func (s *Server) Env(t testing.TB) {
 
 // String describes the server.
 func (s *Server) String() string { return fmt.Sprintf("versitygw %s on %s", Version, s.Endpoint) }
+
+// CPUTime returns the CPU time (user and system) the server's process has
+// used so far, read from /proc (zero where there is none), so that a
+// benchmark can report the server's share beside its own.
+func (s *Server) CPUTime() time.Duration {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which ends with the last ')':
+	// state is field 3, utime 14 and stime 15 (proc(5)), in clock ticks
+	// of 1/100 s on Linux.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		var n int64
+		if _, err := fmt.Sscan(v, &n); err != nil {
+			return 0
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
