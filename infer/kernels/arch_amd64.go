@@ -272,7 +272,11 @@ func archPrepare(a *acts, t ggml.Type) {
 		return
 	}
 	if useRawT(t, a.n) {
-		prepRawT(a)
+		if k.block == 256 {
+			prepRawTK(a, t)
+		} else {
+			prepRawT(a, t)
+		}
 		return
 	}
 	if (k.block == 32 || k.block == 256) && (a.n > rawMaxTokens(t) || !raw) {
@@ -379,34 +383,43 @@ var legacyRaw = map[ggml.Type]rawKernel{
 	},
 }
 
-func matmulQ4_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	if a.n > directMaxTokens {
-		matmulKAVX512(y, m, a, r0, r1)
-		return
-	}
-	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+// kRaw maps the K-quants with raw-block kernels to them.
+var kRaw = map[ggml.Type]rawKernel{
+	ggml.TypeQ4_K: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
 		q4_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
-	})
+	},
+	ggml.TypeQ5_K: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q5_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
+	},
+	ggml.TypeQ6_K: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q6_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
+	},
+}
+
+func matmulQ4_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	matmulKRawAVX512(y, m, a, r0, r1, ggml.TypeQ4_K)
 }
 
 func matmulQ5_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	if a.n > directMaxTokens {
-		matmulKAVX512(y, m, a, r0, r1)
-		return
-	}
-	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
-		q5_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
-	})
+	matmulKRawAVX512(y, m, a, r0, r1, ggml.TypeQ5_K)
 }
 
 func matmulQ6_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	if a.n > directMaxTokens {
+	matmulKRawAVX512(y, m, a, r0, r1, ggml.TypeQ6_K)
+}
+
+// matmulKRawAVX512 runs a K-quant with raw-block kernels: the multi-token
+// ones where useRawT says so, the one-token one per token up to
+// directMaxTokens, panels above.
+func matmulKRawAVX512(y []float32, m *Matrix, a *acts, r0, r1 int, t ggml.Type) {
+	switch {
+	case useRawT(t, a.n):
+		matmulRawT(y, m, a, r0, r1, rawTKernels[t], kRaw[t])
+	case a.n > directMaxTokens:
 		matmulKAVX512(y, m, a, r0, r1)
-		return
+	default:
+		matmulRaw(y, m, a, r0, r1, kRaw[t])
 	}
-	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
-		q6_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
-	})
 }
 
 // matmulRaw runs a raw-block kernel over whole 8-row groups of [r0,r1);

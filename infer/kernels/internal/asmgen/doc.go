@@ -1,5 +1,6 @@
 // Command asmgen writes matmul_amd64.s, the AVX-512 matrix kernels of
-// package kernels.
+// package kernels, and (with -k) rawt_k_amd64.s, the multi-token
+// raw-block kernels of Q4_K and Q6_K.
 //
 // # Why a generator
 //
@@ -13,7 +14,7 @@
 //
 //	go generate ./infer/kernels
 //
-// and commit the result; TestGeneratedFileUpToDate fails while the
-// committed file differs from the generator's output. It depends on nothing
+// and commit the result; TestGeneratedFileUpToDate and TestGeneratedKFileUpToDate fail
+// while a committed file differs from the generator's output. It depends on nothing
 // outside the standard library.
 package main
