@@ -80,6 +80,78 @@ func q5_0Raw16x7AVX512(w *byte, idx *[16]int32, nb int, q *int8, da *float32, nc
 //go:noescape
 func q5_0Raw16x8AVX512(w *byte, idx *[16]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)
 
+//go:noescape
+func q4_KRaw8x1AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
+
+//go:noescape
+func q4_KRaw8x2AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
+
+//go:noescape
+func q4_KRaw8x3AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
+
+//go:noescape
+func q4_KRaw8x4AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
+
+//go:noescape
+func q4_KRaw8x5AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
+
+//go:noescape
+func q4_KRaw8x6AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
+
+//go:noescape
+func q4_KRaw8x7AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
+
+//go:noescape
+func q4_KRaw8x8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
+
+// rawT8Kernel is an AVX2 multi-token raw-block kernel: up to 8 tokens
+// against an 8-row group, reading each weight block once
+// (genQ4_KRawTAVX2).
+type rawT8Kernel func(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
+
+// rawTKernelsAVX2[t][nt-1] is type t's AVX2 multi-token raw-block kernel
+// for nt tokens.
+var rawTKernelsAVX2 = map[ggml.Type]*[8]rawT8Kernel{
+	ggml.TypeQ4_K: {q4_KRaw8x1AVX2, q4_KRaw8x2AVX2, q4_KRaw8x3AVX2, q4_KRaw8x4AVX2,
+		q4_KRaw8x5AVX2, q4_KRaw8x6AVX2, q4_KRaw8x7AVX2, q4_KRaw8x8AVX2},
+}
+
+// useRawTAVX2 reports whether a batch of n tokens of type t takes the AVX2
+// multi-token raw-block kernels: every batch of 2 tokens or more (AVX2 has
+// no panels, so the alternative is the one-token kernel per token).
+func useRawTAVX2(t ggml.Type, n int) bool {
+	return multiToken && isa == ISAAVX2 && n >= rawTMinTokens && rawTKernelsAVX2[t] != nil
+}
+
+// matmulRawT8 runs an AVX2 multi-token raw-block kernel over whole 8-row
+// groups of [r0,r1), tokens in groups of 8; a last partial group takes the
+// portable kernels. All compute the same bits. a must have been prepared
+// by prepRawTK.
+func matmulRawT8(y []float32, m *Matrix, a *acts, r0, r1 int, kerns *[8]rawT8Kernel) {
+	rb, rows, nb := m.RowBytes, m.Rows, a.nb
+	var idx [8]int32
+	for i := range idx {
+		idx[i] = int32(i * rb)
+	}
+	var acc [8 * 8]float32
+	g0 := r0
+	for ; g0+8 <= r1; g0 += 8 {
+		w := &m.Data[g0*rb]
+		for t0 := 0; t0 < a.n; t0 += 8 {
+			nt := min(8, a.n-t0)
+			clear(acc[:nt*8])
+			i := t0 * nb
+			kerns[nt-1](w, &idx, nb, &a.qI[i*256], &a.dI[i], &a.ncI[i*8], &acc[0])
+			for t := 0; t < nt; t++ {
+				copy(y[(t0+t)*rows+g0:(t0+t)*rows+g0+8], acc[t*8:t*8+8])
+			}
+		}
+	}
+	if g0 < r1 {
+		matmulGeneric(y, m, a, g0, r1)
+	}
+}
+
 // pairI16 packs two int16 values into one dword, lo in the low half: the
 // operand layout of VPDPWSSD.
 func pairI16(lo, hi int16) int32 {
@@ -129,3 +201,6 @@ func prepRawTK(a *acts, t ggml.Type) {
 		}
 	}
 }
+
+// hasRawTAVX2 reports whether t has AVX2 multi-token raw-block kernels.
+func hasRawTAVX2(t ggml.Type) bool { return rawTKernelsAVX2[t] != nil }

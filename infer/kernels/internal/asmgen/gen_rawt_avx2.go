@@ -1,0 +1,208 @@
+package main
+
+import "fmt"
+
+// kConstantsAVX2 are the 32-byte constants of the AVX2 multi-token
+// kernels (VEX has no broadcast operands): ka0f<>, ka03<>, ka3f<>,
+// kaff<> (the word mask 0x00ff00ff), kalo16<> (0x0000ffff) in every dword,
+// and kselw<>+32s (s = 0..3), the VPSHUFB control that copies byte s of
+// each dword to both of its words, zero-extended.
+func kConstantsAVX2() string {
+	s := ""
+	for _, c := range []struct {
+		name string
+		v    uint32
+	}{{"ka0f", 0x0f0f0f0f}, {"ka03", 0x03030303}, {"ka3f", 0x3f3f3f3f}, {"kaff", 0x00ff00ff}, {"kalo16", 0x0000ffff}} {
+		for w := 0; w < 8; w++ {
+			s += fmt.Sprintf("DATA %s<>+%d(SB)/4, $0x%08x\n", c.name, 4*w, c.v)
+		}
+		s += fmt.Sprintf("GLOBL %s<>(SB), RODATA|NOPTR, $32\n", c.name)
+	}
+	for b := 0; b < 4; b++ {
+		for w := 0; w < 8; w++ {
+			v := 4*(w%4) + b
+			s += fmt.Sprintf("DATA kselw<>+%d(SB)/4, $0x80%02x80%02x\n", 32*b+4*w, v, v)
+		}
+	}
+	s += "GLOBL kselw<>(SB), RODATA|NOPTR, $128\n"
+	return s
+}
+
+// transpose8x32AVX2 loads 32 bytes at disp of each of the 8 rows (row r
+// into Yr) and transposes the 8×8 dwords so that Y(8+k) holds bytes
+// 4k..4k+3 of row r in lane r. Clobbers Y0..Y15.
+func transpose8x32AVX2(disp int) {
+	for r := 0; r < 8; r++ {
+		emit("\tVMOVDQU %s, Y%d", row(r, disp), r)
+	}
+	for p := 0; p < 4; p++ {
+		emit("\tVPUNPCKLDQ Y%d, Y%d, Y%d", 2*p+1, 2*p, 8+2*p)
+		emit("\tVPUNPCKHDQ Y%d, Y%d, Y%d", 2*p+1, 2*p, 9+2*p)
+	}
+	for h := 0; h < 2; h++ {
+		t0 := 8 + 4*h
+		emit("\tVPUNPCKLQDQ Y%d, Y%d, Y%d", t0+2, t0, 4*h)
+		emit("\tVPUNPCKHQDQ Y%d, Y%d, Y%d", t0+2, t0, 4*h+1)
+		emit("\tVPUNPCKLQDQ Y%d, Y%d, Y%d", t0+3, t0+1, 4*h+2)
+		emit("\tVPUNPCKHQDQ Y%d, Y%d, Y%d", t0+3, t0+1, 4*h+3)
+	}
+	for i := 0; i < 4; i++ {
+		emit("\tVPERM2I128 $0x20, Y%d, Y%d, Y%d", 4+i, i, 8+i)
+		emit("\tVPERM2I128 $0x31, Y%d, Y%d, Y%d", 4+i, i, 12+i)
+	}
+}
+
+// genQ4_KRawTAVX2 writes the AVX2 Q4_K multi-token raw-block kernel for an
+// 8-row group and nt tokens (the arguments of genQ4_KRawT, with idx
+// *[8]int32 and acc nt×8 floats). Per super-block: the rows' scales are
+// gathered and unpacked lane-wise (as genQ4_KRawT); each 32-byte chunk j
+// of quants is transposed in registers (Y(8+k) lane r = bytes 4k..4k+3 of
+// row r) and split into low nibbles (group 2j, kept in registers) and high
+// nibbles (group 2j+1, kept in the frame). Per token and group, VPMADDUBSW
+// of the nibbles with broadcast activation bytes gives int16 pair sums
+// that add up, over the group's 8 vectors, to sums of 16 products of at
+// most 15·128, so they cannot overflow (16·15·128 = 30720); VPMADDWD by the
+// row's scale in both words then gives sc_g·D_g in int32, added to isum.
+// Then msum = Σ_g min_g·s_g (VPMADDWD of min pairs with the activation
+// sums prepRawTK lays out), and per token, as in dotK: p = (dw·da)·
+// float32(isum); p = p − (dmin·da)·float32(msum); acc = acc + p.
+//
+// Frame: the high nibbles at 0..255, the scale vectors SCa, SCb at 256 and
+// 288, isum per token at 320+32t.
+func genQ4_KRawTAVX2(nt int) {
+	name := fmt.Sprintf("q4_KRaw8x%dAVX2", nt)
+	emit("")
+	emit("// func %s(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)", name)
+	emit("TEXT ·%s(SB), NOSPLIT, $576-56", name)
+	emit("\tMOVQ w+0(FP), SI")
+	emit("\tMOVQ idx+8(FP), R9")
+	emit("\tMOVQ nb+16(FP), CX")
+	emit("\tMOVQ q+24(FP), DI")
+	emit("\tMOVQ da+32(FP), R11")
+	emit("\tMOVQ ms+40(FP), R13")
+	emit("\tMOVQ acc+48(FP), R8")
+	emit("\tMOVL 4(R9), DX")
+	emit("\tLEAQ (DX)(DX*2), BX")
+	emit("\tLEAQ (SI)(DX*4), R14")
+	emit("\tMOVQ DX, R10")
+	emit("\tSHLQ $4, R10")
+	emit("\tADDQ SI, R10")
+	emit("\tTESTQ CX, CX")
+	emit("\tJLE %sdone", name)
+	emit("%sloop:", name)
+	for off := 0; off < 8*144; off += 64 {
+		emit("\tPREFETCHT0 %d(R10)", off)
+	}
+	emit("\tADDQ $%d, R10", 8*144)
+	// SCa = S0 & 3f; SCb = (S2 & 0f) | ((S0 >> 6) & 3) << 4.
+	emit("\tVMOVDQU (R9), Y15")
+	emit("\tVPCMPEQD Y14, Y14, Y14")
+	emit("\tVPGATHERDD Y14, 4(SI)(Y15*1), Y0")
+	emit("\tVPCMPEQD Y14, Y14, Y14")
+	emit("\tVPGATHERDD Y14, 12(SI)(Y15*1), Y1")
+	emit("\tVPSRLD $6, Y0, Y2")
+	emit("\tVPAND ka03<>(SB), Y2, Y2")
+	emit("\tVPSLLD $4, Y2, Y2")
+	emit("\tVPAND ka0f<>(SB), Y1, Y1")
+	emit("\tVPOR Y2, Y1, Y1")
+	emit("\tVMOVDQU Y1, 288(SP)")
+	emit("\tVPAND ka3f<>(SB), Y0, Y0")
+	emit("\tVMOVDQU Y0, 256(SP)")
+	emit("\tVPXOR Y0, Y0, Y0")
+	for t := 0; t < nt; t++ {
+		emit("\tVMOVDQU Y0, %d(SP)", 320+32*t)
+	}
+	for j := 0; j < 4; j++ {
+		transpose8x32AVX2(16 + 32*j)
+		emit("\tVMOVDQU ka0f<>(SB), Y0")
+		for k := 0; k < 8; k++ {
+			emit("\tVPSRLW $4, Y%d, Y1", 8+k)
+			emit("\tVPAND Y0, Y1, Y1")
+			emit("\tVMOVDQU Y1, %d(SP)", 32*k)
+			emit("\tVPAND Y0, Y%d, Y%d", 8+k, 8+k)
+		}
+		for half := 0; half < 2; half++ {
+			g := 2*j + half
+			if half == 1 {
+				for k := 0; k < 8; k++ {
+					emit("\tVMOVDQU %d(SP), Y%d", 32*k, 8+k)
+				}
+			}
+			emit("\tVMOVDQU %d(SP), Y5", 256+32*(g/4))
+			emit("\tVPSHUFB kselw<>+%d(SB), Y5, Y5", 32*(g%4))
+			for t := 0; t < nt; t++ {
+				emit("\tVPXOR Y2, Y2, Y2")
+				for k := 0; k < 8; k++ {
+					emit("\tVPBROADCASTD %d(DI), Y3", 256*t+64*j+32*half+4*k)
+					emit("\tVPMADDUBSW Y3, Y%d, Y4", 8+k)
+					emit("\tVPADDW Y4, Y2, Y2")
+				}
+				emit("\tVPMADDWD Y5, Y2, Y2")
+				emit("\tVPADDD %d(SP), Y2, Y2", 320+32*t)
+				emit("\tVMOVDQU Y2, %d(SP)", 320+32*t)
+			}
+		}
+	}
+	// MNa = S1 & 3f (Y0); MNb = ((S2 >> 4) & 0f) | ((S1 >> 6) & 3) << 4 (Y1);
+	// min pairs Y8 = (m0, m2), Y9 = (m1, m3), Y10 = (m4, m6), Y11 = (m5, m7).
+	emit("\tVMOVDQU (R9), Y15")
+	emit("\tVPCMPEQD Y14, Y14, Y14")
+	emit("\tVPGATHERDD Y14, 8(SI)(Y15*1), Y0")
+	emit("\tVPCMPEQD Y14, Y14, Y14")
+	emit("\tVPGATHERDD Y14, 12(SI)(Y15*1), Y1")
+	emit("\tVPCMPEQD Y14, Y14, Y14")
+	emit("\tVPGATHERDD Y14, (SI)(Y15*1), Y2")
+	emit("\tVPSRLD $4, Y1, Y1")
+	emit("\tVPAND ka0f<>(SB), Y1, Y1")
+	emit("\tVPSRLD $6, Y0, Y3")
+	emit("\tVPAND ka03<>(SB), Y3, Y3")
+	emit("\tVPSLLD $4, Y3, Y3")
+	emit("\tVPOR Y3, Y1, Y1")
+	emit("\tVPAND ka3f<>(SB), Y0, Y0")
+	emit("\tVPAND kaff<>(SB), Y0, Y8")
+	emit("\tVPSRLD $8, Y0, Y9")
+	emit("\tVPAND kaff<>(SB), Y9, Y9")
+	emit("\tVPAND kaff<>(SB), Y1, Y10")
+	emit("\tVPSRLD $8, Y1, Y11")
+	emit("\tVPAND kaff<>(SB), Y11, Y11")
+	// dw (Y12) and dmin (Y13).
+	emit("\tVPAND kalo16<>(SB), Y2, Y3")
+	emit("\tVPACKUSDW Y3, Y3, Y3")
+	emit("\tVPERMQ $0x08, Y3, Y3")
+	emit("\tVCVTPH2PS X3, Y12")
+	emit("\tVPSRLD $16, Y2, Y4")
+	emit("\tVPACKUSDW Y4, Y4, Y4")
+	emit("\tVPERMQ $0x08, Y4, Y4")
+	emit("\tVCVTPH2PS X4, Y13")
+	for t := 0; t < nt; t++ {
+		for p := 0; p < 4; p++ {
+			emit("\tVPBROADCASTD %d(R13), Y0", 32*t+4*p)
+			if p == 0 {
+				emit("\tVPMADDWD Y0, Y8, Y1")
+			} else {
+				emit("\tVPMADDWD Y0, Y%d, Y0", 8+p)
+				emit("\tVPADDD Y0, Y1, Y1")
+			}
+		}
+		emit("\tVBROADCASTSS %d(R11), Y0", 4*t)
+		emit("\tVMULPS Y0, Y12, Y2")
+		emit("\tVCVTDQ2PS %d(SP), Y3", 320+32*t)
+		emit("\tVMULPS Y3, Y2, Y2")
+		emit("\tVMULPS Y0, Y13, Y4")
+		emit("\tVCVTDQ2PS Y1, Y1")
+		emit("\tVMULPS Y1, Y4, Y4")
+		emit("\tVSUBPS Y4, Y2, Y2")
+		emit("\tVADDPS %d(R8), Y2, Y2", 32*t)
+		emit("\tVMOVUPS Y2, %d(R8)", 32*t)
+	}
+	emit("\tADDQ $144, SI")
+	emit("\tADDQ $144, R14")
+	emit("\tADDQ $%d, DI", 256*nt)
+	emit("\tADDQ $%d, R11", 4*nt)
+	emit("\tADDQ $%d, R13", 32*nt)
+	emit("\tDECQ CX")
+	emit("\tJNZ %sloop", name)
+	emit("%sdone:", name)
+	emit("\tVZEROUPPER")
+	emit("\tRET")
+}
