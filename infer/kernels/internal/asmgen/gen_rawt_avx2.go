@@ -206,3 +206,146 @@ func genQ4_KRawTAVX2(nt int) {
 	emit("\tVZEROUPPER")
 	emit("\tRET")
 }
+
+// kConstantsQ5AVX2 are the 32-byte constants of the AVX2 Q5_0 kernel:
+// kaqsel<>+32s (s = 0..3), the VPSHUFB control that copies byte s of each
+// dword to all four of its bytes; kaqbits<> the byte masks 1<<(b mod 8)
+// of bits 0..3 (first 32 bytes) and 4..7 (next 32) of a fifth-bit byte;
+// ka10<> 0x10 in every byte; kaone<> the int16 1s.
+func kConstantsQ5AVX2() string {
+	s := ""
+	for b := 0; b < 4; b++ {
+		for w := 0; w < 8; w++ {
+			v := 4*(w%4) + b
+			s += fmt.Sprintf("DATA kaqsel<>+%d(SB)/4, $0x%02x%02x%02x%02x\n", 32*b+4*w, v, v, v, v)
+		}
+	}
+	s += "GLOBL kaqsel<>(SB), RODATA|NOPTR, $128\n"
+	for w := 0; w < 16; w++ {
+		v := uint32(0x08040201)
+		if w >= 8 {
+			v = 0x80402010
+		}
+		s += fmt.Sprintf("DATA kaqbits<>+%d(SB)/4, $0x%08x\n", 4*w, v)
+	}
+	s += "GLOBL kaqbits<>(SB), RODATA|NOPTR, $64\n"
+	for _, c := range []struct {
+		name string
+		v    uint32
+	}{{"ka10", 0x10101010}, {"kaone", 0x00010001}} {
+		for w := 0; w < 8; w++ {
+			s += fmt.Sprintf("DATA %s<>+%d(SB)/4, $0x%08x\n", c.name, 4*w, c.v)
+		}
+		s += fmt.Sprintf("GLOBL %s<>(SB), RODATA|NOPTR, $32\n", c.name)
+	}
+	return s
+}
+
+// genQ5_0RawTAVX2 writes the AVX2 Q5_0 multi-token raw-block kernel for an
+// 8-row group and nt tokens (the arguments of genQ5_0RawT, with idx
+// *[8]int32 and acc nt×8 floats). Per block: the rows' 16 quant bytes are
+// transposed in registers (Y_k lane r = bytes 4k..4k+3 of row r, row r in
+// 128-bit lane r/4), split into low nibbles (values 4k..) and high nibbles
+// (values 16+4k..), and each value's fifth bit (the gathered qh, copied to
+// its value's byte by VPSHUFB, masked and compared) adds 16: V holds the
+// unsigned values q+16 ≤ 31, 8 vectors. Per token, VPMADDUBSW of V with
+// broadcast activation bytes gives int16 pair sums; four of them add up to
+// sums of 8 products of at most 31·128 (31744: no saturation), which
+// VPMADDWD by 1s widens; as in dotLegacy: isum = −16·Σa + Σ(q+16)·a;
+// p = (dw·da)·float32(isum); acc = acc + p (acc in memory).
+func genQ5_0RawTAVX2(nt int) {
+	name := fmt.Sprintf("q5_0Raw8x%dAVX2", nt)
+	emit("")
+	emit("// func %s(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)", name)
+	emit("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	emit("\tMOVQ w+0(FP), SI")
+	emit("\tMOVQ idx+8(FP), R9")
+	emit("\tMOVQ nb+16(FP), CX")
+	emit("\tMOVQ q+24(FP), DI")
+	emit("\tMOVQ da+32(FP), R11")
+	emit("\tMOVQ nc+40(FP), R13")
+	emit("\tMOVQ acc+48(FP), R8")
+	emit("\tMOVL 4(R9), DX")
+	emit("\tLEAQ (DX)(DX*2), BX")
+	emit("\tLEAQ (SI)(DX*4), R14")
+	emit("\tMOVQ DX, R10")
+	emit("\tSHLQ $4, R10")
+	emit("\tADDQ SI, R10")
+	emit("\tTESTQ CX, CX")
+	emit("\tJLE %sdone", name)
+	emit("%sloop:", name)
+	for off := 0; off < 8*22; off += 64 {
+		emit("\tPREFETCHT0 %d(R10)", off)
+	}
+	emit("\tADDQ $%d, R10", 8*22)
+	// Y0..Y3: rows i | i+4, transposed within each 128-bit lane (Y4..Y7
+	// scratch) into Y0..Y3 = bytes 4k.. of every row.
+	for i := 0; i < 4; i++ {
+		emit("\tVMOVDQU %s, X%d", row(i, 6), i)
+		emit("\tVINSERTI128 $1, %s, Y%d, Y%d", row(i+4, 6), i, i)
+	}
+	emit("\tVPUNPCKLDQ Y1, Y0, Y4")
+	emit("\tVPUNPCKHDQ Y1, Y0, Y5")
+	emit("\tVPUNPCKLDQ Y3, Y2, Y6")
+	emit("\tVPUNPCKHDQ Y3, Y2, Y7")
+	emit("\tVPUNPCKLQDQ Y6, Y4, Y0")
+	emit("\tVPUNPCKHQDQ Y6, Y4, Y1")
+	emit("\tVPUNPCKLQDQ Y7, Y5, Y2")
+	emit("\tVPUNPCKHQDQ Y7, Y5, Y3")
+	// Fifth bits (Y4) and dw (Y6).
+	emit("\tVMOVDQU (R9), Y7")
+	emit("\tVPCMPEQD Y5, Y5, Y5")
+	emit("\tVPGATHERDD Y5, 2(SI)(Y7*1), Y4")
+	emit("\tVPCMPEQD Y5, Y5, Y5")
+	emit("\tVPGATHERDD Y5, (SI)(Y7*1), Y6")
+	emit("\tVPAND kalo16<>(SB), Y6, Y6")
+	emit("\tVPACKUSDW Y6, Y6, Y6")
+	emit("\tVPERMQ $0x08, Y6, Y6")
+	emit("\tVCVTPH2PS X6, Y6")
+	for k := 0; k < 4; k++ {
+		for half := 0; half < 2; half++ {
+			v := 8 + k + 4*half
+			if half == 0 {
+				emit("\tVPAND ka0f<>(SB), Y%d, Y%d", k, v)
+			} else {
+				emit("\tVPSRLW $4, Y%d, Y%d", k, v)
+				emit("\tVPAND ka0f<>(SB), Y%d, Y%d", v, v)
+			}
+			emit("\tVPSHUFB kaqsel<>+%d(SB), Y4, Y5", 32*(2*half+k/2))
+			emit("\tVPAND kaqbits<>+%d(SB), Y5, Y5", 32*(k%2))
+			emit("\tVPCMPEQB kaqbits<>+%d(SB), Y5, Y5", 32*(k%2))
+			emit("\tVPAND ka10<>(SB), Y5, Y5")
+			emit("\tVPOR Y5, Y%d, Y%d", v, v)
+		}
+	}
+	emit("\tVMOVDQU kaone<>(SB), Y7")
+	for t := 0; t < nt; t++ {
+		emit("\tVPBROADCASTD %d(R13), Y1", 4*t)
+		for half := 0; half < 2; half++ {
+			emit("\tVPXOR Y2, Y2, Y2")
+			for k := 0; k < 4; k++ {
+				emit("\tVPBROADCASTD %d(DI), Y3", 32*t+16*half+4*k)
+				emit("\tVPMADDUBSW Y3, Y%d, Y4", 8+k+4*half)
+				emit("\tVPADDW Y4, Y2, Y2")
+			}
+			emit("\tVPMADDWD Y7, Y2, Y2")
+			emit("\tVPADDD Y2, Y1, Y1")
+		}
+		emit("\tVCVTDQ2PS Y1, Y1")
+		emit("\tVBROADCASTSS %d(R11), Y3", 4*t)
+		emit("\tVMULPS Y3, Y6, Y3")
+		emit("\tVMULPS Y1, Y3, Y3")
+		emit("\tVADDPS %d(R8), Y3, Y3", 32*t)
+		emit("\tVMOVUPS Y3, %d(R8)", 32*t)
+	}
+	emit("\tADDQ $22, SI")
+	emit("\tADDQ $22, R14")
+	emit("\tADDQ $%d, DI", 32*nt)
+	emit("\tADDQ $%d, R11", 4*nt)
+	emit("\tADDQ $%d, R13", 4*nt)
+	emit("\tDECQ CX")
+	emit("\tJNZ %sloop", name)
+	emit("%sdone:", name)
+	emit("\tVZEROUPPER")
+	emit("\tRET")
+}
