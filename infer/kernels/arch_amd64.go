@@ -798,7 +798,7 @@ func bf16Dot4x1RAVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, ac
 // archImplAVX2 returns the AVX2 implementation for t, or nil for the
 // portable one. AVX2 has raw-block kernels only (no panels), which it uses
 // for every batch size: one token at a time against the blocks in place,
-// or (Q4_K and Q5_0, batches of 2 or more) up to 8 tokens at a time.
+// or (Q4_K, Q6_K and Q5_0, batches of 2 or more) up to 8 tokens at a time.
 func archImplAVX2(t ggml.Type) matmulImpl {
 	if k, ok := floatAVX2[t]; ok {
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {

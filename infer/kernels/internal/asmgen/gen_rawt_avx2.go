@@ -3,7 +3,7 @@ package main
 import "fmt"
 
 // kConstantsAVX2 are the 32-byte constants of the AVX2 multi-token
-// kernels (VEX has no broadcast operands): ka0f<>, ka03<>, ka3f<>,
+// kernels (VEX has no broadcast operands): ka0f<>, ka30<>, ka03<>, ka3f<>,
 // kaff<> (the word mask 0x00ff00ff), kalo16<> (0x0000ffff) in every dword,
 // and kselw<>+32s (s = 0..3), the VPSHUFB control that copies byte s of
 // each dword to both of its words, zero-extended.
@@ -12,7 +12,7 @@ func kConstantsAVX2() string {
 	for _, c := range []struct {
 		name string
 		v    uint32
-	}{{"ka0f", 0x0f0f0f0f}, {"ka03", 0x03030303}, {"ka3f", 0x3f3f3f3f}, {"kaff", 0x00ff00ff}, {"kalo16", 0x0000ffff}} {
+	}{{"ka0f", 0x0f0f0f0f}, {"ka30", 0x30303030}, {"ka03", 0x03030303}, {"ka3f", 0x3f3f3f3f}, {"kaff", 0x00ff00ff}, {"kalo16", 0x0000ffff}} {
 		for w := 0; w < 8; w++ {
 			s += fmt.Sprintf("DATA %s<>+%d(SB)/4, $0x%08x\n", c.name, 4*w, c.v)
 		}
@@ -343,6 +343,180 @@ func genQ5_0RawTAVX2(nt int) {
 	emit("\tADDQ $%d, DI", 32*nt)
 	emit("\tADDQ $%d, R11", 4*nt)
 	emit("\tADDQ $%d, R13", 4*nt)
+	emit("\tDECQ CX")
+	emit("\tJNZ %sloop", name)
+	emit("%sdone:", name)
+	emit("\tVZEROUPPER")
+	emit("\tRET")
+}
+
+// transpose8x16AVX2 loads 16 bytes at disp of each of the 8 rows into
+// Y(dst+i), i < 4 (low 128-bit lane row i, high lane row i+4), and
+// transposes each lane's 4×4 dwords so that Y(dst+k) holds bytes
+// 4k..4k+3 of row r in lane r. Y(tmp)..Y(tmp+3) are scratch.
+func transpose8x16AVX2(disp, dst, tmp int) {
+	for i := 0; i < 4; i++ {
+		emit("\tVMOVDQU %s, X%d", row(i, disp), dst+i)
+		emit("\tVINSERTI128 $1, %s, Y%d, Y%d", row(i+4, disp), dst+i, dst+i)
+	}
+	emit("\tVPUNPCKLDQ Y%d, Y%d, Y%d", dst+1, dst, tmp)
+	emit("\tVPUNPCKHDQ Y%d, Y%d, Y%d", dst+1, dst, tmp+1)
+	emit("\tVPUNPCKLDQ Y%d, Y%d, Y%d", dst+3, dst+2, tmp+2)
+	emit("\tVPUNPCKHDQ Y%d, Y%d, Y%d", dst+3, dst+2, tmp+3)
+	emit("\tVPUNPCKLQDQ Y%d, Y%d, Y%d", tmp+2, tmp, dst)
+	emit("\tVPUNPCKHQDQ Y%d, Y%d, Y%d", tmp+2, tmp, dst+1)
+	emit("\tVPUNPCKLQDQ Y%d, Y%d, Y%d", tmp+3, tmp+1, dst+2)
+	emit("\tVPUNPCKHQDQ Y%d, Y%d, Y%d", tmp+3, tmp+1, dst+3)
+}
+
+// genQ6_KRawTAVX2 writes the AVX2 Q6_K multi-token raw-block kernel for an
+// 8-row group and nt tokens (the arguments of genQ6_KRawT, with idx
+// *[8]int32 and acc nt×8 floats). The layout work is genQ6_KRawT's on
+// 8 rows: the scales transposed once per super-block (kept in the
+// frame), and per 16-value range of each half, ql (A, then B) and qh (H)
+// transposed and merged into the four groups' unsigned 6-bit values q ≤
+// 63 (4 vectors per group). Per token and group, VPMADDUBSW of q with
+// broadcast activation bytes gives int16 pair sums; two of them add to
+// sums of 4 products of at most 63·128 (32256: no saturation), and
+// VPMADDWD by the row's signed scale in both words gives sc_g·(that sum)
+// in int32, added to isum. Then, as in genQ6_KRawT, isum = isum −
+// 32·Σ_g sc_g·bs_g; p = (d·da)·float32(isum); acc = acc + p.
+//
+// Frame: the transposed scales S_k at 32k, isum per token at 128+32t.
+func genQ6_KRawTAVX2(nt int) {
+	name := fmt.Sprintf("q6_KRaw8x%dAVX2", nt)
+	isum := func(t int) string { return fmt.Sprintf("%d(SP)", 128+32*t) }
+	emit("")
+	emit("// func %s(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)", name)
+	emit("TEXT ·%s(SB), NOSPLIT, $384-56", name)
+	emit("\tMOVQ w+0(FP), SI")
+	emit("\tMOVQ idx+8(FP), R9")
+	emit("\tMOVQ nb+16(FP), CX")
+	emit("\tMOVQ q+24(FP), DI")
+	emit("\tMOVQ da+32(FP), R11")
+	emit("\tMOVQ ms+40(FP), R13")
+	emit("\tMOVQ acc+48(FP), R8")
+	emit("\tMOVL 4(R9), DX")
+	emit("\tLEAQ (DX)(DX*2), BX")
+	emit("\tLEAQ (SI)(DX*4), R14")
+	emit("\tMOVQ DX, R10")
+	emit("\tSHLQ $4, R10")
+	emit("\tADDQ SI, R10")
+	emit("\tTESTQ CX, CX")
+	emit("\tJLE %sdone", name)
+	emit("%sloop:", name)
+	for off := 0; off < 8*210; off += 64 {
+		emit("\tPREFETCHT0 %d(R10)", off)
+	}
+	emit("\tADDQ $%d, R10", 8*210)
+	transpose8x16AVX2(192, 0, 4)
+	for k := 0; k < 4; k++ {
+		emit("\tVMOVDQU Y%d, %d(SP)", k, 32*k)
+	}
+	emit("\tVPXOR Y0, Y0, Y0")
+	for t := 0; t < nt; t++ {
+		emit("\tVMOVDQU Y0, %s", isum(t))
+	}
+	// group emits one group's dots: val(k) builds value vector k into
+	// Y(8+k) (Y12 scratch); activations at byte pos+4k of each token.
+	group := func(g, pos int, val func(k int)) {
+		for k := 0; k < 4; k++ {
+			val(k)
+		}
+		emit("\tVMOVDQU %d(SP), Y15", 32*(g/4))
+		emit("\tVPSHUFB kselw<>+%d(SB), Y15, Y15", 32*(g%4))
+		emit("\tVPSLLW $8, Y15, Y15")
+		emit("\tVPSRAW $8, Y15, Y15")
+		for t := 0; t < nt; t++ {
+			emit("\tVPBROADCASTD %d(DI), Y13", 256*t+pos)
+			emit("\tVPMADDUBSW Y13, Y8, Y12")
+			emit("\tVPBROADCASTD %d(DI), Y14", 256*t+pos+4)
+			emit("\tVPMADDUBSW Y14, Y9, Y14")
+			emit("\tVPADDW Y14, Y12, Y12")
+			emit("\tVPMADDWD Y15, Y12, Y12")
+			emit("\tVPBROADCASTD %d(DI), Y13", 256*t+pos+8)
+			emit("\tVPMADDUBSW Y13, Y10, Y13")
+			emit("\tVPBROADCASTD %d(DI), Y14", 256*t+pos+12)
+			emit("\tVPMADDUBSW Y14, Y11, Y14")
+			emit("\tVPADDW Y14, Y13, Y13")
+			emit("\tVPMADDWD Y15, Y13, Y13")
+			emit("\tVPADDD Y13, Y12, Y12")
+			emit("\tVPADDD %s, Y12, Y12", isum(t))
+			emit("\tVMOVDQU Y12, %s", isum(t))
+		}
+	}
+	for n := 0; n < 2; n++ {
+		for i := 0; i < 2; i++ {
+			transpose8x16AVX2(64*n+16*i, 0, 8)     // A
+			transpose8x16AVX2(128+32*n+16*i, 4, 8) // H
+			group(8*n+i, 128*n+16*i, func(k int) { // (A & 0f) | ((H << 4) & 30)
+				emit("\tVPSLLW $4, Y%d, Y%d", 4+k, 8+k)
+				emit("\tVPAND ka30<>(SB), Y%d, Y%d", 8+k, 8+k)
+				emit("\tVPAND ka0f<>(SB), Y%d, Y12", k)
+				emit("\tVPOR Y12, Y%d, Y%d", 8+k, 8+k)
+			})
+			group(8*n+4+i, 128*n+64+16*i, func(k int) { // ((A >> 4) & 0f) | (H & 30)
+				emit("\tVPSRLW $4, Y%d, Y12", k)
+				emit("\tVPAND ka0f<>(SB), Y12, Y12")
+				emit("\tVPAND ka30<>(SB), Y%d, Y%d", 4+k, 8+k)
+				emit("\tVPOR Y12, Y%d, Y%d", 8+k, 8+k)
+			})
+			transpose8x16AVX2(64*n+32+16*i, 0, 8)       // B
+			group(8*n+2+i, 128*n+32+16*i, func(k int) { // (B & 0f) | ((H << 2) & 30)
+				emit("\tVPSLLW $2, Y%d, Y%d", 4+k, 8+k)
+				emit("\tVPAND ka30<>(SB), Y%d, Y%d", 8+k, 8+k)
+				emit("\tVPAND ka0f<>(SB), Y%d, Y12", k)
+				emit("\tVPOR Y12, Y%d, Y%d", 8+k, 8+k)
+			})
+			group(8*n+6+i, 128*n+96+16*i, func(k int) { // ((B >> 4) & 0f) | ((H >> 2) & 30)
+				emit("\tVPSRLW $2, Y%d, Y%d", 4+k, 8+k)
+				emit("\tVPAND ka30<>(SB), Y%d, Y%d", 8+k, 8+k)
+				emit("\tVPSRLW $4, Y%d, Y12", k)
+				emit("\tVPAND ka0f<>(SB), Y12, Y12")
+				emit("\tVPOR Y12, Y%d, Y%d", 8+k, 8+k)
+			})
+		}
+	}
+	// Scale pairs: Y(4+k) = (sc 4k, sc 4k+2), Y(k) = (sc 4k+1, sc 4k+3).
+	for k := 0; k < 4; k++ {
+		emit("\tVMOVDQU %d(SP), Y%d", 32*k, k)
+		emit("\tVPSLLW $8, Y%d, Y%d", k, 4+k)
+		emit("\tVPSRAW $8, Y%d, Y%d", 4+k, 4+k)
+		emit("\tVPSRAW $8, Y%d, Y%d", k, k)
+	}
+	// d of the 8 rows (Y8): the high half of the dword at 206.
+	emit("\tVMOVDQU (R9), Y9")
+	emit("\tVPCMPEQD Y10, Y10, Y10")
+	emit("\tVPGATHERDD Y10, 206(SI)(Y9*1), Y8")
+	emit("\tVPSRLD $16, Y8, Y8")
+	emit("\tVPACKUSDW Y8, Y8, Y8")
+	emit("\tVPERMQ $0x08, Y8, Y8")
+	emit("\tVCVTPH2PS X8, Y8")
+	for t := 0; t < nt; t++ {
+		emit("\tVPXOR Y12, Y12, Y12")
+		for k := 0; k < 4; k++ {
+			emit("\tVPBROADCASTD %d(R13), Y13", 32*t+8*k)
+			emit("\tVPMADDWD Y13, Y%d, Y13", 4+k)
+			emit("\tVPADDD Y13, Y12, Y12")
+			emit("\tVPBROADCASTD %d(R13), Y13", 32*t+8*k+4)
+			emit("\tVPMADDWD Y13, Y%d, Y13", k)
+			emit("\tVPADDD Y13, Y12, Y12")
+		}
+		emit("\tVPSLLD $5, Y12, Y12")
+		emit("\tVMOVDQU %s, Y13", isum(t))
+		emit("\tVPSUBD Y12, Y13, Y13")
+		emit("\tVCVTDQ2PS Y13, Y13")
+		emit("\tVBROADCASTSS %d(R11), Y14", 4*t)
+		emit("\tVMULPS Y14, Y8, Y14")
+		emit("\tVMULPS Y13, Y14, Y14")
+		emit("\tVADDPS %d(R8), Y14, Y14", 32*t)
+		emit("\tVMOVUPS Y14, %d(R8)", 32*t)
+	}
+	emit("\tADDQ $210, SI")
+	emit("\tADDQ $210, R14")
+	emit("\tADDQ $%d, DI", 256*nt)
+	emit("\tADDQ $%d, R11", 4*nt)
+	emit("\tADDQ $%d, R13", 32*nt)
 	emit("\tDECQ CX")
 	emit("\tJNZ %sloop", name)
 	emit("%sdone:", name)
