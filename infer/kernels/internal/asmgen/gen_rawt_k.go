@@ -426,7 +426,7 @@ func genQ6_KRawT(nt int) {
 // block and token). Per block: the 16 rows' 16 quant bytes are transposed
 // in registers (Q_k lane r = bytes 4k..4k+3 of row r), whose low nibbles
 // are values 4k.. and high nibbles values 16+4k..; the rows' 32 fifth bits
-// are gathered, and bit v, copied to its value's byte by VPSHUFB and
+// (and scales) are loaded and transposed likewise, and bit v, copied to its value's byte by VPSHUFB and
 // tested, adds 16 to value v: V holds the unsigned values q+16, 8
 // vectors. Per token, as in dotLegacy: isum = −16·Σa + Σ(q+16)·a
 // (integer, exact in any order); p = (dw·da)·float32(isum); acc = acc + p.
@@ -462,13 +462,26 @@ func genQ5_0RawT(nt int) {
 	emit("\tJLE %sdone", name)
 	emit("%sloop:", name)
 	rawTKPrefetch(16 * 22)
+	// Bytes 0..7 of the 16 rows (d, the fifth bits and two quant bytes),
+	// transposed as by transpose16x16 but only the first two dwords:
+	// Z10 lane r = d | qh[0..1] of row r, Z11 = qh[2..3] | qs[0..1]. Loads
+	// and shuffles here cost less than two gathers.
+	for i := 0; i < 4; i++ {
+		emit("\tVMOVDQU32 %s, X%d", row16(i, 0), 20+i)
+		for l := 1; l < 4; l++ {
+			emit("\tVINSERTI32X4 $%d, %s, Z%d, Z%d", l, row16(i+4*l, 0), 20+i, 20+i)
+		}
+	}
+	emit("\tVPUNPCKLDQ Z21, Z20, Z8")
+	emit("\tVPUNPCKLDQ Z23, Z22, Z9")
+	emit("\tVPUNPCKLQDQ Z9, Z8, Z10")
+	emit("\tVPUNPCKHQDQ Z9, Z8, Z11")
+	emit("\tVPSRLD $16, Z10, Z12")
+	emit("\tVPSLLD $16, Z11, Z11")
+	emit("\tVPORD Z11, Z12, Z12") // the 32 fifth bits
+	emit("\tVPMOVDW Z10, Y14")
+	emit("\tVCVTPH2PS Y14, Z14") // dw
 	transpose16x16(6, 16, 20)
-	emit("\tKXNORW K1, K1, K1")
-	emit("\tVPGATHERDD 2(SI)(Z13*1), K1, Z12")
-	emit("\tKXNORW K1, K1, K1")
-	emit("\tVPGATHERDD (SI)(Z13*1), K1, Z14")
-	emit("\tVPMOVDW Z14, Y14")
-	emit("\tVCVTPH2PS Y14, Z14")
 	for k := 0; k < 4; k++ {
 		emit("\tVPSHUFB qsel<>+%d(SB), Z12, Z21", 64*(k/2))
 		emit("\tVPTESTMB qbits<>+%d(SB), Z21, K2", 64*(k%2))
