@@ -431,9 +431,10 @@ func genQ6_KRawT(nt int) {
 // vectors. Per token, as in dotLegacy: isum = −16·Σa + Σ(q+16)·a
 // (integer, exact in any order); p = (dw·da)·float32(isum); acc = acc + p.
 //
-// Registers: Z0..Z7 acc per token; Z8..Z11 isum (tokens in turn); Z12 the
-// fifth bits; Z13 idx; Z14 dw; Z15 scratch; Z16..Z19 Q; Z20..Z23 transpose
-// scratch, then Z21 scratch; Z24..Z31 V (values 4k.. then 16+4k..).
+// Registers: Z0..Z7 acc per token; Z8..Z11 isum of tokens 0..3 (and
+// scratch before); Z12 the fifth bits; Z13 idx; Z14 dw; Z15 scratch;
+// Z16..Z19 Q; Z20..Z23 transpose scratch, then isum of tokens 4..7;
+// Z24..Z31 V (values 4k.. then 16+4k..).
 func genQ5_0RawT(nt int) {
 	name := fmt.Sprintf("q5_0Raw16x%dAVX512", nt)
 	emit("")
@@ -493,12 +494,24 @@ func genQ5_0RawT(nt int) {
 		emit("\tVPANDD.BCST kc0f<>(SB), Z%d, Z%d", 28+k, 28+k)
 		emit("\tVPADDB k10<>(SB), Z%d, K3, Z%d", 28+k, 28+k)
 	}
-	for t := 0; t < nt; t++ {
-		a := 8 + t%4
-		emit("\tVPBROADCASTD %d(R13), Z%d", 4*t, a)
-		for k := 0; k < 8; k++ {
-			emit("\tVPDPBUSD.BCST %d(DI), Z%d, Z%d", 32*t+4*k, 24+k, a)
+	// isum of token t in Z(8+t) (t < 4) or Z(16+t); tokens inner, so that
+	// the nt dependency chains of VNNI dots interleave.
+	isum := func(t int) int {
+		if t < 4 {
+			return 8 + t
 		}
+		return 16 + t
+	}
+	for t := 0; t < nt; t++ {
+		emit("\tVPBROADCASTD %d(R13), Z%d", 4*t, isum(t))
+	}
+	for k := 0; k < 8; k++ {
+		for t := 0; t < nt; t++ {
+			emit("\tVPDPBUSD.BCST %d(DI), Z%d, Z%d", 32*t+4*k, 24+k, isum(t))
+		}
+	}
+	for t := 0; t < nt; t++ {
+		a := isum(t)
 		emit("\tVCVTDQ2PS Z%d, Z%d", a, a)
 		emit("\tVMULPS.BCST %d(R11), Z14, Z15", 4*t)
 		emit("\tVMULPS Z%d, Z15, Z15", a)
