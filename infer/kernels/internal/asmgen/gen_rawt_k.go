@@ -196,8 +196,9 @@ func transpose16x16(disp, dst, tmp int) {
 }
 
 // genQ4_KRawT writes the Q4_K multi-token raw-block kernel for a 16-row
-// group and nt tokens. Per super-block: the 16 rows' 6-bit scales and mins
-// are gathered and unpacked lane-wise (ggml's get_scale_min_k4: SCa/SCb
+// group and nt tokens. Per super-block: bytes 0..15 of the 16 rows (d,
+// dmin and the 6-bit scales and mins) are loaded and transposed, and the
+// scales and mins unpacked lane-wise (ggml's get_scale_min_k4: SCa/SCb
 // hold scales 0..3/4..7 as bytes of each row's lane, MNa/MNb the mins);
 // each 32-byte chunk j of quants is transposed in registers (K_k lane r =
 // bytes 4k..4k+3 of row r), whose low nibbles are values 64j+4k.. (group
@@ -209,7 +210,7 @@ func transpose16x16(disp, dst, tmp int) {
 // acc + p (acc in memory, nt×16 floats row-minor).
 //
 // Registers: Z0..Z7 isum per token; Z8..Z15 D per token (and the
-// transpose's inputs); Z16 0x0f bytes; Z17 scratch; Z18 sc_g; Z19 idx;
+// transpose's inputs); Z16 0x0f bytes; Z17 scratch; Z18 sc_g; Z19 d | dmin;
 // Z20..Z23 SCa, SCb, MNa, MNb; Z24..Z31 K.
 func genQ4_KRawT(nt int) {
 	name := fmt.Sprintf("q4_KRaw16x%dAVX512", nt)
@@ -217,28 +218,30 @@ func genQ4_KRawT(nt int) {
 	emit("// func %s(w *byte, idx *[16]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)", name)
 	emit("TEXT ·%s(SB), NOSPLIT, $0-56", name)
 	rawTKPrologue(name)
-	emit("\tVMOVDQU32 (R9), Z19")
 	emit("\tVPBROADCASTD kc0f<>(SB), Z16")
 	emit("%sloop:", name)
 	rawTKPrefetch(16 * 144)
-	// Scales and mins: S0 = bytes 4..7 (Z20), S1 = 8..11 (Z22), S2 = 12..15 (Z21).
-	for _, g := range []struct{ disp, reg int }{{4, 20}, {8, 22}, {12, 21}} {
-		emit("\tKXNORW K1, K1, K1")
-		emit("\tVPGATHERDD %d(SI)(Z19*1), K1, Z%d", g.disp, g.reg)
-	}
-	emit("\tVPSRLD $4, Z21, Z23") // mins 4..7: (S2>>4)&0f | ((S1>>6)&3)<<4
+	// Bytes 0..15 of the 16 rows transposed (cheaper than four gathers):
+	// Z19 = d | dmin, S0 = bytes 4..7 (Z21), S1 = 8..11 (Z22), S2 = 12..15
+	// (Z23). Then SCa = S0 & 3f (Z20), SCb = (S2 & 0f) | ((S0 >> 6) & 3) << 4
+	// (Z21), MNa = S1 & 3f (Z22), MNb = ((S2 >> 4) & 0f) | ((S1 >> 6) & 3) << 4
+	// (Z23).
+	transpose16x16(0, 20, 8)
+	emit("\tVMOVDQA64 Z20, Z19")
+	emit("\tVPSRLD $6, Z21, Z20")
+	emit("\tVPANDD.BCST kc03<>(SB), Z20, Z20")
+	emit("\tVPSLLD $4, Z20, Z20")
+	emit("\tVPANDD Z16, Z23, Z17")
+	emit("\tVPORD Z20, Z17, Z17") // SCb
+	emit("\tVPANDD.BCST kc3f<>(SB), Z21, Z20")
+	emit("\tVPSRLD $6, Z22, Z18")
+	emit("\tVPANDD.BCST kc03<>(SB), Z18, Z18")
+	emit("\tVPSLLD $4, Z18, Z18")
+	emit("\tVPSRLD $4, Z23, Z23")
 	emit("\tVPANDD Z16, Z23, Z23")
-	emit("\tVPSRLD $6, Z22, Z17")
-	emit("\tVPANDD.BCST kc03<>(SB), Z17, Z17")
-	emit("\tVPSLLD $4, Z17, Z17")
-	emit("\tVPORD Z17, Z23, Z23")
-	emit("\tVPANDD Z16, Z21, Z21") // scales 4..7: S2&0f | ((S0>>6)&3)<<4
-	emit("\tVPSRLD $6, Z20, Z17")
-	emit("\tVPANDD.BCST kc03<>(SB), Z17, Z17")
-	emit("\tVPSLLD $4, Z17, Z17")
-	emit("\tVPORD Z17, Z21, Z21")
-	emit("\tVPANDD.BCST kc3f<>(SB), Z20, Z20") // scales 0..3
-	emit("\tVPANDD.BCST kc3f<>(SB), Z22, Z22") // mins 0..3
+	emit("\tVPORD Z18, Z23, Z23")
+	emit("\tVPANDD.BCST kc3f<>(SB), Z22, Z22")
+	emit("\tVMOVDQA64 Z17, Z21")
 	for t := 0; t < nt; t++ {
 		emit("\tVPXORD Z%d, Z%d, Z%d", t, t, t)
 	}
@@ -286,11 +289,9 @@ func genQ4_KRawT(nt int) {
 		}
 	}
 	// dw (Z18) and dmin (Z20) of the 16 rows.
-	emit("\tKXNORW K1, K1, K1")
-	emit("\tVPGATHERDD (SI)(Z19*1), K1, Z17")
-	emit("\tVPMOVDW Z17, Y18")
+	emit("\tVPMOVDW Z19, Y18")
 	emit("\tVCVTPH2PS Y18, Z18")
-	emit("\tVPSRLD $16, Z17, Z17")
+	emit("\tVPSRLD $16, Z19, Z17")
 	emit("\tVPMOVDW Z17, Y20")
 	emit("\tVCVTPH2PS Y20, Z20")
 	for t := 0; t < nt; t++ {
@@ -425,14 +426,14 @@ func genQ6_KRawT(nt int) {
 // group and nt tokens (the arguments of genQ8_0RawT; nc holds −16·Σa per
 // block and token). Per block: the 16 rows' 16 quant bytes are transposed
 // in registers (Q_k lane r = bytes 4k..4k+3 of row r), whose low nibbles
-// are values 4k.. and high nibbles values 16+4k..; the rows' 32 fifth bits
-// (and scales) are loaded and transposed likewise, and bit v, copied to its value's byte by VPSHUFB and
-// tested, adds 16 to value v: V holds the unsigned values q+16, 8
-// vectors. Per token, as in dotLegacy: isum = −16·Σa + Σ(q+16)·a
+// are values 4k.. and high nibbles values 16+4k..; the rows' 32 fifth
+// bits (and scales) are loaded and transposed likewise, and bit v, copied
+// to its value's byte by VPSHUFB and tested, adds 16 to value v: V holds
+// the unsigned values q+16, 8 vectors. Per token, as in dotLegacy: isum = −16·Σa + Σ(q+16)·a
 // (integer, exact in any order); p = (dw·da)·float32(isum); acc = acc + p.
 //
 // Registers: Z0..Z7 acc per token; Z8..Z11 isum of tokens 0..3 (and
-// scratch before); Z12 the fifth bits; Z13 idx; Z14 dw; Z15 scratch;
+// scratch before); Z12 the fifth bits; Z14 dw; Z15 scratch;
 // Z16..Z19 Q; Z20..Z23 transpose scratch, then isum of tokens 4..7;
 // Z24..Z31 V (values 4k.. then 16+4k..).
 func genQ5_0RawT(nt int) {
@@ -446,7 +447,6 @@ func genQ5_0RawT(nt int) {
 	emit("\tMOVQ q+24(FP), DI")
 	emit("\tMOVQ da+32(FP), R11")
 	emit("\tMOVQ nc+40(FP), R13")
-	emit("\tVMOVDQU32 (AX), Z13")
 	emit("\tMOVL 4(AX), DX")
 	emit("\tLEAQ (DX)(DX*2), BX")
 	emit("\tLEAQ (SI)(DX*4), R14")
