@@ -6,9 +6,9 @@
 //
 // The raw-block kernels unroll eight rows and several groups per block, and
 // the panel kernels and the multi-token raw-block kernels (Q8_0, NVFP4,
-// Q4_K, Q6_K, Q5_0) come in variants for 1 to 8 tokens and two group sizes; that is clearer
-// generated than written out. The canonical orders the
-// kernels implement are documented in package kernels (doc.go).
+// Q4_K, Q6_K, Q5_0) come in variants for 1 to 8 tokens and two group
+// sizes; that is clearer generated than written out. The canonical orders
+// the kernels implement are documented in package kernels (doc.go).
 //
 // # Use
 //
