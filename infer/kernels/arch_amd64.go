@@ -262,6 +262,14 @@ func bf16Dot4x4RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, 
 
 // archPrepare readies a for the implementation pickImpl chose.
 func archPrepare(a *acts, t ggml.Type) {
+	if useRawTAVX2(t, a.n) {
+		if t == ggml.TypeQ5_0 {
+			prepRawT(a, t)
+		} else {
+			prepRawTK(a, t)
+		}
+		return
+	}
 	if isa < ISAAVX512 {
 		return
 	}
@@ -272,7 +280,11 @@ func archPrepare(a *acts, t ggml.Type) {
 		return
 	}
 	if useRawT(t, a.n) {
-		prepRawT(a)
+		if k.block == 256 {
+			prepRawTK(a, t)
+		} else {
+			prepRawT(a, t)
+		}
 		return
 	}
 	if (k.block == 32 || k.block == 256) && (a.n > rawMaxTokens(t) || !raw) {
@@ -379,34 +391,43 @@ var legacyRaw = map[ggml.Type]rawKernel{
 	},
 }
 
-func matmulQ4_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	if a.n > directMaxTokens {
-		matmulKAVX512(y, m, a, r0, r1)
-		return
-	}
-	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+// kRaw maps the K-quants with raw-block kernels to them.
+var kRaw = map[ggml.Type]rawKernel{
+	ggml.TypeQ4_K: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
 		q4_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
-	})
+	},
+	ggml.TypeQ5_K: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q5_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
+	},
+	ggml.TypeQ6_K: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
+		q6_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
+	},
+}
+
+func matmulQ4_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	matmulKRawAVX512(y, m, a, r0, r1, ggml.TypeQ4_K)
 }
 
 func matmulQ5_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	if a.n > directMaxTokens {
-		matmulKAVX512(y, m, a, r0, r1)
-		return
-	}
-	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
-		q5_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
-	})
+	matmulKRawAVX512(y, m, a, r0, r1, ggml.TypeQ5_K)
 }
 
 func matmulQ6_KAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
-	if a.n > directMaxTokens {
+	matmulKRawAVX512(y, m, a, r0, r1, ggml.TypeQ6_K)
+}
+
+// matmulKRawAVX512 runs a K-quant with raw-block kernels: the multi-token
+// ones where useRawT says so, the one-token one per token up to
+// directMaxTokens, panels above.
+func matmulKRawAVX512(y []float32, m *Matrix, a *acts, r0, r1 int, t ggml.Type) {
+	switch {
+	case useRawT(t, a.n):
+		matmulRawT(y, m, a, r0, r1, rawTKernels[t], kRaw[t])
+	case a.n > directMaxTokens:
 		matmulKAVX512(y, m, a, r0, r1)
-		return
+	default:
+		matmulRaw(y, m, a, r0, r1, kRaw[t])
 	}
-	matmulRaw(y, m, a, r0, r1, func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
-		q6_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
-	})
 }
 
 // matmulRaw runs a raw-block kernel over whole 8-row groups of [r0,r1);
@@ -780,7 +801,8 @@ func bf16Dot4x1RAVX2(w *byte, rowBytes int, x *float32, xStride int, n16 int, ac
 
 // archImplAVX2 returns the AVX2 implementation for t, or nil for the
 // portable one. AVX2 has raw-block kernels only (no panels), which it uses
-// for every batch size: one token at a time against the blocks in place.
+// for every batch size: one token at a time against the blocks in place,
+// or (Q4_K, Q6_K and Q5_0, batches of 2 or more) up to 8 tokens at a time.
 func archImplAVX2(t ggml.Type) matmulImpl {
 	if k, ok := floatAVX2[t]; ok {
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
@@ -796,6 +818,10 @@ func archImplAVX2(t ggml.Type) matmulImpl {
 		return nil
 	}
 	return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
+		if useRawTAVX2(t, a.n) {
+			matmulRawT8(y, m, a, r0, r1, rawTKernelsAVX2[t])
+			return
+		}
 		matmulRaw(y, m, a, r0, r1, kern)
 	}
 }

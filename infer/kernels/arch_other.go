@@ -13,3 +13,5 @@ func archPrepare(*acts, ggml.Type) {}
 func rawMaxTokens(ggml.Type) int { return 4 }
 
 func archRaw(ggml.Type) bool { return false }
+
+func hasRawTAVX2(ggml.Type) bool { return false }

@@ -226,31 +226,50 @@ func BenchmarkMatMulISA(b *testing.B) {
 	}
 }
 
-// BenchmarkMatMulSmallBatch measures decode of several streams: Q8_0
-// matrices of the Qwen2.5-0.5B shapes times n tokens, with the multi-token
+// BenchmarkMatMulSmallBatch measures decode of several streams: matrices
+// of the Qwen2.5-0.5B shapes times n tokens, with the multi-token
 // raw-block kernels (kernels=multi) against the same-run peer without them
 // (kernels=single: the one-token raw kernel per token up to 4 tokens,
-// unpacked panels above). ns/token is wall time per token of the batch.
+// unpacked panels above). Q8_0 on every shape; the other types of a
+// Q4_K_M file (Q5_0, Q4_K, Q6_K) on the shapes their blocks divide, less
+// the output matrix. Types with AVX2 multi-token kernels (Q4_K) also run
+// on the AVX2 variant (suffix /isa=avx2) where the CPU has AVX-512. ns/token
+// is wall time per token of the batch.
 func BenchmarkMatMulSmallBatch(b *testing.B) {
-	for _, sh := range benchShapes {
-		for _, n := range []int{1, 2, 4, 8, 16, 32, 64} {
-			for _, multi := range []bool{true, false} {
-				name := map[bool]string{true: "multi", false: "single"}[multi]
-				b.Run(fmt.Sprintf("Q8_0/%s/n=%d/kernels=%s", sh.name, n, name), func(b *testing.B) {
-					defer SetMultiToken(SetMultiToken(multi))
-					m := benchMatrix(b, ggml.TypeQ8_0, sh.rows, sh.cols)
-					x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
-					y := make([]float32, n*sh.rows)
-					p := NewPool(1)
-					defer p.Close()
-					p.MatMul(y, m, x, n)
-					cpu := startCPU(b)
-					for b.Loop() {
-						p.MatMul(y, m, x, n)
+	for _, typ := range []ggml.Type{ggml.TypeQ8_0, ggml.TypeQ5_0, ggml.TypeQ4_K, ggml.TypeQ6_K} {
+		for _, sh := range benchShapes {
+			if sh.cols%typ.BlockSize() != 0 || typ != ggml.TypeQ8_0 && sh.rows > 10000 {
+				continue
+			}
+			for _, n := range []int{1, 2, 4, 8, 16, 32, 64} {
+				for _, v := range []ISA{BestISA(), ISAAVX2} {
+					if v != BestISA() && (v > BestISA() || !hasRawTAVX2(typ)) {
+						continue
 					}
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/token")
-					cpu.report(2*float64(sh.rows)*float64(sh.cols)*float64(n)/1e9, "GFLOP")
-				})
+					suffix := ""
+					if v != BestISA() {
+						suffix = "/isa=" + v.String()
+					}
+					for _, multi := range []bool{true, false} {
+						name := map[bool]string{true: "multi", false: "single"}[multi]
+						b.Run(fmt.Sprintf("%s/%s/n=%d/kernels=%s%s", typ, sh.name, n, name, suffix), func(b *testing.B) {
+							defer SetMultiToken(SetMultiToken(multi))
+							defer SetISA(SetISA(v))
+							m := benchMatrix(b, typ, sh.rows, sh.cols)
+							x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
+							y := make([]float32, n*sh.rows)
+							p := NewPool(1)
+							defer p.Close()
+							p.MatMul(y, m, x, n)
+							cpu := startCPU(b)
+							for b.Loop() {
+								p.MatMul(y, m, x, n)
+							}
+							b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/token")
+							cpu.report(2*float64(sh.rows)*float64(sh.cols)*float64(n)/1e9, "GFLOP")
+						})
+					}
+				}
 			}
 		}
 	}

@@ -23,7 +23,8 @@ func sameBits(a, b float32) bool {
 // the batch.
 //
 // Input layout: byte 0 picks the type, byte 1 the rows (1..40), byte 2 the
-// blocks per row (1..4), byte 3 the tokens (1..6); the rest seeds weights
+// blocks per row (1..4), byte 3 the tokens (1..10: the multi-token kernels
+// take groups of up to 8); the rest seeds weights
 // and activations (repeated as needed).
 func FuzzMatMulInvariance(f *testing.F) {
 	f.Add([]byte{3, 9, 1, 1, 1, 2, 3, 4, 5, 6, 7, 8})
@@ -41,7 +42,7 @@ func FuzzMatMulInvariance(f *testing.F) {
 		rows := 1 + int(in[1])%40
 		bsz := max(32, typ.BlockSize())
 		cols := bsz * (1 + int(in[2])%4)
-		n := 1 + int(in[3])%6
+		n := 1 + int(in[3])%10
 		seed := in[4:]
 		rb, _ := typ.RowSize(cols)
 		data := make([]byte, rows*rb)

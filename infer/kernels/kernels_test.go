@@ -321,7 +321,9 @@ func TestMatMulChecksMatrix(t *testing.T) {
 
 // TestMaxRawBatch checks which batch sizes read weights in place, per
 // variant: with AVX-512, Q8_0 and NVFP4 at every size (multi-token raw
-// kernels), the other raw-block types up to 4 tokens, and no limit where
+// kernels), Q5_0, Q4_K and Q6_K up to 128 tokens (multi-token raw
+// kernels; 4 with them off), the other raw-block types up to 4 tokens,
+// and no limit where
 // no batch size adds a panel unpack (floats, Q2_K/Q3_K, every type
 // without AVX-512).
 func TestMaxRawBatch(t *testing.T) {
@@ -334,9 +336,10 @@ func TestMaxRawBatch(t *testing.T) {
 		}{
 			{ggml.TypeQ8_0, math.MaxInt},
 			{ggml.TypeQ4_0, 4},
-			{ggml.TypeQ5_0, 4},
-			{ggml.TypeQ4_K, 4},
-			{ggml.TypeQ6_K, 4},
+			{ggml.TypeQ5_0, 128},
+			{ggml.TypeQ4_K, 128},
+			{ggml.TypeQ6_K, 128},
+			{ggml.TypeQ5_K, 4},
 			{ggml.TypeQ3_K, math.MaxInt},
 			{ggml.TypeF16, math.MaxInt},
 			{ggml.TypeNVFP4, math.MaxInt},
@@ -350,7 +353,7 @@ func TestMaxRawBatch(t *testing.T) {
 			}
 			func() {
 				defer SetMultiToken(SetMultiToken(false))
-				if tc.typ == ggml.TypeQ8_0 && v == ISAAVX512 {
+				if (tc.typ == ggml.TypeQ8_0 || want == 128) && v == ISAAVX512 {
 					want = 4
 				}
 				if got := MaxRawBatch(tc.typ); got != want {

@@ -23,12 +23,13 @@ var multiToken = true
 
 // SetMultiToken turns the multi-token raw-block kernels on or off and
 // returns the previous setting. On (the default), batches of 2 tokens or
-// more of a type that has them (Q8_0, with AVX-512) read each weight block
-// once for up to 8 tokens; off, they take the one-token raw-block kernel
-// per token up to 4 tokens and unpacked panels above, as before those
-// kernels existed. Both give identical bits (doc.go), so this is a knob for
-// benchmarks that compare the two in one run; it is not safe to call while
-// kernels run.
+// more of a type that has them (with AVX-512: Q8_0 at every size; Q5_0,
+// Q4_K and Q6_K up to 128 tokens; with AVX2: Q4_K, Q6_K and Q5_0 at every
+// size) read each weight block once for up to 8 tokens; off, they take the
+// one-token raw-block kernel per token (with AVX-512 up to 4 tokens, and
+// unpacked panels above), as before those kernels existed. Both give
+// identical bits (doc.go), so this is a knob for benchmarks that compare
+// the two in one run; it is not safe to call while kernels run.
 func SetMultiToken(on bool) bool {
 	old := multiToken
 	multiToken = on
@@ -39,7 +40,9 @@ func SetMultiToken(on bool) bool {
 // this CPU and kernel variant, multiplies weights of type t where they lie;
 // a larger batch first unpacks each 8-row group of weights into a panel, a
 // cost per call that a few tokens do not repay (so a caller decoding many
-// streams may prefer calls of at most this many tokens). It returns
+// streams may prefer calls of at most this many tokens): with AVX-512,
+// 128 for Q5_0, Q4_K and Q6_K, 4 for the other raw-block types (4 for all
+// of them with SetMultiToken(false)). It returns
 // math.MaxInt where the batch size never adds that cost: types whose
 // kernels read the weights in place at every batch size (Q8_0 and NVFP4
 // with AVX-512, the float types, every type without AVX-512) and types

@@ -133,7 +133,8 @@ func (b *backend) MaxRows() int { return DefaultMaxRows }
 // weights into panels, a cost per call that a few decode tokens do not
 // repay, so a step of more decode tokens is better split
 // (docs/benchmarks.md, "serve"). For a Q8_0 model with AVX-512 that is -1;
-// for a Q4_K one (Q4_K, Q5_0, Q6_K rows), 4.
+// for a Q4_K one (Q4_K, Q5_0, Q6_K rows), 128 (4 with
+// kernels.SetMultiToken(false)).
 func (b *backend) DecodeBatch() int {
 	n := math.MaxInt
 	for _, t := range b.w.Matrices() {

@@ -34,8 +34,13 @@ func row(r, disp int) string {
 
 func main() {
 	path := flag.String("out", "matmul_amd64.s", "output file")
+	k := flag.Bool("k", false, "write the K-quant multi-token kernels (rawt_k_amd64.s) instead")
 	flag.Parse()
-	if err := os.WriteFile(*path, []byte(generate()), 0o644); err != nil {
+	gen := generate
+	if *k {
+		gen = generateK
+	}
+	if err := os.WriteFile(*path, []byte(gen()), 0o644); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -17,3 +17,15 @@ func TestGeneratedFileUpToDate(t *testing.T) {
 		t.Fatalf("matmul_amd64.s is stale (%d bytes generated, %d committed): run go generate ./infer/kernels", len(got), len(want))
 	}
 }
+
+// TestGeneratedKFileUpToDate is TestGeneratedFileUpToDate for
+// rawt_k_amd64.s (asmgen -k).
+func TestGeneratedKFileUpToDate(t *testing.T) {
+	want, err := os.ReadFile("../../rawt_k_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := generateK(); got != string(want) {
+		t.Fatalf("rawt_k_amd64.s is stale (%d bytes generated, %d committed): run go generate ./infer/kernels", len(got), len(want))
+	}
+}
