@@ -207,13 +207,16 @@ func TestQuantizeActs(t *testing.T) {
 }
 
 func TestAttnQueries(t *testing.T) {
-	for _, tc := range []struct{ dim, want int }{{64, 32}, {80, 32}, {128, 32}, {188, 32}, {192, 30}, {256, 15}, {352, 2}} {
-		if got := AttnQueries(tc.dim); got != tc.want {
-			t.Errorf("AttnQueries(%d) = %d, want %d", tc.dim, got, tc.want)
+	for _, tc := range []struct{ dim, shared int }{{64, 34816}, {72, 39168}, {128, 34816}, {188, 25568}, {256, 34816}, {300, 40800}, {352, 47872}} {
+		if got := AttnQueries(tc.dim); got != attnQB {
+			t.Errorf("AttnQueries(%d) = %d, want %d", tc.dim, got, attnQB)
 		}
-		if s := (AttnQueries(tc.dim) + attnKT) * attnPad(tc.dim) * 4; s > 48<<10 {
-			t.Errorf("dim %d: scores shared memory %d bytes > 48 KiB", tc.dim, s)
+		if got := attnScoresShared(tc.dim); got != tc.shared || got > 48<<10 {
+			t.Errorf("dim %d: scores shared memory %d bytes, want %d (at most 48 KiB)", tc.dim, got, tc.shared)
 		}
+	}
+	if s := 2 * attnWKT * (attnWDB + attnWLD) * 4; s > 48<<10 {
+		t.Errorf("weighted sum shared memory %d bytes > 48 KiB", s)
 	}
 }
 
@@ -225,12 +228,12 @@ func TestAttnTiles(t *testing.T) {
 		heads, kvheads, dim int
 		want                []int32
 	}{
-		{"prefill qwen2.5", []uint64{7, 7, 7, 7, 7, 7, 7, 7, 7}, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8}, 14, 2, 64, []int32{0, 4, 8, 9}},
+		{"prefill qwen2.5", []uint64{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 14, 2, 64, []int32{0, 9, 11}},
 		{"two sequences", []uint64{7, 7, 9, 9, 9}, []int32{3, 4, 0, 1, 2}, 16, 8, 128, []int32{0, 2, 5}},
 		{"gap in positions", []uint64{7, 7, 7}, []int32{3, 4, 9}, 32, 8, 64, []int32{0, 2, 3}},
 		{"decode batch", []uint64{1, 2, 3}, []int32{50, 60, 70}, 14, 2, 64, []int32{0, 1, 2, 3}},
 		{"mha dim 256", []uint64{7, 7, 7, 7}, []int32{0, 1, 2, 3}, 16, 16, 256, []int32{0, 4}},
-		{"group over qcap", []uint64{7, 7}, []int32{0, 1}, 64, 1, 256, []int32{0, 1, 2}},
+		{"group over a block", []uint64{7, 7}, []int32{0, 1}, 128, 1, 256, []int32{0, 1, 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
