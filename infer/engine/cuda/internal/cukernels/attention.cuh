@@ -124,6 +124,10 @@ __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int hea
 	const unsigned short* k16 = (const unsigned short*)kc[cta.lo];
 	const float* k32 = (const float*)kc[cta.lo];
 
+	// Where query x's row of q starts (−1 past the block's queries).
+	__shared__ int qoff[QB];
+	if (tid < QB) qoff[tid] = tid < nq ? cta.row(tid) * heads * dim + cta.head(tid) * dim : -1;
+	__syncthreads();
 	const int tq = tid / 16, tk = tid % 16;
 	float cA[16], cB[16]; // (c_0 + c_2) and (c_1 + c_3) of the 16 scores
 	const int rstride = R * SLD;
@@ -132,36 +136,37 @@ __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int hea
 		if (g % G == 0) {
 			// Stage lane groups g .. g+G-1.
 			if (g) __syncthreads();
-			// Loads of up to 8 items in flight, then their conversions
-			// (f16_to_f32 and round_f16 branch, which would otherwise
-			// wait on each load in turn).
-			const int cnt = G * R * QB;
-			for (int base = 0; base < cnt; base += 8 * 256) {
+			// Thread: staged dimensions dd = tid%32 + 32u (lane group
+			// gl = dd / R, r = dd % R) of queries and keys x = tid/32 + 8k.
+			// Eight loads in flight, then their conversions (f16_to_f32
+			// and round_f16 branch, which would otherwise wait on each
+			// load in turn).
+			for (int dd = tid % 32; dd < G * R; dd += 32) {
+				const int gl = dd / R, r = dd - gl * R;
+				const int i = 4 * r + g + gl;
 				float qraw[8];
 				unsigned kraw[8];
-				int at[8];
 #pragma unroll
-				for (int u = 0; u < 8; u++) {
-					const int it = base + u * 256 + tid;
-					const int r = it % R, rest = it / R, gl = rest % G, x = rest / G;
-					const int i = 4 * r + g + gl;
-					at[u] = it < cnt ? gl * rstride + r * SLD + x : -1;
-					qraw[u] = 0.0f;
-					kraw[u] = 0;
-					if (it < cnt && i < dim) {
-						if (x < nq) qraw[u] = q[(size_t)cta.row(x) * heads * dim + (size_t)cta.head(x) * dim + i];
+				for (int k = 0; k < 8; k++) {
+					const int x = tid / 32 + 8 * k;
+					qraw[k] = 0.0f;
+					kraw[k] = 0;
+					if (i < dim) {
+						const int qo = qoff[x];
+						if (qo >= 0) qraw[k] = q[(size_t)qo + i];
 						const int j = j0 + x;
 						if (j <= lastPos) {
 							const size_t e = (size_t)j * kvrow + (size_t)cta.kvh * dim + i;
-							kraw[u] = F16 ? (unsigned)k16[e] : __float_as_uint(k32[e]);
+							kraw[k] = F16 ? (unsigned)k16[e] : __float_as_uint(k32[e]);
 						}
 					}
 				}
+				float* qd = Qs + gl * rstride + r * SLD + tid / 32;
+				float* kd = Ks + gl * rstride + r * SLD + tid / 32;
 #pragma unroll
-				for (int u = 0; u < 8; u++) {
-					if (at[u] < 0) continue;
-					Qs[at[u]] = F16 ? round_f16(qraw[u]) : qraw[u];
-					Ks[at[u]] = F16 ? f16_to_f32(kraw[u]) : __uint_as_float(kraw[u]);
+				for (int k = 0; k < 8; k++) {
+					qd[8 * k] = F16 ? round_f16(qraw[k]) : qraw[k];
+					kd[8 * k] = F16 ? f16_to_f32(kraw[k]) : __uint_as_float(kraw[k]);
 				}
 			}
 			__syncthreads();
