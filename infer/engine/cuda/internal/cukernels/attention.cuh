@@ -539,60 +539,86 @@ muser_attn_wsum_f32(const float* __restrict__ S, int ld, const unsigned long lon
 	attn_wsum<false>(S, ld, vc, pos, tiles, out, heads, kvheads, dim);
 }
 
-// attn_wsum_rows: grid (n, heads, ceil(dim/32)), block 32: the weighted
-// sums of a batch whose tiles are single rows (decode). Each thread walks
-// one output's chain, row blockIdx.x, head blockIdx.y, dimension
-// 32·blockIdx.z + lane, over positions 0..pos in order; the weights are
-// one broadcast load per position, the V rows a coalesced one. The
-// parallelism is every output of the batch, which a decode step of one
-// row needs: a tile of one row has only group queries.
+// attn_wsum_rows: grid (n, kvheads·ceil(group/16), ceil(dim/8)), block
+// 128: the weighted sums of a batch whose tiles are single rows (decode).
+// A block takes row blockIdx.x, up to 16 query heads of one KV head and 8
+// dimensions; thread (t/8, t%8) walks the chain of one head and
+// dimension over positions 0..pos in order. The block stages 64
+// positions' weights and V rows at a time in shared memory, the next 64
+// loading into registers while the current ones are added: the chains
+// are as long as the context and cannot be split, so the work is spread
+// over heads × dimensions and the loads are kept in flight.
 template <bool F16>
 __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                                                const int* __restrict__ pos, float* __restrict__ out,
                                                int heads, int kvheads, int dim) {
-	constexpr int U = 16;
-	const int i = blockIdx.x, h = blockIdx.y, d = blockIdx.z * 32 + threadIdx.x;
-	const int kvrow = kvheads * dim;
+	constexpr int CH = 64, HB = 16, DB = 8;
+	constexpr int VN = CH * DB / 128, WN = HB * CH / 128;
+	__shared__ float Ws[2][HB][CH + 4];
+	__shared__ float Vs[2][CH][DB];
+	const int i = blockIdx.x, group = heads / kvheads, hch = (group + HB - 1) / HB;
+	const int kvh = blockIdx.y / hch, g0 = (blockIdx.y % hch) * HB, gn = min(HB, group - g0);
+	const int d0 = blockIdx.z * DB;
+	const int t = threadIdx.x, hh = t / DB, dd = t % DB;
 	const int m = pos[i] + 1;
-	const float* w = S + ((size_t)i * heads + h) * ld;
-	const bool ok = d < dim;
-	const size_t off = (size_t)(h / (heads / kvheads)) * dim + (ok ? d : 0);
-	const unsigned short* v16 = (const unsigned short*)vc[i] + off;
-	const float* v32 = (const float*)vc[i] + off;
+	const int kvrow = kvheads * dim;
+	const unsigned short* v16 = (const unsigned short*)vc[i] + (size_t)kvh * dim;
+	const float* v32 = (const float*)vc[i] + (size_t)kvh * dim;
+	const float* w = S + ((size_t)i * heads + kvh * group + g0) * ld;
+	// Staging: V positions t/8 + 16k, dimension d0 + t%8; weights of head
+	// g0 + t/64 + 2k, position t%64.
+	const int vj = t / DB, vd = d0 + t % DB, wx = t / CH, wj = t % CH;
+	const bool vok = vd < dim;
+	unsigned rv[VN];
+	float rw[WN];
+	auto fetch = [&](int j0) {
+#pragma unroll
+		for (int k = 0; k < VN; k++) {
+			const int j = j0 + vj + 16 * k;
+			unsigned v = 0;
+			if (vok && j < m) {
+				const size_t e = (size_t)j * kvrow + vd;
+				v = F16 ? (unsigned)v16[e] : __float_as_uint(v32[e]);
+			}
+			rv[k] = v;
+		}
+#pragma unroll
+		for (int k = 0; k < WN; k++) {
+			const int x = wx + 2 * k, j = j0 + wj;
+			rw[k] = x < gn && j < m ? w[(size_t)x * ld + j] : 0.0f;
+		}
+	};
 	float y = 0.0f;
-	int j = 0;
-	// U positions' loads in flight (raw; the f16 conversion branches, so
-	// it comes after them), then their U links of the chain.
-	for (; j + U <= m; j += U) {
-		float wv[U];
-		unsigned raw[U];
+	fetch(0);
+	int b = 0;
+	for (int j0 = 0; j0 < m; j0 += CH, b ^= 1) {
 #pragma unroll
-		for (int u = 0; u < U; u++) {
-			wv[u] = w[j + u];
-			const size_t e = (size_t)(j + u) * kvrow;
-			raw[u] = F16 ? (unsigned)v16[e] : __float_as_uint(v32[e]);
-		}
+		for (int k = 0; k < VN; k++) Vs[b][vj + 16 * k][t % DB] = F16 ? f16_to_f32(rv[k]) : __uint_as_float(rv[k]);
 #pragma unroll
-		for (int u = 0; u < U; u++) {
-			const float v = F16 ? f16_to_f32(raw[u]) : __uint_as_float(raw[u]);
-			y = F16 ? __fmaf_rn(wv[u], v, y) : f32add(y, f32mul(wv[u], v));
+		for (int k = 0; k < WN; k++) Ws[b][wx + 2 * k][wj] = rw[k];
+		__syncthreads();
+		if (j0 + CH < m) fetch(j0 + CH);
+		const float* wp = Ws[b][hh];
+		const int cnt = min(CH, m - j0);
+		if (cnt == CH) {
+#pragma unroll 16
+			for (int jj = 0; jj < CH; jj++)
+				y = F16 ? __fmaf_rn(wp[jj], Vs[b][jj][dd], y) : f32add(y, f32mul(wp[jj], Vs[b][jj][dd]));
+		} else {
+			for (int jj = 0; jj < cnt; jj++)
+				y = F16 ? __fmaf_rn(wp[jj], Vs[b][jj][dd], y) : f32add(y, f32mul(wp[jj], Vs[b][jj][dd]));
 		}
 	}
-	for (; j < m; j++) {
-		const size_t e = (size_t)j * kvrow;
-		const float v = F16 ? f16_to_f32(v16[e]) : v32[e];
-		y = F16 ? __fmaf_rn(w[j], v, y) : f32add(y, f32mul(w[j], v));
-	}
-	if (ok) out[(size_t)i * heads * dim + (size_t)h * dim + d] = y;
+	if (hh < gn && d0 + dd < dim) out[(size_t)i * heads * dim + (size_t)(kvh * group + g0 + hh) * dim + d0 + dd] = y;
 }
 
-extern "C" __global__ void __launch_bounds__(32)
+extern "C" __global__ void __launch_bounds__(128)
 muser_attn_wsum_rows_f16(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                          const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
 	attn_wsum_rows<true>(S, ld, vc, pos, out, heads, kvheads, dim);
 }
 
-extern "C" __global__ void __launch_bounds__(32)
+extern "C" __global__ void __launch_bounds__(128)
 muser_attn_wsum_rows_f32(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                          const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
 	attn_wsum_rows<false>(S, ld, vc, pos, out, heads, kvheads, dim);

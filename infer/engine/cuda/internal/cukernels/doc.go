@@ -143,7 +143,7 @@
 //	                         shared 2·32·(64 + 68)·4 bytes
 //	muser_attn_wsum_rows_f16, _f32
 //	                         p S, i ld, p vc, p pos, p out, i heads, i kvheads, i dim
-//	                         n × heads × ⌈dim/32⌉, 32
+//	                         n × kvheads·⌈group/16⌉ × ⌈dim/8⌉, 128
 //	muser_test_exp32         p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni     ⌈count/256⌉, 256
 //	muser_test_small_tables  p f16, p ue                                    256, 256

@@ -641,13 +641,13 @@ func (a Attention) Launches() ([3]Launch, error) {
 	}
 	if a.NTiles == a.N {
 		// Every tile one row (decode): a block per row and head for the
-		// softmax, a thread per output for the weighted sums.
+		// softmax, a thread per output chain for the weighted sums.
 		ls[1], err = launch("muser_attn_softmax", [3]int{a.N, a.Heads, 1}, 256, 0,
 			p(a.S), i32(a.LD), p(a.Pos), i32(a.N), i32(a.Heads), flag(a.F16))
 		if err != nil {
 			return ls, err
 		}
-		ls[2], err = launch(rk, [3]int{a.N, a.Heads, ceilDiv(a.Dim, 32)}, 32, 0,
+		ls[2], err = launch(rk, [3]int{a.N, a.KVHeads * ceilDiv(group, 16), ceilDiv(a.Dim, 8)}, 128, 0,
 			p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
 		return ls, err
 	}
