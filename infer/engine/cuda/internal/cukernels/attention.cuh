@@ -2,7 +2,7 @@
 // caches, exactly as the CPU engine's attendTile (infer/engine/cpu)
 // computes it.
 //
-// # A batch of rows (the ABI shared by the three kernels)
+// # A batch of rows (the ABI shared by the kernels)
 //
 // Row i (i < n) of the batch is one token: its query q[i][heads·dim], its
 // position pos[i] (it attends to positions 0..pos[i] of its own sequence),
@@ -12,12 +12,13 @@
 // after another). The rows' own K and V must already be stored
 // (muser_kv_store_*). tiles[0..ntiles] are row boundaries: tile t is rows
 // tiles[t] .. tiles[t+1]-1, which must share kc/vc and have consecutive
-// positions. A thread block computes one tile's queries for gh =
-// min(group, qcap) of the query heads of one KV head (blockIdx.y = kvh ·
-// ceil(group/gh) + part), at most qcap = attn_qcap(dim) queries, so a tile
-// holds at most qcap/gh rows (launch.go's AttnTiles builds them); how rows
-// are cut into tiles never changes a result. S is scratch: row i, head h's
-// scores at S[(i·heads + h)·ld + j], ld > every pos[i].
+// positions. A thread block of the scores and tiled weighted-sum kernels
+// computes one tile's queries for gh = min(group, 64) of the query heads
+// of one KV head (blockIdx.y = kvh · ceil(group/gh) + part), at most
+// attn::QB = 64 queries, so a tile holds at most 64/gh rows (launch.go's
+// AttnTiles builds them); how rows are cut into tiles never changes a
+// result. S is scratch: row i, head h's scores at S[(i·heads + h)·ld + j],
+// ld > every pos[i].
 //
 // # Order of operations (per row i, head h, its KV head h/group)
 //
@@ -31,25 +32,38 @@
 //               product rounded before it is added.
 //
 // scale is float32(1/sqrt(float64(dim))), passed by the host.
+//
+// Two facts the kernels rely on. An accumulator that starts at +0 and only
+// ever has values added to it in round-to-nearest is never −0 (x + (−x)
+// and +0 + (−0) are +0), so adding a +0 product (0 × 0 of zero padding)
+// leaves it unchanged: a lane or dimension padded with zeros in both
+// operands computes the same bits as one left out. And each output's
+// chain is walked in its order by one thread, whatever thread, tile or
+// block that is.
 #pragma once
 
 #include "common.cuh"
 
 namespace attn {
-constexpr int KT = 32;      // keys per shared-memory tile
-constexpr int QMAX = 32;    // queries per thread block at most
-constexpr int THREADS = 256;
+constexpr int QB = 64;       // queries per thread block (scores and tiled weighted sum)
+constexpr int SKB = 64;      // keys per scores block
+constexpr int SLD = 68;      // padded row of the scores kernel's staged Q and K (floats)
+constexpr int SMEMF = 12288; // floats of shared memory the scores kernel may stage
+constexpr int WKT = 32;      // positions per weighted-sum tile
+constexpr int WDB = 64;      // dimensions per weighted-sum block
+constexpr int WLD = 68;      // padded row of the staged weights
 } // namespace attn
 
-// Padded row length of the shared Q and K tiles: a multiple of 4 (float4
-// loads) plus 4 (conflict-free 16-byte loads across keys).
-MUSER_DEV int attn_pad(int dim) { return ((dim + 3) & ~3) + 4; }
+// attn_rows4 is the number of values of one lane group: the dimensions i
+// ≡ g (mod 4) of a head of dim are i = 4r + g, r < attn_rows4(dim).
+MUSER_DEV int attn_rows4(int dim) { return (dim + 3) / 4; }
 
-// attn_qcap is the number of queries a thread block takes for head
-// dimension dim: 32, or fewer where the scores kernel's Q and K tiles,
-// (qcap + 32)·attn_pad(dim) floats, would pass 48 KiB. It is at least 1
-// for dim ≤ 368 (launch.go refuses larger dims).
-MUSER_DEV int attn_qcap(int dim) { return min(attn::QMAX, 12288 / attn_pad(dim) - attn::KT); }
+// attn_groups is how many of the four lane groups the scores kernel
+// stages at once: 4, 2 or 1, as many as fit in attn::SMEMF floats.
+MUSER_DEV int attn_groups(int dim) {
+	const int per = 2 * attn_rows4(dim) * attn::SLD;
+	return 4 * per <= attn::SMEMF ? 4 : 2 * per <= attn::SMEMF ? 2 : 1;
+}
 
 // AttnCTA is the part of the batch one thread block computes.
 struct AttnCTA {
@@ -63,121 +77,149 @@ struct AttnCTA {
 	MUSER_DEV int head(int qi) const { return kvh * group + g0 + qi % gn; }
 };
 
-MUSER_DEV AttnCTA attn_cta(const int* tiles, int heads, int kvheads, int dim) {
+MUSER_DEV AttnCTA attn_cta(const int* tiles, int heads, int kvheads) {
 	AttnCTA c;
 	c.group = heads / kvheads;
-	const int gh = min(c.group, attn_qcap(dim));
+	const int gh = min(c.group, attn::QB);
 	const int hch = (c.group + gh - 1) / gh;
 	c.lo = tiles[blockIdx.x];
 	c.hi = tiles[blockIdx.x + 1];
 	c.kvh = blockIdx.y / hch;
 	c.g0 = (blockIdx.y % hch) * gh;
 	c.gn = min(gh, c.group - c.g0);
-	c.nq = min(attn_qcap(dim), (c.hi - c.lo) * c.gn);
+	c.nq = min(attn::QB, (c.hi - c.lo) * c.gn);
 	return c;
 }
 
-// attn_scores: grid (ntiles, kvheads·ceil(group/gh), ceil((max pos + 1)/32)),
-// block 256, dynamic shared memory (attn_qcap(dim) + 32)·attn_pad(dim)·4
+// attn_scores: grid (ntiles, kvheads·ceil(group/gh), ceil((max pos + 1)/64)),
+// block 256, dynamic shared memory 2·attn_groups(dim)·attn_rows4(dim)·68·4
 // bytes.
+//
+// A block computes the scores of its (up to) 64 queries against 64 keys,
+// a 4 × 4 register tile per thread (queries 4·(tid/16).., keys
+// 4·(tid%16)..). DotF16's lanes are l = i mod 16 and its tree adds lane
+// l+8 to l, then +4, +2, +1: so lanes g, g+4, g+8, g+12 (the dimensions
+// i ≡ g mod 4, "lane group g") reduce to one value c_g = (a_g + a_{g+8})
+// + (a_{g+4} + a_{g+12}), and the dot product is (c_0 + c_2) + (c_1 +
+// c_3). The kernel stages Q and K a lane group (or two, or four) at a
+// time, transposed ([r][query], [r][key] for i = 4r + g, zero past dim),
+// walks each lane's chain a_l (elements r = t, t+4, …, for l = g + 4t) in
+// order and applies the tree as the lanes complete.
 template <bool F16>
 __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int heads, int kvheads, int dim,
                                             const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
                                             const int* __restrict__ tiles, float* __restrict__ S, int ld, float scale) {
 	using namespace attn;
 	MUSER_DYNAMIC_SMEM(smem);
-	const int pd = attn_pad(dim), qcap = attn_qcap(dim);
-	float* Qs = smem;             // [qcap][pd]
-	float* Ks = smem + qcap * pd; // [KT][pd]
-	const AttnCTA cta = attn_cta(tiles, heads, kvheads, dim);
-	const int j0 = blockIdx.z * KT;
+	const AttnCTA cta = attn_cta(tiles, heads, kvheads);
+	const int j0 = blockIdx.z * SKB;
 	const int lastPos = pos[cta.hi - 1];
 	if (j0 > lastPos) return;
 	const int nq = cta.nq;
 	const int kvrow = kvheads * dim;
 	const int tid = threadIdx.x;
+	const int R = attn_rows4(dim), G = attn_groups(dim);
+	float* Qs = smem;               // [G][R][SLD]
+	float* Ks = smem + G * R * SLD; // [G][R][SLD]
+	const unsigned short* k16 = (const unsigned short*)kc[cta.lo];
+	const float* k32 = (const float*)kc[cta.lo];
 
-	for (int it = tid; it < qcap * dim; it += THREADS) {
-		const int qi = it / dim, i = it % dim;
-		float v = 0.0f;
-		if (qi < nq) {
-			v = q[(size_t)cta.row(qi) * heads * dim + (size_t)cta.head(qi) * dim + i];
-			if (F16) v = round_f16(v);
-		}
-		Qs[qi * pd + i] = v;
-	}
-	for (int it = tid; it < KT * dim; it += THREADS) {
-		const int jj = it / dim, i = it % dim, j = j0 + jj;
-		float v = 0.0f;
-		if (j <= lastPos) {
-			const size_t e = (size_t)j * kvrow + (size_t)cta.kvh * dim + i;
-			v = F16 ? f16_to_f32(((const uint16_t*)kc[cta.lo])[e]) : ((const float*)kc[cta.lo])[e];
-		}
-		Ks[jj * pd + i] = v;
-	}
+	// Where query x's row of q starts (−1 past the block's queries).
+	__shared__ int qoff[QB];
+	if (tid < QB) qoff[tid] = tid < nq ? cta.row(tid) * heads * dim + cta.head(tid) * dim : -1;
 	__syncthreads();
-
-	// Thread: queries 2qp, 2qp+1 × keys kp, kp+16. Query slots past qcap
-	// read rows of the K tile (inside the allocation) and store nothing.
-	const int qp = tid / 16, kp = tid % 16;
-	const float* qa = Qs + (2 * qp) * pd;
-	const float* qb = qa + pd;
-	const float* ka = Ks + kp * pd;
-	const float* kb = Ks + (kp + 16) * pd;
-	float acc[4][16];
+	const int tq = tid / 16, tk = tid % 16;
+	float cA[16], cB[16]; // (c_0 + c_2) and (c_1 + c_3) of the 16 scores
+	const int rstride = R * SLD;
 #pragma unroll
-	for (int p = 0; p < 4; p++)
+	for (int g = 0; g < 4; g++) {
+		if (g % G == 0) {
+			// Stage lane groups g .. g+G-1.
+			if (g) __syncthreads();
+			// Thread: staged dimensions dd = tid%32 + 32u (lane group
+			// gl = dd / R, r = dd % R) of queries and keys x = tid/32 + 8k.
+			// Eight loads in flight, then their conversions (f16_to_f32
+			// and round_f16 branch, which would otherwise wait on each
+			// load in turn).
+			for (int dd = tid % 32; dd < G * R; dd += 32) {
+				const int gl = dd / R, r = dd - gl * R;
+				const int i = 4 * r + g + gl;
+				float qraw[8];
+				unsigned kraw[8];
 #pragma unroll
-		for (int l = 0; l < 16; l++) acc[p][l] = 0.0f;
-	const int d16 = dim & ~15;
-	for (int i0 = 0; i0 < d16; i0 += 16) {
+				for (int k = 0; k < 8; k++) {
+					const int x = tid / 32 + 8 * k;
+					qraw[k] = 0.0f;
+					kraw[k] = 0;
+					if (i < dim) {
+						const int qo = qoff[x];
+						if (qo >= 0) qraw[k] = q[(size_t)qo + i];
+						const int j = j0 + x;
+						if (j <= lastPos) {
+							const size_t e = (size_t)j * kvrow + (size_t)cta.kvh * dim + i;
+							kraw[k] = F16 ? (unsigned)k16[e] : __float_as_uint(k32[e]);
+						}
+					}
+				}
+				float* qd = Qs + gl * rstride + r * SLD + tid / 32;
+				float* kd = Ks + gl * rstride + r * SLD + tid / 32;
 #pragma unroll
-		for (int m = 0; m < 4; m++) {
-			const float4 k0 = *(const float4*)(ka + i0 + 4 * m), k1 = *(const float4*)(kb + i0 + 4 * m);
-			const float4 q0 = *(const float4*)(qa + i0 + 4 * m), q1 = *(const float4*)(qb + i0 + 4 * m);
-			const float kv0[4] = {k0.x, k0.y, k0.z, k0.w}, kv1[4] = {k1.x, k1.y, k1.z, k1.w};
-			const float qv0[4] = {q0.x, q0.y, q0.z, q0.w}, qv1[4] = {q1.x, q1.y, q1.z, q1.w};
-#pragma unroll
-			for (int e = 0; e < 4; e++) {
-				const int l = 4 * m + e;
-				if (F16) {
-					acc[0][l] = __fmaf_rn(kv0[e], qv0[e], acc[0][l]);
-					acc[1][l] = __fmaf_rn(kv1[e], qv0[e], acc[1][l]);
-					acc[2][l] = __fmaf_rn(kv0[e], qv1[e], acc[2][l]);
-					acc[3][l] = __fmaf_rn(kv1[e], qv1[e], acc[3][l]);
-				} else {
-					acc[0][l] = f32add(acc[0][l], f32mul(kv0[e], qv0[e]));
-					acc[1][l] = f32add(acc[1][l], f32mul(kv1[e], qv0[e]));
-					acc[2][l] = f32add(acc[2][l], f32mul(kv0[e], qv1[e]));
-					acc[3][l] = f32add(acc[3][l], f32mul(kv1[e], qv1[e]));
+				for (int k = 0; k < 8; k++) {
+					qd[8 * k] = F16 ? round_f16(qraw[k]) : qraw[k];
+					kd[8 * k] = F16 ? f16_to_f32(kraw[k]) : __uint_as_float(kraw[k]);
 				}
 			}
+			__syncthreads();
 		}
-	}
+		const float* Qg = Qs + (g % G) * rstride + 4 * tq;
+		const float* Kg = Ks + (g % G) * rstride + 4 * tk;
+		// The chains of lanes g+4t, t = 0..3: A = a_g + a_{g+8}, then
+		// B = a_{g+4} + a_{g+12}, c_g = A + B.
+		auto chain = [&](int t, float (&acc)[16]) {
 #pragma unroll
-	for (int l = 0; l < 16; l++) { // a tail shorter than 16: lanes 0, 1, …
-		const int i = d16 + l;
-		if (i < dim) {
-			if (F16) {
-				acc[0][l] = __fmaf_rn(ka[i], qa[i], acc[0][l]);
-				acc[1][l] = __fmaf_rn(kb[i], qa[i], acc[1][l]);
-				acc[2][l] = __fmaf_rn(ka[i], qb[i], acc[2][l]);
-				acc[3][l] = __fmaf_rn(kb[i], qb[i], acc[3][l]);
-			} else {
-				acc[0][l] = f32add(acc[0][l], f32mul(ka[i], qa[i]));
-				acc[1][l] = f32add(acc[1][l], f32mul(kb[i], qa[i]));
-				acc[2][l] = f32add(acc[2][l], f32mul(ka[i], qb[i]));
-				acc[3][l] = f32add(acc[3][l], f32mul(kb[i], qb[i]));
+			for (int s = 0; s < 16; s++) acc[s] = 0.0f;
+			for (int r = t; r < R; r += 4) {
+				const float4 qv = *(const float4*)(Qg + r * SLD);
+				const float4 kv = *(const float4*)(Kg + r * SLD);
+				const float qa[4] = {qv.x, qv.y, qv.z, qv.w}, ka[4] = {kv.x, kv.y, kv.z, kv.w};
+#pragma unroll
+				for (int a = 0; a < 4; a++)
+#pragma unroll
+					for (int b = 0; b < 4; b++) {
+						float& x = acc[4 * a + b];
+						x = F16 ? __fmaf_rn(ka[b], qa[a], x) : f32add(x, f32mul(ka[b], qa[a]));
+					}
 			}
+		};
+		float A[16], B[16], C[16];
+		chain(0, A);
+		chain(2, B);
+#pragma unroll
+		for (int s = 0; s < 16; s++) A[s] = f32add(A[s], B[s]);
+		chain(1, B);
+		chain(3, C);
+#pragma unroll
+		for (int s = 0; s < 16; s++) B[s] = f32add(B[s], C[s]);
+#pragma unroll
+		for (int s = 0; s < 16; s++) {
+			const float c = f32add(A[s], B[s]);
+			if (g == 0) cA[s] = c;
+			else if (g == 1) cB[s] = c;
+			else if (g == 2) cA[s] = f32add(cA[s], c);
+			else cB[s] = f32add(cB[s], c);
 		}
 	}
 #pragma unroll
-	for (int p = 0; p < 4; p++) {
-		const int qi = 2 * qp + (p >> 1), j = j0 + kp + 16 * (p & 1);
-		const float s = f32mul(reduce16(acc[p]), scale);
-		if (qi < nq) {
-			const int row = cta.row(qi);
-			if (j <= pos[row]) S[((size_t)row * heads + cta.head(qi)) * ld + j] = s;
+	for (int a = 0; a < 4; a++) {
+		const int qi = 4 * tq + a;
+		if (qi >= nq) continue;
+		const int row = cta.row(qi);
+		float* out = S + ((size_t)row * heads + cta.head(qi)) * ld;
+		const int p = pos[row];
+#pragma unroll
+		for (int b = 0; b < 4; b++) {
+			const int j = j0 + 4 * tk + b;
+			if (j <= p) out[j] = f32mul(f32add(cA[4 * a + b], cB[4 * a + b]), scale);
 		}
 	}
 }
@@ -195,7 +237,6 @@ muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int d
                       const int* __restrict__ tiles, float* __restrict__ S, int ld, float scale) {
 	attn_scores<false>(q, heads, kvheads, dim, kc, pos, tiles, S, ld, scale);
 }
-
 // muser_attn_softmax replaces each row i, head h's scores s_0..s_pos[i] in S
 // by kernels.Softmax of them: e_j = Exp32(s_j − max); the e_j summed in
 // float64 with 8 accumulators (j into accumulator j mod 8, in order, one
@@ -225,19 +266,24 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 	__syncthreads();
 	mx = wmax[0];
 	for (int w = 1; w < 8; w++) mx = fmaxf(mx, wmax[w]);
-	bool anyNaN = false;
-	for (int j = tid; j < m; j += 256) {
-		const float v = s[j];
-		anyNaN |= is_nan(v);
-		s[j] = exp32(f32sub(v, mx));
-	}
 	// A NaN score: the CPU's max is then the sequential scan's, which the
 	// result does not depend on (every e_j sum is NaN), so nothing to do.
-	(void)anyNaN;
+	// Four loads in flight, then their exponentials (which branch).
+	{
+		int j = tid;
+		for (; j + 3 * 256 < m; j += 4 * 256) {
+			float v[4];
+#pragma unroll
+			for (int u = 0; u < 4; u++) v[u] = s[j + 256 * u];
+#pragma unroll
+			for (int u = 0; u < 4; u++) s[j + 256 * u] = exp32(f32sub(v[u], mx));
+		}
+		for (; j < m; j += 256) s[j] = exp32(f32sub(s[j], mx));
+	}
 	__syncthreads();
 	if (tid < 8) {
 		double sum = 0.0;
-#pragma unroll 4
+#pragma unroll 16
 		for (int j = tid; j < m; j += 8) sum = f64add(sum, (double)s[j]);
 		part[tid] = sum;
 	}
@@ -251,174 +297,329 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 	}
 	__syncthreads();
 	const float iv = inv;
-	for (int j = tid; j < m; j += 256) {
-		float v = f32mul(s[j], iv);
-		if (round) v = round_f16(v);
-		s[j] = v;
+	int j = tid;
+	for (; j + 3 * 256 < m; j += 4 * 256) {
+		float v[4];
+#pragma unroll
+		for (int u = 0; u < 4; u++) v[u] = s[j + 256 * u];
+#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			float x = f32mul(v[u], iv);
+			if (round) x = round_f16(x);
+			s[j + 256 * u] = x;
+		}
+	}
+	for (; j < m; j += 256) {
+		float x = f32mul(s[j], iv);
+		if (round) x = round_f16(x);
+		s[j] = x;
 	}
 }
 
-// attn_wsum: grid (ntiles, kvheads·ceil(group/gh)), block 256, dynamic
-// shared memory (32·min(dim, 128) + 32·33)·4 bytes.
+// muser_attn_softmax8 computes what muser_attn_softmax does, for batches
+// of many rows: a thread per float64 chain instead of a block per row.
+// Lane l of warp w holds chain c = l mod 8 of pair P = 32·blockIdx.x + 4w
+// + l/8 (row P / heads, head P mod heads): it takes the maximum of its
+// elements s_c, s_{c+8}, … (the pair's maximum by shuffles among its 8
+// lanes), then computes e_j = Exp32(s_j − max) for them in order, stores
+// them and adds them to its chain; the shuffles xor 4, 2, 1 are the tree
+// +4, +2, +1 (float64 addition is commutative, so every lane gets the
+// same sum); then the lane scales (and rounds) its own elements.
 //
-// The weighted sums of the block's queries are a small matrix product,
-// out[q][d] = Σ_j w[q][j]·V[j][d], computed as a SIMT product whose
-// reduction runs in position order: thread (qg, dl) = (tid / 32, tid % 32)
-// holds the outputs of queries 4qg .. 4qg+3 at dimensions dl, dl+32, …
-// (up to 128 dimensions a pass; a larger head takes several passes),
-// and for each tile of 32 positions adds w·V for j = j0, j0+1, … in turn
-// (each output is the one chain y = y + w_j·V_j of the CPU's AXPYF16Rows,
-// j ascending, positions past the query's own skipped). A query's chain
-// never depends on which thread, tile or block computes it. The weights of
-// the tile are staged in shared memory as [query][33] (a broadcast read per
-// query), the V rows as [32][dim] (consecutive dimensions per warp).
+// Launch: grid ceil(n·heads/32), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_attn_softmax8(float* S, int ld, const int* __restrict__ pos, int n, int heads, int round) {
+	constexpr int U = 8; // loads in flight per lane
+	const int tid = threadIdx.x, c = tid & 7;
+	const long long P = (long long)blockIdx.x * 32 + tid / 8;
+	const bool live = P < (long long)n * heads;
+	const int i = live ? (int)(P / heads) : 0, h = live ? (int)(P % heads) : 0;
+	const int m = live ? pos[i] + 1 : 0;
+	float* s = S + ((size_t)i * heads + h) * ld;
+
+	float mx = -__uint_as_float(0x7f800000u);
+	int j = c;
+	for (; j + 8 * (U - 1) < m; j += 8 * U) {
+		float v[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) v[u] = s[j + 8 * u];
+#pragma unroll
+		for (int u = 0; u < U; u++) mx = fmaxf(mx, v[u]);
+	}
+	for (; j < m; j += 8) mx = fmaxf(mx, s[j]);
+	mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+	mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+	mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+
+	double sum = 0.0;
+	j = c;
+	for (; j + 8 * (U - 1) < m; j += 8 * U) {
+		float v[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) v[u] = s[j + 8 * u];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const float e = exp32(f32sub(v[u], mx));
+			s[j + 8 * u] = e;
+			sum = f64add(sum, (double)e);
+		}
+	}
+	for (; j < m; j += 8) {
+		const float e = exp32(f32sub(s[j], mx));
+		s[j] = e;
+		sum = f64add(sum, (double)e);
+	}
+	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 4));
+	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+	if (m == 0) return;
+	const float iv = __double2float_rn(muser_ddiv_rn(1.0, sum));
+	j = c;
+	for (; j + 8 * (U - 1) < m; j += 8 * U) {
+		float v[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) v[u] = s[j + 8 * u];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			float x = f32mul(v[u], iv);
+			if (round) x = round_f16(x);
+			s[j + 8 * u] = x;
+		}
+	}
+	for (; j < m; j += 8) {
+		float x = f32mul(s[j], iv);
+		if (round) x = round_f16(x);
+		s[j] = x;
+	}
+}
+
+// attn_wsum: grid (ntiles, kvheads·ceil(group/gh), ceil(dim/64)), block
+// 128, dynamic shared memory 2·32·(64 + 68)·4 bytes.
+//
+// The weighted sums of the block's (up to) 64 queries at 64 of the
+// dimensions are a small matrix product, out[q][d] = Σ_j w[q][j]·V[j][d],
+// computed as a SIMT product whose reduction runs in position order:
+// thread (tid/16, tid%16) holds the outputs of queries 8·(tid/16) .. +7 at
+// dimensions 4·(tid%16) .. +3 and, for each tile of 32 positions, adds
+// w·V for j = j0, j0+1, … in turn (each output is the one chain y = y +
+// w_j·V_j of the CPU's AXPYF16Rows, j ascending, positions past the
+// query's own skipped). The tile's weights are staged transposed
+// ([position][query]) and its V rows as [position][dimension], in two
+// buffers: the next tile's loads are in flight in registers while the
+// current one is multiplied, and one barrier per tile suffices.
 template <bool F16>
 __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                                           const int* __restrict__ pos, const int* __restrict__ tiles,
                                           float* __restrict__ out, int heads, int kvheads, int dim) {
 	using namespace attn;
-	constexpr int QT = 4;                 // queries per thread
-	constexpr int DP = 128;               // dimensions per pass
-	constexpr int DT = DP / 32;           // dimension slots per thread
-	constexpr int WL = KT + 1;            // padded row of the staged weights
-	constexpr int VR = KT * DP / THREADS; // V elements a thread stages per tile
-	constexpr int WR = QMAX * KT / THREADS;
-	MUSER_DYNAMIC_SMEM(smem);
-	float* Vs = smem;                     // [KT][dw], dw ≤ min(dim, DP)
-	float* Ws = smem + KT * min(dim, DP); // [QMAX][WL]: the launch's shared memory ends there
-	const AttnCTA cta = attn_cta(tiles, heads, kvheads, dim);
+	constexpr int KT = WKT;
+	constexpr int VN = KT * WDB / 128; // V elements a thread stages per tile
+	constexpr int WN = QB * KT / 128;  // weights a thread stages per tile
+	constexpr int BUF = KT * (WDB + WLD);
+	MUSER_DYNAMIC_SMEM(smem); // 2 × {Vs [KT][WDB], Ws [KT][WLD]}
+	const AttnCTA cta = attn_cta(tiles, heads, kvheads);
 	const int nq = cta.nq;
 	const int kvrow = kvheads * dim;
+	const int d0 = blockIdx.z * WDB;
 	const int tid = threadIdx.x;
-	const int qg = tid / 32, dl = tid % 32;
-	int m[QT]; // positions each of the thread's queries attends to
+	const int qg = tid / 16, dg = tid % 16;
+	int m[8]; // positions each of the thread's queries attends to
 #pragma unroll
-	for (int k = 0; k < QT; k++) {
-		const int qi = QT * qg + k;
+	for (int k = 0; k < 8; k++) {
+		const int qi = 8 * qg + k;
 		m[k] = qi < nq ? pos[cta.row(qi)] + 1 : 0;
 	}
+	const int mfirst = pos[cta.lo] + 1; // the fewest of the block's queries
 	const int mlast = pos[cta.hi - 1] + 1;
 	const unsigned short* v16 = (const unsigned short*)vc[cta.lo];
 	const float* v32 = (const float*)vc[cta.lo];
-	// Dimensions d0 .. d0+dw-1 per pass (one pass for dim ≤ 128).
-	for (int d0 = 0; d0 < dim; d0 += DP) {
-		const int dw = min(DP, dim - d0);
-		const int nd = max(0, (dw - dl + 31) / 32); // this thread's dimensions: d0 + dl + 32c, c < nd
-		const int vn = KT * dw;
-		float y[QT][DT];
+	// This thread's staging: V elements (position 2k + tid/64, dimension
+	// tid%64) and weights (query tid/2, positions 16·(tid%2) + k).
+	const int vj = tid / 64, vd = d0 + tid % 64;
+	const bool vok = vd < dim;
+	const size_t vstep = (size_t)2 * kvrow;
+	const size_t vbase = (size_t)vj * kvrow + (size_t)cta.kvh * dim + (vok ? vd : 0);
+	const int wx = tid / 2, wj = 16 * (tid % 2);
+	int wm = 0; // positions the staged weight row has
+	const float* wrow = S;
+	if (wx < nq) {
+		const int r = cta.row(wx);
+		wm = pos[r] + 1;
+		wrow = S + ((size_t)r * heads + cta.head(wx)) * ld + wj;
+	}
+	unsigned rv[VN]; // raw: converted when stored, so that no load waits on another
+	float rw[WN];
+	auto fetch = [&](int j0) {
+		const size_t e0 = vbase + (size_t)j0 * kvrow;
 #pragma unroll
-		for (int k = 0; k < QT; k++)
-#pragma unroll
-			for (int c = 0; c < DT; c++) y[k][c] = 0.0f;
-		// The next tile of V rows and weights is loaded into registers
-		// while the current one is multiplied (the loads do not wait on
-		// the sums).
-		float rv[VR], rw[WR];
-		auto fetch = [&](int j0) {
-#pragma unroll
-			for (int k = 0; k < VR; k++) {
-				const int it = tid + k * THREADS;
-				if (it < vn) {
-					const int jj = it / dw, i = it - jj * dw, j = j0 + jj;
-					float v = 0.0f;
-					if (j < mlast) {
-						const size_t e = (size_t)j * kvrow + (size_t)cta.kvh * dim + d0 + i;
-						v = F16 ? f16_to_f32(v16[e]) : v32[e];
-					}
-					rv[k] = v;
-				}
-			}
-#pragma unroll
-			for (int k = 0; k < WR; k++) {
-				const int it = tid + k * THREADS;
-				const int wq = it / KT, jj = it % KT, j = j0 + jj;
-				float v = 0.0f;
-				if (wq < nq) {
-					const int wr = cta.row(wq);
-					if (j <= pos[wr]) v = S[((size_t)wr * heads + cta.head(wq)) * ld + j];
-				}
-				rw[k] = v;
-			}
-		};
-		fetch(0);
-		for (int j0 = 0; j0 < mlast; j0 += KT) {
-#pragma unroll
-			for (int k = 0; k < VR; k++) {
-				const int it = tid + k * THREADS;
-				if (it < vn) Vs[it] = rv[k];
-			}
-#pragma unroll
-			for (int k = 0; k < WR; k++) {
-				const int it = tid + k * THREADS;
-				Ws[(it / KT) * WL + it % KT] = rw[k];
-			}
-			__syncthreads();
-			if (j0 + KT < mlast) fetch(j0 + KT);
-			int jn[QT];
-			bool all = true;
-#pragma unroll
-			for (int k = 0; k < QT; k++) {
-				jn[k] = max(0, min(KT, m[k] - j0));
-				all = all && jn[k] == KT;
-			}
-			const float* w0 = Ws + (QT * qg) * WL;
-			if (all) {
-#pragma unroll 8
-				for (int jj = 0; jj < KT; jj++) {
-					float w[QT];
-#pragma unroll
-					for (int k = 0; k < QT; k++) w[k] = w0[k * WL + jj];
-#pragma unroll
-					for (int c = 0; c < DT; c++) {
-						if (c < nd) {
-							const float v = Vs[jj * dw + dl + 32 * c];
-#pragma unroll
-							for (int k = 0; k < QT; k++)
-								y[k][c] = F16 ? __fmaf_rn(w[k], v, y[k][c]) : f32add(y[k][c], f32mul(w[k], v));
-						}
-					}
-				}
-			} else {
-				for (int jj = 0; jj < KT; jj++) {
-					float w[QT];
-#pragma unroll
-					for (int k = 0; k < QT; k++) w[k] = w0[k * WL + jj];
-#pragma unroll
-					for (int c = 0; c < DT; c++) {
-						if (c < nd) {
-							const float v = Vs[jj * dw + dl + 32 * c];
-#pragma unroll
-							for (int k = 0; k < QT; k++) {
-								if (jj < jn[k]) y[k][c] = F16 ? __fmaf_rn(w[k], v, y[k][c]) : f32add(y[k][c], f32mul(w[k], v));
-							}
-						}
-					}
-				}
-			}
-			__syncthreads();
+		for (int k = 0; k < VN; k++) {
+			unsigned v = 0;
+			if (vok && j0 + vj + 2 * k < mlast) v = F16 ? (unsigned)v16[e0 + k * vstep] : __float_as_uint(v32[e0 + k * vstep]);
+			rv[k] = v;
 		}
+		const float* w = wrow + j0;
+		const int lim = wm - j0 - wj; // weights w[k], k < lim, exist
 #pragma unroll
-		for (int k = 0; k < QT; k++) {
-			const int qi = QT * qg + k;
-			if (qi >= nq) continue;
-			const size_t base = (size_t)cta.row(qi) * heads * dim + (size_t)cta.head(qi) * dim + d0;
+		for (int k = 0; k < WN; k++) rw[k] = k < lim ? w[k] : 0.0f;
+	};
+	float y[8][4];
 #pragma unroll
-			for (int c = 0; c < DT; c++)
-				if (c < nd) out[base + dl + 32 * c] = y[k][c];
+	for (int k = 0; k < 8; k++)
+#pragma unroll
+		for (int c = 0; c < 4; c++) y[k][c] = 0.0f;
+	fetch(0);
+	int b = 0;
+	for (int j0 = 0; j0 < mlast; j0 += KT, b ^= 1) {
+		float* Vs = smem + b * BUF;
+		float* Ws = Vs + KT * WDB;
+#pragma unroll
+		for (int k = 0; k < VN; k++) Vs[tid + 128 * k] = F16 ? f16_to_f32(rv[k]) : __uint_as_float(rv[k]);
+#pragma unroll
+		for (int k = 0; k < WN; k++) Ws[(wj + k) * WLD + wx] = rw[k];
+		__syncthreads();
+		if (j0 + KT < mlast) fetch(j0 + KT);
+		const float* wp = Ws + 8 * qg;
+		const float* vp = Vs + 4 * dg;
+		if (j0 + KT <= mfirst) {
+#pragma unroll 2
+			for (int jj = 0; jj < KT; jj++) {
+				const float4 wa = *(const float4*)(wp + jj * WLD), wb = *(const float4*)(wp + jj * WLD + 4);
+				const float4 vv = *(const float4*)(vp + jj * WDB);
+				const float w[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+				const float v[4] = {vv.x, vv.y, vv.z, vv.w};
+#pragma unroll
+				for (int k = 0; k < 8; k++)
+#pragma unroll
+					for (int c = 0; c < 4; c++)
+						y[k][c] = F16 ? __fmaf_rn(w[k], v[c], y[k][c]) : f32add(y[k][c], f32mul(w[k], v[c]));
+			}
+		} else {
+#pragma unroll 1
+			for (int jj = 0; jj < KT; jj++) {
+				const float4 wa = *(const float4*)(wp + jj * WLD), wb = *(const float4*)(wp + jj * WLD + 4);
+				const float4 vv = *(const float4*)(vp + jj * WDB);
+				const float w[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+				const float v[4] = {vv.x, vv.y, vv.z, vv.w};
+				const int j = j0 + jj;
+#pragma unroll
+				for (int k = 0; k < 8; k++) {
+					if (j < m[k]) {
+#pragma unroll
+						for (int c = 0; c < 4; c++)
+							y[k][c] = F16 ? __fmaf_rn(w[k], v[c], y[k][c]) : f32add(y[k][c], f32mul(w[k], v[c]));
+					}
+				}
+			}
+		}
+	}
+#pragma unroll
+	for (int k = 0; k < 8; k++) {
+		const int qi = 8 * qg + k;
+		if (qi >= nq) continue;
+		float* o = out + (size_t)cta.row(qi) * heads * dim + (size_t)cta.head(qi) * dim;
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			const int d = d0 + 4 * dg + c;
+			if (d < dim) o[d] = y[k][c];
 		}
 	}
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 muser_attn_wsum_f16(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                     const int* __restrict__ pos, const int* __restrict__ tiles, float* __restrict__ out,
                     int heads, int kvheads, int dim) {
 	attn_wsum<true>(S, ld, vc, pos, tiles, out, heads, kvheads, dim);
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(128)
 muser_attn_wsum_f32(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                     const int* __restrict__ pos, const int* __restrict__ tiles, float* __restrict__ out,
                     int heads, int kvheads, int dim) {
 	attn_wsum<false>(S, ld, vc, pos, tiles, out, heads, kvheads, dim);
+}
+
+// attn_wsum_rows: grid (n, kvheads·ceil(group/16), ceil(dim/8)), block
+// 128: the weighted sums of a batch whose tiles are single rows (decode).
+// A block takes row blockIdx.x, up to 16 query heads of one KV head and 8
+// dimensions; thread (t/8, t%8) walks the chain of one head and
+// dimension over positions 0..pos in order. The block stages 64
+// positions' weights and V rows at a time in shared memory, the next 64
+// loading into registers while the current ones are added: the chains
+// are as long as the context and cannot be split, so the work is spread
+// over heads × dimensions and the loads are kept in flight.
+template <bool F16>
+__device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
+                                               const int* __restrict__ pos, float* __restrict__ out,
+                                               int heads, int kvheads, int dim) {
+	constexpr int CH = 64, HB = 16, DB = 8;
+	constexpr int VN = CH * DB / 128, WN = HB * CH / 128;
+	__shared__ float Ws[2][HB][CH + 4];
+	__shared__ float Vs[2][CH][DB];
+	const int i = blockIdx.x, group = heads / kvheads, hch = (group + HB - 1) / HB;
+	const int kvh = blockIdx.y / hch, g0 = (blockIdx.y % hch) * HB, gn = min(HB, group - g0);
+	const int d0 = blockIdx.z * DB;
+	const int t = threadIdx.x, hh = t / DB, dd = t % DB;
+	const int m = pos[i] + 1;
+	const int kvrow = kvheads * dim;
+	const unsigned short* v16 = (const unsigned short*)vc[i] + (size_t)kvh * dim;
+	const float* v32 = (const float*)vc[i] + (size_t)kvh * dim;
+	const float* w = S + ((size_t)i * heads + kvh * group + g0) * ld;
+	// Staging: V positions t/8 + 16k, dimension d0 + t%8; weights of head
+	// g0 + t/64 + 2k, position t%64.
+	const int vj = t / DB, vd = d0 + t % DB, wx = t / CH, wj = t % CH;
+	const bool vok = vd < dim;
+	unsigned rv[VN];
+	float rw[WN];
+	auto fetch = [&](int j0) {
+#pragma unroll
+		for (int k = 0; k < VN; k++) {
+			const int j = j0 + vj + 16 * k;
+			unsigned v = 0;
+			if (vok && j < m) {
+				const size_t e = (size_t)j * kvrow + vd;
+				v = F16 ? (unsigned)v16[e] : __float_as_uint(v32[e]);
+			}
+			rv[k] = v;
+		}
+#pragma unroll
+		for (int k = 0; k < WN; k++) {
+			const int x = wx + 2 * k, j = j0 + wj;
+			rw[k] = x < gn && j < m ? w[(size_t)x * ld + j] : 0.0f;
+		}
+	};
+	float y = 0.0f;
+	fetch(0);
+	int b = 0;
+	for (int j0 = 0; j0 < m; j0 += CH, b ^= 1) {
+#pragma unroll
+		for (int k = 0; k < VN; k++) Vs[b][vj + 16 * k][t % DB] = F16 ? f16_to_f32(rv[k]) : __uint_as_float(rv[k]);
+#pragma unroll
+		for (int k = 0; k < WN; k++) Ws[b][wx + 2 * k][wj] = rw[k];
+		__syncthreads();
+		if (j0 + CH < m) fetch(j0 + CH);
+		const float* wp = Ws[b][hh];
+		const int cnt = min(CH, m - j0);
+		if (cnt == CH) {
+#pragma unroll 16
+			for (int jj = 0; jj < CH; jj++)
+				y = F16 ? __fmaf_rn(wp[jj], Vs[b][jj][dd], y) : f32add(y, f32mul(wp[jj], Vs[b][jj][dd]));
+		} else {
+			for (int jj = 0; jj < cnt; jj++)
+				y = F16 ? __fmaf_rn(wp[jj], Vs[b][jj][dd], y) : f32add(y, f32mul(wp[jj], Vs[b][jj][dd]));
+		}
+	}
+	if (hh < gn && d0 + dd < dim) out[(size_t)i * heads * dim + (size_t)(kvh * group + g0 + hh) * dim + d0 + dd] = y;
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+muser_attn_wsum_rows_f16(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
+                         const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
+	attn_wsum_rows<true>(S, ld, vc, pos, out, heads, kvheads, dim);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+muser_attn_wsum_rows_f32(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
+                         const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
+	attn_wsum_rows<false>(S, ld, vc, pos, out, heads, kvheads, dim);
 }

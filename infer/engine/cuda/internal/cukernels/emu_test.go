@@ -198,5 +198,5 @@ func TestEmuAttention(t *testing.T) {
 	e := emu(t)
 	runAttention(t, e, []attnCase{{"gqa", 4, 2, 64}, {"mha dim 72", 2, 2, 72}},
 		batchOf([3]int{0, 0, 20}, [3]int{1, 40, 3}, [3]int{2, 70, 1}, [3]int{3, 0, 1}))
-	runAttention(t, e, []attnCase{{"group over a block", 32, 2, 256}}, batchOf([3]int{0, 0, 2}, [3]int{1, 40, 1}))
+	runAttention(t, e, []attnCase{{"group over a block", 32, 2, 256}, {"group over 64", 160, 2, 16}}, batchOf([3]int{0, 0, 2}, [3]int{1, 40, 1}))
 }

@@ -58,6 +58,7 @@ var (
 	embedParams       = []Param{Ptr, I32, I32, Ptr, I32, Ptr}
 	scoresParams      = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, F32}
 	wsumParams        = []Param{Ptr, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32}
+	wsumRowsParams    = []Param{Ptr, I32, Ptr, Ptr, Ptr, I32, I32, I32}
 	kvStoreParams     = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}
 )
 
@@ -97,8 +98,11 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_attn_scores_f16", Params: scoresParams, ExactFMA: true},
 		{Name: "muser_attn_scores_f32", Params: scoresParams},
 		{Name: "muser_attn_softmax", Params: []Param{Ptr, I32, Ptr, I32, I32, I32}},
+		{Name: "muser_attn_softmax8", Params: []Param{Ptr, I32, Ptr, I32, I32, I32}},
 		{Name: "muser_attn_wsum_f16", Params: wsumParams, ExactFMA: true},
 		{Name: "muser_attn_wsum_f32", Params: wsumParams},
+		{Name: "muser_attn_wsum_rows_f16", Params: wsumRowsParams, ExactFMA: true},
+		{Name: "muser_attn_wsum_rows_f32", Params: wsumRowsParams},
 		{Name: "muser_test_exp32", Params: []Param{Ptr, Ptr, I32}, SelfTest: true},
 		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
 		{Name: "muser_test_small_tables", Params: []Param{Ptr, Ptr}, SelfTest: true},
@@ -521,24 +525,41 @@ func KVStore(f16 bool, k, v DevPtr, n, kvrow int, kc, vc, pos DevPtr) (Launch, e
 // ---------------------------------------------------------------------------
 // Attention.
 
-// Attention shape limits: keys per shared tile and queries per thread block
-// (attention.cuh's attn::KT and attn::QMAX).
+// Attention shapes (attention.cuh's namespace attn): queries per thread
+// block, keys per scores block, the padded rows of the staged tiles, the
+// floats the scores kernel may stage, positions per weighted-sum tile and
+// dimensions per weighted-sum block.
 const (
-	attnKT   = 32
-	attnQMax = 32
+	attnQB    = 64
+	attnSKB   = 64
+	attnSLD   = 68
+	attnSMemF = 12288
+	attnWKT   = 32
+	attnWDB   = 64
+	attnWLD   = 68
 )
 
 // MaxAttnDim is the largest head dimension the attention kernels take.
 const MaxAttnDim = 352
 
-// attnPad is attention.cuh's attn_pad.
-func attnPad(dim int) int { return (dim+3)&^3 + 4 }
+// attnScoresShared is the scores kernel's dynamic shared memory in bytes
+// for head dimension dim (attention.cuh's attn_groups and attn_rows4).
+func attnScoresShared(dim int) int {
+	per := 2 * ((dim + 3) / 4) * attnSLD
+	g := 1
+	switch {
+	case 4*per <= attnSMemF:
+		g = 4
+	case 2*per <= attnSMemF:
+		g = 2
+	}
+	return g * per * 4
+}
 
 // AttnQueries returns how many queries one attention thread block takes
-// for head dimension dim (attention.cuh's attn_qcap): the tiles of
-// AttnTiles hold at most AttnQueries(dim)/min(group, AttnQueries(dim))
-// rows.
-func AttnQueries(dim int) int { return min(attnQMax, 12288/attnPad(dim)-attnKT) }
+// for head dimension dim: the tiles of AttnTiles hold at most
+// AttnQueries(dim)/min(group, AttnQueries(dim)) rows.
+func AttnQueries(dim int) int { return attnQB }
 
 // AttnScale returns the attention scale the engine uses, float32(1/√dim).
 func AttnScale(dim int) float32 { return float32(1 / math.Sqrt(float64(dim))) }
@@ -587,11 +608,15 @@ type Attention struct {
 
 // Launches returns the three launches of the attention, to run in order:
 // the scores, the softmax (and, with an f16 cache, the rounding of the
-// weights to f16), the weighted sum of V rows.
+// weights to f16), the weighted sum of V rows. A batch whose tiles are all
+// single rows (decode) gets the softmax and weighted-sum kernels made for
+// few rows (muser_attn_softmax, muser_attn_wsum_rows_*), any other the
+// tiled ones (muser_attn_softmax8, muser_attn_wsum_*); both compute the
+// same bits.
 func (a Attention) Launches() ([3]Launch, error) {
-	sk, wk := "muser_attn_scores_f32", "muser_attn_wsum_f32"
+	sk, wk, rk := "muser_attn_scores_f32", "muser_attn_wsum_f32", "muser_attn_wsum_rows_f32"
 	if a.F16 {
-		sk, wk = "muser_attn_scores_f16", "muser_attn_wsum_f16"
+		sk, wk, rk = "muser_attn_scores_f16", "muser_attn_wsum_f16", "muser_attn_wsum_rows_f16"
 	}
 	var ls [3]Launch
 	if err := positive(sk, a.Heads, a.KVHeads, a.Dim, a.N, a.NTiles, a.LD); err != nil {
@@ -609,17 +634,29 @@ func (a Attention) Launches() ([3]Launch, error) {
 	gh := min(group, qc)
 	hy := a.KVHeads * ceilDiv(group, gh)
 	var err error
-	ls[0], err = launch(sk, [3]int{a.NTiles, hy, ceilDiv(a.MaxPos+1, attnKT)}, 256, (qc+attnKT)*attnPad(a.Dim)*4,
+	ls[0], err = launch(sk, [3]int{a.NTiles, hy, ceilDiv(a.MaxPos+1, attnSKB)}, 256, attnScoresShared(a.Dim),
 		p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.Tiles), p(a.S), i32(a.LD), f32(AttnScale(a.Dim)))
 	if err != nil {
 		return ls, err
 	}
-	ls[1], err = launch("muser_attn_softmax", [3]int{a.N, a.Heads, 1}, 256, 0,
+	if a.NTiles == a.N {
+		// Every tile one row (decode): a block per row and head for the
+		// softmax, a thread per output chain for the weighted sums.
+		ls[1], err = launch("muser_attn_softmax", [3]int{a.N, a.Heads, 1}, 256, 0,
+			p(a.S), i32(a.LD), p(a.Pos), i32(a.N), i32(a.Heads), flag(a.F16))
+		if err != nil {
+			return ls, err
+		}
+		ls[2], err = launch(rk, [3]int{a.N, a.KVHeads * ceilDiv(group, 16), ceilDiv(a.Dim, 8)}, 128, 0,
+			p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
+		return ls, err
+	}
+	ls[1], err = launch("muser_attn_softmax8", [3]int{ceilDiv(a.N*a.Heads, 32), 1, 1}, 256, 0,
 		p(a.S), i32(a.LD), p(a.Pos), i32(a.N), i32(a.Heads), flag(a.F16))
 	if err != nil {
 		return ls, err
 	}
-	ls[2], err = launch(wk, [3]int{a.NTiles, hy, 1}, 256, (attnKT*min(a.Dim, 128)+attnQMax*(attnKT+1))*4,
+	ls[2], err = launch(wk, [3]int{a.NTiles, hy, ceilDiv(a.Dim, attnWDB)}, 128, 2*attnWKT*(attnWDB+attnWLD)*4,
 		p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Tiles), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
 	return ls, err
 }

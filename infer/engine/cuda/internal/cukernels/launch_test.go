@@ -50,13 +50,15 @@ func sampleLaunches(t *testing.T) []Launch {
 	add(KVStore(true, 1, 2, 5, 128, 3, 4, 5))
 	add(KVStore(false, 1, 2, 5, 128, 3, 4, 5))
 	for _, f16 := range []bool{true, false} {
-		a := Attention{F16: f16, Heads: 14, KVHeads: 2, Dim: 64, N: 5, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,
-			NTiles: 2, MaxPos: 100, S: 7, LD: 104}
-		l3, err := a.Launches()
-		if err != nil {
-			t.Fatal(err)
+		for _, ntiles := range []int{2, 5} { // tiled; every tile one row (decode)
+			a := Attention{F16: f16, Heads: 14, KVHeads: 2, Dim: 64, N: 5, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,
+				NTiles: ntiles, MaxPos: 100, S: 7, LD: 104}
+			l3, err := a.Launches()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls = append(ls, l3[:]...)
 		}
-		ls = append(ls, l3[:]...)
 	}
 	add(SelfTestExp32(1, 2, 100))
 	add(SelfTestF32Bits(0x3f800000, 100, 1, 2, 3, 4))
@@ -207,13 +209,16 @@ func TestQuantizeActs(t *testing.T) {
 }
 
 func TestAttnQueries(t *testing.T) {
-	for _, tc := range []struct{ dim, want int }{{64, 32}, {80, 32}, {128, 32}, {188, 32}, {192, 30}, {256, 15}, {352, 2}} {
-		if got := AttnQueries(tc.dim); got != tc.want {
-			t.Errorf("AttnQueries(%d) = %d, want %d", tc.dim, got, tc.want)
+	for _, tc := range []struct{ dim, shared int }{{64, 34816}, {72, 39168}, {128, 34816}, {188, 25568}, {256, 34816}, {300, 40800}, {352, 47872}} {
+		if got := AttnQueries(tc.dim); got != attnQB {
+			t.Errorf("AttnQueries(%d) = %d, want %d", tc.dim, got, attnQB)
 		}
-		if s := (AttnQueries(tc.dim) + attnKT) * attnPad(tc.dim) * 4; s > 48<<10 {
-			t.Errorf("dim %d: scores shared memory %d bytes > 48 KiB", tc.dim, s)
+		if got := attnScoresShared(tc.dim); got != tc.shared || got > 48<<10 {
+			t.Errorf("dim %d: scores shared memory %d bytes, want %d (at most 48 KiB)", tc.dim, got, tc.shared)
 		}
+	}
+	if s := 2 * attnWKT * (attnWDB + attnWLD) * 4; s > 48<<10 {
+		t.Errorf("weighted sum shared memory %d bytes > 48 KiB", s)
 	}
 }
 
@@ -225,12 +230,12 @@ func TestAttnTiles(t *testing.T) {
 		heads, kvheads, dim int
 		want                []int32
 	}{
-		{"prefill qwen2.5", []uint64{7, 7, 7, 7, 7, 7, 7, 7, 7}, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8}, 14, 2, 64, []int32{0, 4, 8, 9}},
+		{"prefill qwen2.5", []uint64{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 14, 2, 64, []int32{0, 9, 11}},
 		{"two sequences", []uint64{7, 7, 9, 9, 9}, []int32{3, 4, 0, 1, 2}, 16, 8, 128, []int32{0, 2, 5}},
 		{"gap in positions", []uint64{7, 7, 7}, []int32{3, 4, 9}, 32, 8, 64, []int32{0, 2, 3}},
 		{"decode batch", []uint64{1, 2, 3}, []int32{50, 60, 70}, 14, 2, 64, []int32{0, 1, 2, 3}},
 		{"mha dim 256", []uint64{7, 7, 7, 7}, []int32{0, 1, 2, 3}, 16, 16, 256, []int32{0, 4}},
-		{"group over qcap", []uint64{7, 7}, []int32{0, 1}, 64, 1, 256, []int32{0, 1, 2}},
+		{"group over a block", []uint64{7, 7}, []int32{0, 1}, 128, 1, 256, []int32{0, 1, 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,32 +261,59 @@ func TestAttentionLaunches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct {
+	type launchWant struct {
 		kernel string
 		grid   [3]uint32
+		block  uint32
 		shared uint32
-	}{
-		{"muser_attn_scores_f16", [3]uint32{3, 2, 1}, (32 + 32) * 68 * 4},
-		{"muser_attn_softmax", [3]uint32{9, 14, 1}, 0},
-		{"muser_attn_wsum_f16", [3]uint32{3, 2, 1}, (32*64 + 32*33) * 4},
 	}
-	for i, w := range want {
-		if ls[i].Kernel != w.kernel || ls[i].Grid != w.grid || ls[i].Shared != w.shared {
-			t.Errorf("launch %d: got %s grid %v shared %d, want %s grid %v shared %d",
-				i, ls[i].Kernel, ls[i].Grid, ls[i].Shared, w.kernel, w.grid, w.shared)
+	check := func(ls [3]Launch, want []launchWant) {
+		t.Helper()
+		for i, w := range want {
+			if ls[i].Kernel != w.kernel || ls[i].Grid != w.grid || ls[i].Block[0] != w.block || ls[i].Shared != w.shared {
+				t.Errorf("launch %d: got %s grid %v block %d shared %d, want %s grid %v block %d shared %d",
+					i, ls[i].Kernel, ls[i].Grid, ls[i].Block[0], ls[i].Shared, w.kernel, w.grid, w.block, w.shared)
+			}
 		}
 	}
+	check(ls, []launchWant{
+		{"muser_attn_scores_f16", [3]uint32{3, 2, 1}, 256, 4 * 2 * 16 * 68 * 4},
+		{"muser_attn_softmax8", [3]uint32{4, 1, 1}, 256, 0}, // ⌈9·14/32⌉
+		{"muser_attn_wsum_f16", [3]uint32{3, 2, 1}, 128, 2 * 32 * (64 + 68) * 4},
+	})
 	if got := ls[0].Args[9]; got != AttnScale(64) || AttnScale(64) != 0.125 {
 		t.Errorf("scale argument %v, want 0.125", got)
 	}
-	// A group larger than a block's queries: heads split over blockIdx.y.
-	a.Heads, a.KVHeads, a.Dim = 64, 1, 256
+	// Every tile one row (decode): the softmax per row and head, the
+	// weighted sums per 16 heads × 8 dimensions.
+	d := a
+	d.N, d.NTiles, d.MaxPos, d.LD = 3, 3, 700, 704
+	ls, err = d.Launches()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(ls, []launchWant{
+		{"muser_attn_scores_f16", [3]uint32{3, 2, 11}, 256, 4 * 2 * 16 * 68 * 4}, // ⌈701/64⌉ key blocks
+		{"muser_attn_softmax", [3]uint32{3, 14, 1}, 256, 0},
+		{"muser_attn_wsum_rows_f16", [3]uint32{3, 2, 8}, 128, 0},
+	})
+	// A group larger than a block's 64 queries: heads split over
+	// blockIdx.y (and over 16-head blocks in the decode sums).
+	a.Heads, a.KVHeads, a.Dim = 160, 1, 256
 	ls, err = a.Launches()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls[0].Grid[1] != 5 || ls[2].Grid[1] != 5 { // ceil(64/15)
-		t.Errorf("grid y = %d and %d, want 5 (64 heads, 15 per block)", ls[0].Grid[1], ls[2].Grid[1])
+	if ls[0].Grid[1] != 3 || ls[2].Grid[1] != 3 || ls[2].Grid[2] != 4 { // ⌈160/64⌉, ⌈256/64⌉
+		t.Errorf("grid y = %d and %d, weighted-sum grid z %d, want 3, 3 (160 heads, 64 per block) and 4", ls[0].Grid[1], ls[2].Grid[1], ls[2].Grid[2])
+	}
+	d.Heads, d.KVHeads, d.Dim = 160, 1, 256
+	ls, err = d.Launches()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := ls[2].Grid; g != [3]uint32{3, 10, 32} { // ⌈160/16⌉, ⌈256/8⌉
+		t.Errorf("decode weighted-sum grid %v, want [3 10 32]", g)
 	}
 	for _, bad := range []Attention{
 		{F16: true, Heads: 14, KVHeads: 3, Dim: 64, N: 1, NTiles: 1, LD: 1},
