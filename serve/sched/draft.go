@@ -81,9 +81,9 @@ type specState struct {
 	// are still the sequence's (truncate lowers low).
 	hist []int32
 	low  int
-	// off counts the steps since the slot last drafted while its lane
-	// does not pay (probeEvery).
-	off int
+	// off and on count the slot's steps in a row for which its lane
+	// did not pay, and did (probeEvery).
+	off, on int
 }
 
 // alpha returns the slot's per-token acceptance estimate.
@@ -273,12 +273,17 @@ func (s *Scheduler) draftLen(sl *slot, base int) int {
 		return rule // a draft measures the drafter's cost
 	}
 	k := bestDraftLen(sp.alpha(), s.cfg.DraftMax, base, s.costs)
+	// Now and then the other choice, to measure again: a plain step
+	// while the lane pays, a draft while it does not.
 	if k > 0 {
 		sp.off = 0
+		sp.on++
+		if sp.on%probeEvery == 0 {
+			return 0
+		}
 		return k
 	}
-	// The lane does not pay now; now and then it drafts anyway, to
-	// measure again.
+	sp.on = 0
 	sp.off++
 	if sp.off%probeEvery == 0 {
 		return rule

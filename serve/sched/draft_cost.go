@@ -30,8 +30,9 @@ const (
 	// noise is larger than the gain.
 	costGain = 1.03
 	// probeEvery is how often a slot whose lane does not pay drafts
-	// anyway (every probeEvery-th step), to measure again the acceptance
-	// and costs, which change with the text and the context's length.
+	// anyway, and a slot whose lane pays takes a plain step (every
+	// probeEvery-th step), to measure again the acceptance and the
+	// costs, which change with the text and the context's length.
 	probeEvery = 16
 	// maxCostRows bounds the step sizes measured one by one; larger
 	// steps (many slots, or prefill) are not recorded.
@@ -60,10 +61,14 @@ type laneCosts struct {
 func newLaneCosts() *laneCosts { return &laneCosts{draft: -1} }
 
 // ewma folds the measurement v into the mean m (less than 0: none yet).
-// A measurement over costClamp times the mean counts as that much: a
-// step the operating system held up must not turn the lane off for long.
+// A measurement below the mean replaces it; one above moves it by a
+// share 1-costDecay, counting at most costClamp times the mean. Delays
+// are one-sided (another process's time slice, a page fault, the first
+// step after a prefill): the estimate follows the fastest recent steps,
+// which is what each step size costs undisturbed, and rises slowly when
+// the cost does (a growing context).
 func ewma(m, v float64) float64 {
-	if m < 0 {
+	if m < 0 || v < m {
 		return v
 	}
 	return costDecay*m + (1-costDecay)*min(v, costClamp*m)

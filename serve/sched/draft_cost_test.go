@@ -114,8 +114,8 @@ func TestLaneCosts(t *testing.T) {
 			t.Errorf("stepCost(%d) = %v, want %v", x.n, got, x.want)
 		}
 	}
-	// Measurements decay into the mean; an outlier counts as costClamp
-	// times the mean.
+	// Slower measurements decay into the mean; an outlier counts as
+	// costClamp times the mean.
 	c.noteStep(1, ms(20))
 	if got, want := c.stepCost(1), costDecay*0.010+(1-costDecay)*0.020; math.Abs(got-want) > 1e-12 {
 		t.Errorf("after a second measurement: %v, want %v", got, want)
@@ -124,6 +124,11 @@ func TestLaneCosts(t *testing.T) {
 	c.noteStep(5, time.Second)
 	if got, want := c.stepCost(5), costDecay*before+(1-costDecay)*costClamp*before; math.Abs(got-want) > 1e-12 {
 		t.Errorf("after an outlier: %v, want %v", got, want)
+	}
+	// A faster step replaces the mean: delays are one-sided.
+	c.noteStep(5, ms(12))
+	if got, want := c.stepCost(5), 0.012; math.Abs(got-want) > 1e-12 {
+		t.Errorf("after a faster step: %v, want %v", got, want)
 	}
 	// Out-of-range sizes are not recorded.
 	c.noteStep(0, ms(1))
