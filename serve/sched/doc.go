@@ -71,8 +71,9 @@
 // measured as the scheduler runs (the wall time of decode-only steps by
 // their rows, and of Draft calls per token); the slot drafts the k that
 // makes the most tokens per second, or nothing while no k beats a plain
-// step; one step in probeEvery takes the other choice (a draft while the
-// lane does not pay, a plain step while it does), to measure again.
+// step; now and then it takes the other choice (two drafts in a row
+// every probeEvery steps while the lane does not pay, a plain step while
+// it does), to measure again.
 // Config.DraftIgnoreCost adapts to the acceptance alone (draftLen). The
 // scheduler keeps each slot's draft history and extends it by the tokens
 // fed since its last draft (DraftRequest.Stable says how many are

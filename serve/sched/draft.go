@@ -283,9 +283,12 @@ func (s *Scheduler) draftLen(sl *slot, base int) int {
 		}
 		return k
 	}
+	// A draft while the lane is off: two steps in a row, as the first
+	// catches the drafter up with the history, which the second's
+	// timing leaves out.
 	sp.on = 0
 	sp.off++
-	if sp.off%probeEvery == 0 {
+	if p := sp.off % probeEvery; p == 0 || (p == 1 && sp.off > 1) {
 		return rule
 	}
 	return 0

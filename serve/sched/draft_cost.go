@@ -30,9 +30,10 @@ const (
 	// noise is larger than the gain.
 	costGain = 1.03
 	// probeEvery is how often a slot whose lane does not pay drafts
-	// anyway, and a slot whose lane pays takes a plain step (every
-	// probeEvery-th step), to measure again the acceptance and the
-	// costs, which change with the text and the context's length.
+	// anyway (two steps in every probeEvery), and a slot whose lane pays
+	// takes a plain step (one in every probeEvery), to measure again the
+	// acceptance and the costs, which change with the text and the
+	// context's length.
 	probeEvery = 16
 	// maxCostRows bounds the step sizes measured one by one; larger
 	// steps (many slots, or prefill) are not recorded.

@@ -200,8 +200,8 @@ func TestSpeculationCostPolicy(t *testing.T) {
 						}
 					case "dear":
 						// A decode step of a request drafts only when it
-						// probes: at most one step in probeEvery of it.
-						if limit := int64(gen/probeEvery + len(cases)); st.Steps > limit {
+						// probes: at most two steps in probeEvery of it.
+						if limit := int64(2*gen/probeEvery + 2*len(cases)); st.Steps > limit {
 							t.Errorf("dear drafts: %d verification steps over %d tokens, want at most %d", st.Steps, gen, limit)
 						}
 					}
