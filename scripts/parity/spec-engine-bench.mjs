@@ -92,6 +92,7 @@ async function plain() {
 
 // The draft model's top token after a batch index, with its probability.
 async function draftNext(idx) {
+    if (!(pMin > 0)) return [await dctx.sampleToken(idx, dsamp), 1];
     const [tok, probs] = await dctx.sampleToken(idx, dsamp, true);
     let p = 1;
     if (probs) {
