@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
 # Speculative-decoding benchmark (docs/benchmarks.md, "Speculative
 # decoding"): `muser bench --draft-lookup` and `--draft-model` on TARGET
-# (default: the embedded default model, Q8_0) with the same model
-# re-quantized to Q4_K as the draft, for each context length in CTXS and
-# each text:
+# (default: the embedded default model, Q8_0) with DRAFT as the draft model
+# (default: TARGET re-quantized to Q4_K), for each context length in CTXS
+# and each text:
 #   stories  text TARGET itself wrote (muser run, seeds 1..N,
 #            temperature 0.8), so the context is in its own distribution;
 #   code     muser's own Go source (serve/, store/, pack/), structured text.
 # Each run alternates plain and drafted decoding REPS times and reports the
 # fastest of each; it fails if the outputs differ. When node-llama-cpp is
-# installed under scripts/parity, scripts/parity/spec-bench.mjs runs the
-# same protocol on llama.cpp (NODE_GEN tokens, NODE_REPS repetitions:
-# node-llama-cpp's high-level sequence API is slow on a loaded 2-core
-# machine). One JSON object per line.
+# installed under scripts/parity (npm ci --prefix scripts/parity),
+# scripts/parity/spec-engine-bench.mjs runs the same protocol on llama.cpp
+# with the same TARGET and DRAFT files (speculative decoding with a draft
+# model, driven at llama.cpp's decode level). One JSON object per line.
 #
 #   scripts/bench-draft.sh
+#   TARGET=large-q8_0.gguf DRAFT=infer/defaultmodel/model.gguf scripts/bench-draft.sh
 #
-# Environment: TARGET (infer/defaultmodel/model.gguf), CTXS ("2048 8192"),
-# GEN (128), REPS (3), THREADS (2),
-# TEMP (0), OUT (scripts/parity/out), NODE (1: run llama.cpp too when
-# installed), NODE_GEN (32), NODE_REPS (1).
+# Environment: TARGET (infer/defaultmodel/model.gguf), DRAFT (TARGET as
+# Q4_K), CTXS ("2048 8192"), GEN (128), REPS (3), THREADS (2), TEMP (0),
+# LANES ("lookup model"), OUT (scripts/parity/out), NODE (1: run llama.cpp
+# too when installed), NODE_DRAFT_MAX (16) and NODE_P_MIN (0.75):
+# llama.cpp's --draft-max and --draft-p-min defaults.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/scripts/parity/out}
@@ -34,8 +36,12 @@ work=$out/draft/$(sha256sum "$target" | cut -c1-12)
 mkdir -p "$work"
 (cd "$root" && go build -o "$out/muser" ./cmd/muser)
 muser=$out/muser
-draft=$work/q4k.gguf
-[ -f "$draft" ] || "$muser" quantize --type Q4_K "$target" "$draft" >&2
+if [ -n "${DRAFT:-}" ]; then
+	draft=$(realpath "$DRAFT")
+else
+	draft=$work/q4k.gguf
+	[ -f "$draft" ] || "$muser" quantize --type Q4_K "$target" "$draft" >&2
+fi
 stories=$work/stories.txt
 maxctx=0
 for c in $ctxs; do [ "$c" -gt "$maxctx" ] && maxctx=$c; done
@@ -59,13 +65,15 @@ code=$work/code.txt
 echo "# $(date -u +%FT%TZ) $(uptime)"
 for ctx in $ctxs; do
 	for text in "$stories" "$code"; do
-		for lane in "--draft-lookup" "--draft-model $draft"; do
+		for lane in ${LANES:-lookup model}; do
+			case $lane in lookup) lane=--draft-lookup ;; model) lane="--draft-model $draft" ;; esac
 			# shellcheck disable=SC2086
 			"$muser" bench --model "$target" --threads "$threads" --prompt-tokens "$ctx" --gen-tokens "$gen" \
 				--reps "$reps" --temperature "$temp" --text "$text" $lane --json
 		done
 		if [ "${NODE:-1}" = 1 ] && [ -d "$root/scripts/parity/node_modules/node-llama-cpp" ]; then
-			node "$root/scripts/parity/spec-bench.mjs" "$target" "$draft" "$text" "$threads" "$ctx" "${NODE_GEN:-32}" "${NODE_REPS:-1}"
+			node "$root/scripts/parity/spec-engine-bench.mjs" "$target" "$draft" "$text" "$threads" "$ctx" "$gen" "$reps" \
+				"${NODE_DRAFT_MAX:-16}" "${NODE_P_MIN:-0.75}"
 		fi
 	done
 done

@@ -64,7 +64,9 @@ func TestSpeculativeServe(t *testing.T) {
 		{"model", func(o *Options) { o.DraftModelPath = modelPath; o.DraftMax = 4 }},
 	} {
 		t.Run(lane.name, func(t *testing.T) {
-			ts := startServer(t, func(o *Options) { lane.mod(o); o.Parallel = 2 })
+			// Drafting at every step, whatever it costs: the metrics
+			// below must count drafts.
+			ts := startServer(t, func(o *Options) { lane.mod(o); o.Parallel, o.DraftIgnoreCost = 2, true })
 			var got []string
 			for _, b := range bodies {
 				got = append(got, ask(ts, "/completion", b))

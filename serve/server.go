@@ -140,6 +140,9 @@ type Options struct {
 	// DraftMax is the most draft tokens per slot and step
 	// (sched.Config.DraftMax; 0: its default).
 	DraftMax int
+	// DraftIgnoreCost drafts at every step by acceptance alone
+	// (sched.Config.DraftIgnoreCost; for tests).
+	DraftIgnoreCost bool
 }
 
 // Server is muser's HTTP server: the model, the store, the scheduler and
@@ -302,6 +305,8 @@ func New(opts Options) (s *Server, err error) {
 		Logger:        s.log,
 		Drafter:       s.drafter,
 		DraftMax:      opts.DraftMax,
+		// The draft lane's policy (serve/sched/draft_cost.go).
+		DraftIgnoreCost: opts.DraftIgnoreCost,
 	})
 	if err != nil {
 		return nil, err

@@ -35,6 +35,10 @@ type benchOptions struct {
 	text  string
 	temp  float64
 	seed  uint64
+	// window is the draft model's window (sched.ModelDrafter.Window);
+	// ignoreCost adapts the draft length to acceptance alone.
+	window     int
+	ignoreCost bool
 }
 
 func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
@@ -51,6 +55,8 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.text, "text", "", "with a draft lane: the text file whose first --prompt-tokens tokens are the context")
 	fs.Float64Var(&o.temp, "temperature", 0, "with a draft lane: sampling temperature (0: greedy)")
 	fs.Uint64Var(&o.seed, "seed", 1, "with a draft lane: sampling seed")
+	fs.IntVar(&o.window, "draft-window", 0, "with --draft-model: the most tokens the draft model sees (the history's first and its latest; 0: the draft model's training context, -1: the whole history)")
+	fs.BoolVar(&o.ignoreCost, "draft-ignore-cost", false, "with a draft lane: adapt the draft length to the acceptance alone, drafting at every step, as if verifying and drafting cost nothing")
 }
 
 // benchResult is what `muser bench --json` prints; scripts/bench.sh reads

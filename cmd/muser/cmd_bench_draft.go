@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/muserhq/muser/infer/engine"
@@ -27,6 +28,8 @@ type draftBenchResult struct {
 	Threads       int     `json:"threads"`
 	Lane          string  `json:"lane"`
 	DraftModel    string  `json:"draft_model,omitempty"`
+	DraftWindow   int     `json:"draft_window,omitempty"`
+	IgnoreCost    bool    `json:"draft_ignore_cost,omitempty"`
 	Text          string  `json:"text"`
 	ContextTokens int     `json:"context_tokens"`
 	GenTokens     int     `json:"gen_tokens"`
@@ -34,6 +37,14 @@ type draftBenchResult struct {
 	PlainTokS     float64 `json:"plain_decode_tok_s"`
 	DraftTokS     float64 `json:"draft_decode_tok_s"`
 	Speedup       float64 `json:"speedup"`
+	// PlainCPU and DraftCPU are the process's CPU seconds (user and
+	// system, getrusage) during the fastest run of each.
+	PlainCPU float64 `json:"plain_cpu_s"`
+	DraftCPU float64 `json:"draft_cpu_s"`
+	// PlainWall and DraftWall are those runs' seconds over the measured
+	// tokens.
+	PlainWall     float64 `json:"plain_wall_s"`
+	DraftWall     float64 `json:"draft_wall_s"`
 	Drafted       int     `json:"drafted"`
 	Accepted      int     `json:"accepted"`
 	Acceptance    float64 `json:"acceptance_rate"`
@@ -83,6 +94,7 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 		// The whole context at once, inside the left-out first tokens:
 		// the rate measures drafting, not catching up.
 		md.Chunk = o.prompt + o.gen
+		md.Window = o.window
 	}
 	bans := map[int32]float64{}
 	for _, id := range tok.EOGs() {
@@ -95,14 +107,14 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 	}
 	res := &draftBenchResult{
 		Engine: m.Numerics(), Model: o.model, Device: dev.Name(), Threads: o.threads, Lane: drafter.Name(),
-		DraftModel: o.draft.model, Text: o.text, ContextTokens: o.prompt, GenTokens: o.gen, Temperature: o.temp, Identical: true,
+		DraftModel: o.draft.model, DraftWindow: o.window, IgnoreCost: o.ignoreCost, Text: o.text, ContextTokens: o.prompt, GenTokens: o.gen, Temperature: o.temp, Identical: true,
 	}
 	var want []int32
 	var bestPlain, bestDraft time.Duration
 	for r := 0; r < o.reps; r++ {
 		for _, d := range []sched.Drafter{nil, drafter} {
 			s, err := sched.New(sched.Config{Model: m, Tokenizer: tok, Slots: 1, Ctx: o.prompt + o.gen + 1,
-				Drafter: d, DraftMax: o.draft.max})
+				Drafter: d, DraftMax: o.draft.max, DraftIgnoreCost: o.ignoreCost})
 			if err != nil {
 				return nil, err
 			}
@@ -113,15 +125,18 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 				return nil, err
 			}
 			var times []time.Time
+			var cpuAt []float64 // CPU seconds when each token came
 			for {
 				evs, done, err := task.Next(ctx)
 				if err != nil {
 					s.Close(ctx)
 					return nil, err
 				}
+				c := cpuSeconds()
 				for _, ev := range evs {
 					if ev.Token != sched.NoToken {
 						times = append(times, ev.Time)
+						cpuAt = append(cpuAt, c)
 					}
 				}
 				if done {
@@ -145,14 +160,15 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 				return nil, fmt.Errorf("the %s lane's output differs from plain decoding's (a bug: speculation must not change output)", drafter.Name())
 			}
 			el := times[len(times)-1].Sub(times[draftBenchWarmup])
+			cpu := cpuAt[len(cpuAt)-1] - cpuAt[draftBenchWarmup]
 			if d == nil {
 				if r == 0 || el < bestPlain {
-					bestPlain = el
+					bestPlain, res.PlainCPU = el, cpu
 				}
 				continue
 			}
 			if r == 0 || el < bestDraft {
-				bestDraft = el
+				bestDraft, res.DraftCPU = el, cpu
 			}
 			res.Drafted, res.Accepted = int(stats.Drafted), int(stats.Accepted)
 			res.Acceptance, res.TokensPerStep = stats.AcceptanceRate(), stats.TokensPerStep()
@@ -160,6 +176,7 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 	}
 	n := float64(o.gen - 1 - draftBenchWarmup)
 	res.PlainTokS, res.DraftTokS = n/bestPlain.Seconds(), n/bestDraft.Seconds()
+	res.PlainWall, res.DraftWall = bestPlain.Seconds(), bestDraft.Seconds()
 	res.Speedup = res.DraftTokS / res.PlainTokS
 	return res, nil
 }
@@ -171,7 +188,18 @@ func printDraftBench(w io.Writer, r *draftBenchResult) {
 	}
 	fmt.Fprintf(w, "model      %s\ndevice     %s\nthreads    %d\ntext       %s\ncontext    %d tokens, then %d generated (temperature %g)\n",
 		r.Model, r.Device, r.Threads, r.Text, r.ContextTokens, r.GenTokens, r.Temperature)
-	fmt.Fprintf(w, "plain      %.2f tok/s decode\ndraft      %.2f tok/s decode, %s lane: %.2fx\n", r.PlainTokS, r.DraftTokS, lane, r.Speedup)
+	fmt.Fprintf(w, "plain      %.2f tok/s decode (%.2f s, %.2f CPU s)\ndraft      %.2f tok/s decode (%.2f s, %.2f CPU s), %s lane: %.2fx\n",
+		r.PlainTokS, r.PlainWall, r.PlainCPU, r.DraftTokS, r.DraftWall, r.DraftCPU, lane, r.Speedup)
 	fmt.Fprintf(w, "accepted   %d of %d draft tokens (%.1f%%), %.2f tokens per verification step\noutput     identical to plain decoding\n",
 		r.Accepted, r.Drafted, 100*r.Acceptance, r.TokensPerStep)
+}
+
+// cpuSeconds returns the process's user and system CPU seconds so far (0
+// where getrusage fails).
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

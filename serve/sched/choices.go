@@ -106,7 +106,7 @@ func (s *Scheduler) nextChoice(sl *slot, f Finish) bool {
 	t.sampler = m.samplers[m.index]
 	m.samplers[m.index] = nil
 	t.constraint = m.constraints[m.index]
-	sl.seq.Truncate(len(t.req.Prompt))
+	sl.truncate(len(t.req.Prompt))
 	// The step's drafts (if it verified any) followed the choice that
 	// ended: the new choice's first token is a plain sample.
 	sl.draft = sl.draft[:0]

@@ -125,7 +125,7 @@ func TestChoices(t *testing.T) {
 func sameChoices(t *testing.T, e *env, req *Request, want []output, constraint bool, d Drafter) {
 	t.Helper()
 	obs := &prefixCounter{}
-	s := e.newSched(t, nil, func(cfg *Config) { cfg.Observer, cfg.Drafter = obs, d })
+	s := e.newSched(t, nil, func(cfg *Config) { cfg.Observer, cfg.Drafter, cfg.DraftIgnoreCost = obs, d, true })
 	task, err := s.Submit(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -64,8 +64,21 @@
 // never called for a position plain decoding would not reach, and the
 // sequence is cut back to plain decoding's tokens before anything reads
 // it (including a publish), so output, logprobs, finish reasons and packs
-// are the same as without a drafter. The draft length adapts per slot to
-// the measured acceptance (draftLen), at most Config.DraftMax.
+// are the same as without a drafter. The draft length adapts per slot, at
+// most Config.DraftMax (draft_cost.go): from the slot's measured per-token
+// acceptance α, a step of k drafts yields 1 + α + … + α^k tokens on
+// average, and costs a target step of k+1 rows plus k draft tokens, both
+// measured as the scheduler runs (the wall time of decode-only steps by
+// their rows, and of Draft calls per token); the slot drafts the k that
+// makes the most tokens per second, or nothing while no k beats a plain
+// step; now and then it takes the other choice (two drafts in a row
+// every probeEvery steps while the lane does not pay, a plain step while
+// it does), to measure again.
+// Config.DraftIgnoreCost adapts to the acceptance alone (draftLen). The
+// scheduler keeps each slot's draft history and extends it by the tokens
+// fed since its last draft (DraftRequest.Stable says how many are
+// unchanged), so a step's drafting does not cost time in the context's
+// length.
 // LookupDrafter (prompt lookup) and ModelDrafter (a draft model with the
 // same tokenizer, CheckDraftTokenizer) are the lanes; Scheduler.DraftStats
 // counts their work.

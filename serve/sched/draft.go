@@ -41,6 +41,11 @@ type DraftRequest struct {
 	// back: each choice of a request with N > 1 starts again after the
 	// prompt.
 	History []int32
+	// Stable is how many leading tokens of History are the same as in
+	// the previous call for the slot (since its last Forget; 0 when
+	// there was none): a drafter that keeps a sequence per slot need
+	// compare only the tokens after them.
+	Stable int
 	// Max is the most tokens to propose (at least 1).
 	Max int
 	// Ctx is the most tokens the slot's sequence holds (Config.Ctx).
@@ -71,7 +76,26 @@ type specState struct {
 	// acc and rej are decayed counts of accepted draft tokens and of
 	// rejections (a verification step ends at its first rejection).
 	acc, rej float64
-	hist     []int32 // History buffer
+	// hist is the History of the slot's last Draft call, kept and
+	// extended rather than copied anew each step: its first low tokens
+	// are still the sequence's (truncate lowers low).
+	hist []int32
+	low  int
+	// off and on count the slot's steps in a row for which its lane
+	// did not pay, and did (probeEvery).
+	off, on int
+}
+
+// alpha returns the slot's per-token acceptance estimate.
+func (sp *specState) alpha() float64 { return (sp.acc + 1) / (sp.acc + sp.rej + 2) }
+
+// truncate cuts the slot's sequence back to n tokens; the draft lane's
+// history keeps only what is still the sequence's.
+func (sl *slot) truncate(n int) {
+	// Cannot fail for n within the sequence; past its end it does
+	// nothing.
+	_ = sl.seq.Truncate(n)
+	sl.spec.low = min(sl.spec.low, n)
 }
 
 // draftLen returns how many tokens to draft for a slot whose measured
@@ -145,10 +169,20 @@ func (s *Scheduler) DraftStats() DraftStats {
 
 // propose sets every slot's draft for this step: for a decoding slot, the
 // drafter's proposal (capped so that every token fits the context and no
-// draft lies past the request's MaxTokens); for any other, none.
+// draft lies past the request's MaxTokens); for any other, none. The
+// draft length is the one that makes the most tokens per second by the
+// measured acceptance and costs (bestDraftLen), or without them yet, or
+// with Config.DraftIgnoreCost, by the acceptance alone (draftLen).
 func (s *Scheduler) propose() {
 	var reqs []DraftRequest
 	var owners []*slot
+	rows := 0 // the step's decode rows: one per slot, plus drafts
+	for _, sl := range s.slots {
+		if sl.state == stDecode {
+			rows++
+		}
+	}
+	grown := 0 // the most history tokens any slot gained since its last draft
 	for _, sl := range s.slots {
 		sl.draft = sl.draft[:0]
 		if sl.state != stDecode {
@@ -163,7 +197,7 @@ func (s *Scheduler) propose() {
 		if s.cfg.Drafter == nil {
 			continue
 		}
-		k := draftLen(sl.spec.acc, sl.spec.rej, s.cfg.DraftMax)
+		k := s.draftLen(sl, rows-1)
 		// The step feeds last and k drafts: all must fit the context.
 		k = min(k, sl.seq.Max()-sl.seq.Len()-1)
 		if mt := sl.task.req.MaxTokens; mt > 0 {
@@ -174,20 +208,37 @@ func (s *Scheduler) propose() {
 		if k <= 0 {
 			continue
 		}
-		h := append(sl.spec.hist[:0], sl.seq.Tokens()...)
+		rows += k
+		// The history: what is left of the last one, then the tokens
+		// fed since and last.
+		toks := sl.seq.Tokens()
+		n := min(sl.spec.low, len(sl.spec.hist), len(toks))
+		grown = max(grown, len(toks)+1-n)
+		h := append(sl.spec.hist[:n], toks[n:]...)
 		h = append(h, sl.last)
-		sl.spec.hist = h
-		reqs = append(reqs, DraftRequest{Slot: sl.id, History: h, Max: k, Ctx: sl.seq.Max(), Tokens: sl.draft[:0]})
+		sl.spec.hist, sl.spec.low = h, len(toks)
+		reqs = append(reqs, DraftRequest{Slot: sl.id, History: h, Stable: n, Max: k, Ctx: sl.seq.Max(), Tokens: sl.draft[:0]})
 		owners = append(owners, sl)
 	}
 	if len(reqs) == 0 {
 		return
 	}
-	if err := s.cfg.Drafter.Draft(s.ctx, reqs); err != nil {
+	t0 := time.Now()
+	err := s.cfg.Drafter.Draft(s.ctx, reqs)
+	if err != nil {
 		if s.ctx.Err() == nil {
 			s.log.Warn("drafting failed; decoding this step without drafts", "lane", s.cfg.Drafter.Name(), "err", err)
 		}
 		return
+	}
+	if grown <= s.cfg.DraftMax+2 {
+		// A slot further behind (a new request, or one whose lane was
+		// off) made the drafter catch up: not a draft token's cost.
+		kmax := 0
+		for _, r := range reqs {
+			kmax = max(kmax, r.Max)
+		}
+		s.costs.noteDraft(kmax, time.Since(t0))
 	}
 	for i, sl := range owners {
 		d := reqs[i].Tokens
@@ -205,6 +256,42 @@ func (s *Scheduler) propose() {
 			sl.draft = allowedPrefix(sl.task.constraint, d)
 		}
 	}
+}
+
+// draftLen returns how many tokens to draft for a decoding slot whose
+// step also carries base rows of other slots.
+func (s *Scheduler) draftLen(sl *slot, base int) int {
+	sp := &sl.spec
+	rule := draftLen(sp.acc, sp.rej, s.cfg.DraftMax)
+	switch {
+	case s.cfg.DraftIgnoreCost:
+		return rule
+	case !s.costs.known():
+		if s.costs.step[1] == 0 {
+			return 0 // a plain step measures the cost of one row
+		}
+		return rule // a draft measures the drafter's cost
+	}
+	k := bestDraftLen(sp.alpha(), s.cfg.DraftMax, base, s.costs)
+	// Now and then the other choice, to measure again: a plain step
+	// while the lane pays, a draft while it does not.
+	if k > 0 {
+		sp.off = 0
+		sp.on++
+		if sp.on%probeEvery == 0 {
+			return 0
+		}
+		return k
+	}
+	// A draft while the lane is off: two steps in a row, as the first
+	// catches the drafter up with the history, which the second's
+	// timing leaves out.
+	sp.on = 0
+	sp.off++
+	if p := sp.off % probeEvery; p == 0 || (p == 1 && sp.off > 1) {
+		return rule
+	}
+	return 0
 }
 
 // allowedPrefix returns the longest prefix of draft that the constraint c
@@ -308,8 +395,8 @@ func (sl *slot) fed() int {
 // are never read, and the next step overwrites them.
 func (sl *slot) endVerify() {
 	if sl.verifyLen > 0 {
-		// Cannot fail: verifyLen is within the tokens the step appended.
-		_ = sl.seq.Truncate(sl.verifyLen)
+		// verifyLen is within the tokens the step appended.
+		sl.truncate(sl.verifyLen)
 		sl.verifyLen = 0
 	}
 }

@@ -400,6 +400,7 @@ func TestSpeculationIsExact(t *testing.T) {
 			{"model-q4k", func() Drafter { return NewModelDrafter(draft) }},
 			{"model-self", func() Drafter { return NewModelDrafter(e.model) }},
 			{"model-q4k-chunk7", func() Drafter { d := NewModelDrafter(draft); d.Chunk = 7; return d }},
+			{"model-q4k-window20", func() Drafter { d := NewModelDrafter(draft); d.Window = 20; return d }},
 			{"random", func() Drafter { return randomDrafter(e.model.Config().Vocab, seed) }},
 			{"oracle", func() Drafter { return oracleDrafter(prompts, outs) }},
 		}
@@ -410,7 +411,7 @@ func TestSpeculationIsExact(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						d := lane.make()
 						defer d.Close()
-						s := e.newSched(t, nil, func(c *Config) { c.Drafter, c.DraftMax, c.Slots = d, dmax, slots })
+						s := e.newSched(t, nil, func(c *Config) { c.Drafter, c.DraftMax, c.Slots, c.DraftIgnoreCost = d, dmax, slots, true })
 						var got []fullOutput
 						if slots == 1 {
 							for i := range cases {
@@ -436,7 +437,7 @@ func TestSpeculationIsExact(t *testing.T) {
 							if st.Drafted == 0 || st.Accepted*10 < st.Drafted*9 {
 								t.Errorf("oracle lane: accepted %d of %d drafts, want at least 90%%", st.Accepted, st.Drafted)
 							}
-						case "model-self", "model-q4k", "model-q4k-chunk7":
+						case "model-self", "model-q4k", "model-q4k-chunk7", "model-q4k-window20":
 							if st.Accepted == 0 {
 								t.Errorf("%s lane: accepted %d of %d, want some", lane.name, st.Accepted, st.Drafted)
 							}
@@ -469,7 +470,7 @@ func TestSpeculationFillsContext(t *testing.T) {
 		sp.LogitBias = eogBans(e)
 		req := Request{ID: "full", Prompt: prompt, Sampling: sp, Logprobs: -1, NoCache: true}
 		cfg := func(d Drafter) func(*Config) {
-			return func(c *Config) { c.Ctx, c.Drafter = 64, d }
+			return func(c *Config) { c.Ctx, c.Drafter, c.DraftIgnoreCost = 64, d, true }
 		}
 		want := runAll(t, e.newSched(t, nil, cfg(nil)), []specCase{{req: req}})[0]
 		// The last token sampled is not fed: 64-len(prompt)+1 of them.
@@ -502,7 +503,7 @@ func TestSpeculationPacks(t *testing.T) {
 	runStore := func(d Drafter) ([]fullOutput, []packSum) {
 		st := openStore(t, t.TempDir())
 		defer st.Close()
-		s := e.newSched(t, st, func(c *Config) { c.Drafter = d })
+		s := e.newSched(t, st, func(c *Config) { c.Drafter, c.DraftIgnoreCost = d, true })
 		var outs []fullOutput
 		for i, sp := range []sample.Params{{}, sampling(11), sampling(12)} {
 			req := Request{ID: fmt.Sprint(i), Prompt: prompt, MaxTokens: 40, Sampling: sp, Logprobs: 1}
@@ -644,7 +645,7 @@ func TestSpeculationWithConstraint(t *testing.T) {
 	for _, d := range []Drafter{NewModelDrafter(draft), &LookupDrafter{MinN: 1}, randomDrafter(e.model.Config().Vocab, 9)} {
 		t.Run(d.Name(), func(t *testing.T) {
 			defer d.Close()
-			s := e.newSched(t, nil, func(c *Config) { c.Drafter, c.Slots = d, 2 })
+			s := e.newSched(t, nil, func(c *Config) { c.Drafter, c.Slots, c.DraftIgnoreCost = d, 2, true })
 			cs := make([]*evenTokens, n)
 			cases := make([]specCase, n)
 			for i := range n {

@@ -102,7 +102,11 @@ func (s *Scheduler) loop() {
 			s.waitSignal()
 			continue
 		}
+		t0 := time.Now()
 		err := s.forward(steps)
+		if err == nil {
+			s.noteStepCost(steps, owners, time.Since(t0))
+		}
 		if err != nil {
 			s.log.Error("forward pass failed", "err", err, "steps", len(steps))
 			for _, sl := range owners {

@@ -99,8 +99,16 @@ type Config struct {
 	Drafter Drafter
 	// DraftMax is the most draft tokens one slot verifies in one step
 	// (0: DefaultDraftMax); the draft length adapts below it to the
-	// measured acceptance rate.
+	// measured acceptance rate and the measured costs of steps and
+	// drafts, and is 0 (a plain step) while no length pays.
 	DraftMax int
+	// DraftIgnoreCost adapts the draft length to the acceptance rate
+	// alone, as if verifying and drafting cost nothing: every decode
+	// step of a slot drafts, and the lengths do not depend on timing.
+	// For tests; a lane that does not pay then slows decoding down.
+	DraftIgnoreCost bool
+	// testCosts, when set, replaces the draft lane's measured costs.
+	testCosts *laneCosts
 	// Observer receives measurements; nil discards them.
 	Observer Observer
 	// Logger receives the scheduler's logs; nil discards them.
@@ -146,6 +154,7 @@ type Scheduler struct {
 	pub *publisher
 
 	draftN draftCounters
+	costs  *laneCosts // the draft lane's measured costs (draft_cost.go)
 
 	// pending counts exports and publishes not yet finished; idle is
 	// closed whenever it is zero (Sync waits on it).
@@ -192,6 +201,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		cfg:      cfg,
+		costs:    cfg.testCosts,
 		obs:      cfg.Observer,
 		log:      cfg.Logger,
 		vocab:    mc.Vocab,
@@ -203,6 +213,9 @@ func New(cfg Config) (*Scheduler, error) {
 		idle:     make(chan struct{}),
 	}
 	close(s.idle)
+	if s.costs == nil {
+		s.costs = newLaneCosts()
+	}
 	if s.obs == nil {
 		s.obs = nopObserver{}
 	}
