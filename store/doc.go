@@ -38,15 +38,16 @@
 // uses the pieces: Admit checks a sealed offer (seal, replay ledger,
 // identity, block size, root) and returns the missing chunk IDs;
 // MissingChunks answers "which of these do you lack"; PutChunk (and
-// PutPackChunk, whose receipts name the pack, and PutPackChunkFrom, which
-// hashes and writes a chunk in one pass as it streams from a reader, or
-// StageChunkFrom then StagedChunk.Commit, which lets the fsync wait
-// while the next chunk streams in) verifies and stores a chunk without
-// making any pack visible (gc reclaims it after the grace period
-// if no pack comes to use it), leaving the fsync of its directory to the
-// next ledger commit — a ChunkSink does the same for a transfer's stream
-// of chunks, hashing each as it is read and fsyncing and renaming the
-// files in the background, several at once, until its Close; PublishPack publishes the manifest atomically once
+// PutPackChunk, whose receipts name the pack) verifies and stores a chunk
+// held in memory without making any pack visible (gc reclaims it after
+// the grace period if no pack comes to use it), leaving the fsync of its
+// directory to the next ledger commit. A ChunkSink is the one way to take
+// a pack's chunks from a stream (a replication peer, the fleet tier's
+// GETs): Put hashes each chunk as it is read and refuses it before
+// anything is written, its workers write, fsync and rename the files in
+// the background, several at once, and Close waits until they are
+// durable; a source that fails or ends early is a *SourceError, not a
+// refusal. PublishPack publishes the manifest atomically once
 // every chunk is present, paying those directory fsyncs and advancing the
 // replay ledger in the same commit. The fleet tier (store/tier) installs
 // packs read from shared storage through the same calls, with

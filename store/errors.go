@@ -65,13 +65,17 @@ func (e *MissingChunksError) Error() string {
 func (e *MissingChunksError) Unwrap() error { return ErrMissingChunks }
 
 // SourceError is returned by ChunkSink.Put when reading a chunk's bytes
-// from its source failed (the connection broke, the sender stopped): the
-// bytes did not all arrive, so nothing was verified, refused or written.
+// from its source failed or ended early (the connection broke, the sender
+// stopped, a body was shorter than its chunk): the fault is the source's,
+// not the chunk's. The bytes did not all arrive, so nothing was verified,
+// refused or written, and no receipt names the pack; the caller decides
+// what the failure means (a peer's stream broke, a tier is unavailable).
 type SourceError struct {
 	Chunk pack.Digest // the chunk being read
-	Err   error       // the reader's error
+	Err   error       // the reader's error (io.ErrUnexpectedEOF for an early end)
 }
 
+// Error names the chunk and the reader's fault.
 func (e *SourceError) Error() string {
 	return fmt.Sprintf("reading chunk %s: %v", e.Chunk.Short(), e.Err)
 }
@@ -152,22 +156,3 @@ func (e *ChunkFault) Error() string {
 
 // Unwrap returns the cause.
 func (e *ChunkFault) Unwrap() error { return e.Err }
-
-// ReadError is returned by PutPackChunkFrom when its source failed or
-// ended early: the fault is the source's, not the chunk's, so no receipt
-// is written and the caller decides what it means.
-type ReadError struct {
-	// Chunk is the chunk being read.
-	Chunk pack.Digest
-	// Err is the source's error (io.ErrUnexpectedEOF when it ended
-	// early).
-	Err error
-}
-
-// Error names the chunk and the source's fault.
-func (e *ReadError) Error() string {
-	return fmt.Sprintf("reading chunk %s: %v", e.Chunk.Short(), e.Err)
-}
-
-// Unwrap returns the source's error.
-func (e *ReadError) Unwrap() error { return e.Err }

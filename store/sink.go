@@ -40,7 +40,9 @@ type ChunkSinkOptions struct {
 	PendingBytes int64
 }
 
-// ChunkSink stores the chunks a transfer receives for one pack. Put reads
+// ChunkSink stores the chunks a transfer receives for one pack: it is the
+// store's one way to take chunks from a stream (a replication peer's
+// chunk stream, a fleet tier's GETs). Put reads
 // a chunk from its source, hashing the bytes as they arrive (one pass: a
 // piece is hashed right after it is read), and refuses bytes that are not
 // the chunk (a receipt naming the pack and the source) before anything is
@@ -54,8 +56,9 @@ type ChunkSinkOptions struct {
 // pack only after Close returned nil. No unverified byte ever reaches a
 // file, and a chunk's ID names a file only once its bytes are fsynced.
 //
-// Put is safe for concurrent use. Close waits for the Puts in progress;
-// a Put after Close returns ErrClosed.
+// Put and Held are safe for concurrent use (one sink per pack, fed by
+// several transfers at once). Close waits for the Puts in progress; a
+// Put after Close returns ErrClosed.
 type ChunkSink struct {
 	s       *Store
 	pid     pack.Digest
@@ -113,11 +116,17 @@ func (s *Store) NewChunkSink(pid pack.Digest, source string, opts ChunkSinkOptio
 }
 
 // Put reads chunk id, size bytes, from r and verifies it; a worker
-// writes, fsyncs and renames it in the background (see ChunkSink). A
-// chunk whose file the store already holds with that size is read and
-// verified but not written again (rule W4). Bytes that do not hash to id
-// are refused with a receipt (a *RefusalError); a failure of r is
-// returned as a *SourceError; a failed write or fsync of an earlier chunk
+// writes, fsyncs and renames it in the background (see ChunkSink). It
+// reads exactly size bytes and no more, so r may be a stream that goes
+// on with the next chunk, or a body whose length was not given: the hash
+// decides. A chunk whose file the store already holds with that size is
+// read and verified but not written again (rule W4; Held lets a caller
+// skip it before reading). Bytes that do not hash to id, and a size out
+// of bounds, are refused with a receipt naming the sink's pack and
+// source (a *RefusalError). A reader that fails or ends before size
+// bytes returns a *SourceError wrapping its error (io.ErrUnexpectedEOF
+// for an early end) and writes no receipt: the fault is the source's,
+// not the chunk's. A failed write, fsync or rename of an earlier chunk
 // poisons the sink, and every later Put returns that error.
 func (k *ChunkSink) Put(ctx context.Context, id pack.Digest, size int, r io.Reader) error {
 	if err := k.s.checkWritable(); err != nil {
@@ -192,6 +201,27 @@ func (k *ChunkSink) Put(ctx context.Context, id pack.Digest, size int, r io.Read
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Held reports whether the store already holds chunk id as a file of
+// size bytes (rule W4), for a caller that can skip a chunk before it
+// begins to read it (a GET not yet sent): a held chunk need not be Put.
+// Either way the chunk is leased until Close, like a chunk Put accepted,
+// so that gc does not take it before the publish that follows. After
+// Close it reports false.
+func (k *ChunkSink) Held(id pack.Digest, size int) bool {
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return false
+	}
+	k.puts.Add(1) // Close releases the leases only after this one is taken
+	defer k.puts.Done()
+	k.leases = append(k.leases, id)
+	k.mu.Unlock()
+	k.s.lease(id)
+	fi, err := k.s.fs.Stat(k.s.chunkPath(id))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == int64(size)
 }
 
 // release returns a chunk's buffer and its pending bytes.

@@ -237,32 +237,6 @@ func (bp *benchPack) admitInto(b *testing.B) (*store.Store, *pack.Manifest, []pa
 	return dst, m, missing
 }
 
-// installStreamed installs the pack with each chunk streamed from its
-// GET into the store and made durable by the same transfer
-// (store.PutPackChunkFrom), 8 at a time: Install without its separate
-// committers, the peer that shows what overlapping the fsyncs with the
-// transfers saves.
-func (bp *benchPack) installStreamed(b *testing.B) {
-	dst, m, missing := bp.admitInto(b)
-	defer dst.Close()
-	core := minio.Core{Client: bp.cl}
-	err := bp.parallel(len(missing), func(i int) error {
-		body, _, _, err := core.GetObject(bp.ctx, bp.e.bucket, fmt.Sprintf("%s/chunks/%s", bp.readPrefix, missing[i]), minio.GetObjectOptions{})
-		if err != nil {
-			return err
-		}
-		defer body.Close()
-		_, err = dst.PutPackChunkFrom(bp.ctx, bp.pid, missing[i], benchChunk, body, bp.rt.Source())
-		return err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, _, err := dst.PublishPack(bp.ctx, m, store.PublishOptions{Source: bp.rt.Source()}); err != nil {
-		b.Fatal(err)
-	}
-}
-
 // installBuffered installs the pack as Install did before it streamed:
 // each chunk GET whole into a buffer of its own (one per transfer,
 // reused), then hashed and written by store.PutPackChunk; the peer that
@@ -310,8 +284,6 @@ func cpuTime() time.Duration {
 //   - raw-get: the 512 chunk objects GET, bytes discarded;
 //   - install: Tier.Install into an empty store with fsync;
 //   - install-nosync: the same into a store without fsync;
-//   - install-streamed: each chunk streamed into the store and made
-//     durable by the same transfer (no separate committers);
 //   - install-buffered: each chunk read whole into a buffer, then hashed
 //     and written (how Install worked before it streamed).
 //
@@ -332,7 +304,6 @@ func BenchmarkTierInstall32K(b *testing.B) {
 		{"raw-get", func() { bp.rawGet(b) }},
 		{"install", func() { bp.install(b, false) }},
 		{"install-nosync", func() { bp.install(b, true) }},
-		{"install-streamed", func() { bp.installStreamed(b) }},
 		{"install-buffered", func() { bp.installBuffered(b) }},
 	}
 	spent := make([]time.Duration, len(variants))
@@ -356,7 +327,6 @@ func BenchmarkTierInstall32K(b *testing.B) {
 	}
 	b.ReportMetric(rate(1)/rate(0), "install/raw-get")
 	b.ReportMetric(rate(2)/rate(0), "install-nosync/raw-get")
-	b.ReportMetric(rate(3)/rate(0), "install-streamed/raw-get")
-	b.ReportMetric(rate(4)/rate(0), "install-buffered/raw-get")
+	b.ReportMetric(rate(3)/rate(0), "install-buffered/raw-get")
 	b.ReportMetric(0, "ns/op")
 }

@@ -27,10 +27,11 @@
 //
 // Index lists and authenticates the manifests and finds the longest
 // prefix of a request the tier holds. Install copies a pack into the
-// local store through the store's checks for received packs (Admit,
-// PutPackChunkFrom, PublishPack), streaming each chunk from its GET into
-// its file, hashed on the way, so every refusal leaves a receipt and no
-// unverified byte becomes visible. ReadThrough ties them to the server:
+// local store through the store's checks for received packs (Admit, a
+// ChunkSink, PublishPack), streaming each chunk from its GET into the
+// sink, which hashes it as it is read and writes, fsyncs and renames it
+// in the background, so every refusal leaves a receipt and no unverified
+// byte becomes visible. ReadThrough ties them to the server:
 // its Prefill has the shape of serve.Options.RemotePrefill and never fails
 // a request.
 //

@@ -34,16 +34,16 @@ type InstallResult struct {
 // object's layout and seal under the tier's key, then store.Admit (the
 // manifest decodes, the identity is expect, the block size is the
 // store's, the Merkle root), each missing chunk against its BLAKE3 ID as
-// it streams from its GET into its file (store.StageChunkFrom: hashed and
-// written in one pass, then fsynced and named by its ID only once it
-// verified), and store.PublishPack, which makes the pack
-// visible atomically once every chunk is present. Nothing unverified
-// reaches the store's visible packs. A refusal returns a
-// *store.RefusalError whose receipt names the tier as source; a tier
-// that cannot be reached returns an *OpError wrapping ErrUnavailable, and
-// a manifest gone from the bucket (gc evicted it) one wrapping
-// ErrNotFound; neither writes a receipt. Once the pack is published it
-// records the use for least-recently-used eviction (Touch).
+// it streams from its GET (a store.ChunkSink: hashed as it is read,
+// written, fsynced and named by its ID in the background only once it
+// verified), and store.PublishPack, which makes the pack visible
+// atomically once every chunk is present. Nothing unverified reaches the
+// store's visible packs. A refusal returns a *store.RefusalError whose
+// receipt names the tier as source; a tier that cannot be reached (or a
+// GET whose body breaks off) returns an *OpError wrapping
+// ErrUnavailable, and a manifest gone from the bucket (gc evicted it) one
+// wrapping ErrNotFound; neither writes a receipt. Once the pack is
+// published it records the use for least-recently-used eviction (Touch).
 func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, expect pack.Identity) (InstallResult, error) {
 	res := InstallResult{Pack: id}
 	src := t.Source()
@@ -68,58 +68,31 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 		block[m.Chunks[i].ID] = i
 	}
 	// A pipeline: 8 transfers at a time stream chunks from their GETs
-	// into the store, which hashes and writes each in one pass
-	// (store.StageChunkFrom); committers fsync and rename them
-	// (StagedChunk.Commit, rule W1) while the transfers go on with the
-	// next chunks, so that a slow disk's fsyncs and the network overlap.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	staged := make(chan *store.StagedChunk, parallel)
-	var (
-		cwg       sync.WaitGroup
-		mu        sync.Mutex
-		commitErr error
-	)
-	for range commitParallel {
-		cwg.Go(func() {
-			for c := range staged {
-				if ctx.Err() != nil {
-					c.Abort()
-					continue
-				}
-				if err := c.Commit(); err != nil {
-					mu.Lock()
-					if commitErr == nil {
-						commitErr = err
-					}
-					mu.Unlock()
-					cancel()
-				}
-			}
-		})
+	// into one sink, which hashes each as it is read; the sink's
+	// workers write, fsync and rename the verified chunks (rule W1)
+	// while the transfers go on with the next, so that a slow disk's
+	// fsyncs and the network overlap.
+	sink, err := st.NewChunkSink(id, src, store.ChunkSinkOptions{Syncers: commitParallel})
+	if err != nil {
+		return res, err
 	}
+	var mu sync.Mutex
 	err = each(ctx, len(missing), func(ctx context.Context, i int, _ *[]byte) error {
 		ch := missing[i]
-		c, err := t.fetchChunk(ctx, st, id, ch, size[ch], block[ch])
-		if err != nil || c == nil {
+		fetched, err := t.fetchChunk(ctx, st, sink, id, ch, size[ch], block[ch])
+		if err != nil || !fetched {
 			return err
 		}
 		mu.Lock()
 		res.ChunksFetched++
 		res.BytesFetched += int64(size[ch])
 		mu.Unlock()
-		select {
-		case staged <- c:
-			return nil
-		case <-ctx.Done():
-			c.Abort()
-			return ctx.Err()
-		}
+		return nil
 	})
-	close(staged)
-	cwg.Wait()
-	if commitErr != nil {
-		return res, commitErr
+	// Close waits for every chunk accepted to be durable; a failed
+	// write or fsync is the first fault (the transfers stopped on it).
+	if cerr := sink.Close(); cerr != nil {
+		return res, cerr
 	}
 	if err != nil {
 		return res, err
@@ -132,12 +105,15 @@ func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, exp
 	return res, nil
 }
 
-// fetchChunk streams chunk c of pack pid from its object into a staged
-// chunk of the store, which verifies it against its ID as it writes it.
-// The object's size, when the response gives it, is checked against the
-// manifest's before a byte is read. It returns nil when the
-// store already held the chunk (another install wrote it meanwhile).
-func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Digest, size uint32, block int) (*store.StagedChunk, error) {
+// fetchChunk streams chunk c of pack pid from its object into sink, which
+// verifies it against its ID as it reads it. The object's size, when the
+// response gives it, is checked against the manifest's before a byte is
+// read. It reports false, sending no GET, when the store already holds
+// the chunk (another install wrote it meanwhile).
+func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, sink *store.ChunkSink, pid, c pack.Digest, size uint32, block int) (bool, error) {
+	if sink.Held(c, int(size)) {
+		return false, nil
+	}
 	key := t.chunkKey(c)
 	refuse := func(reason pack.Reason, err error) error {
 		return st.Refuse(pid, t.Source(), reason, &store.ChunkFault{Block: block, Chunk: c, Err: err})
@@ -147,30 +123,29 @@ func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, pid, c pack.Dige
 		err = t.opError("get", key, err)
 		if isNotFound(err) {
 			// Missing in the bucket: refuse the pack, naming the chunk.
-			return nil, refuse(pack.ReasonMissingChunk, err)
+			return false, refuse(pack.ReasonMissingChunk, err)
 		}
-		return nil, err
+		return false, err
 	}
 	defer body.Close()
-	// A size of -1 is a body without a length (chunked): the store
+	// A size of -1 is a body without a length (chunked): the sink
 	// reads the manifest's size and the hash decides.
 	switch {
 	case info.Size > int64(size):
-		return nil, refuse(pack.ReasonOversize, &ObjectError{Key: key,
+		return false, refuse(pack.ReasonOversize, &ObjectError{Key: key,
 			Err: &pack.LimitError{Object: "tier object " + key, Field: "size", Got: uint64(info.Size), Max: uint64(size)}})
 	case info.Size >= 0 && info.Size < int64(size):
-		return nil, refuse(pack.ReasonTruncated, &ObjectError{Key: key,
+		return false, refuse(pack.ReasonTruncated, &ObjectError{Key: key,
 			Err: fmt.Errorf("%w: %d bytes, the manifest says %d", io.ErrUnexpectedEOF, info.Size, size)})
 	}
-	sc, err := st.StageChunkFrom(ctx, pid, c, int64(size), body, t.Source())
-	if err != nil {
-		var re *store.ReadError
-		if errors.As(err, &re) {
+	if err := sink.Put(ctx, c, int(size), body); err != nil {
+		var se *store.SourceError
+		if errors.As(err, &se) {
 			// The body failed or ended before its length: the
 			// connection, not the object.
-			return nil, t.opError("get", key, re.Err)
+			return false, t.opError("get", key, se.Err)
 		}
-		return nil, err
+		return false, err
 	}
-	return sc, nil
+	return true, nil
 }

@@ -16,9 +16,10 @@ import (
 // parallel is how many chunk objects one upload or restore moves at once.
 const parallel = 8
 
-// commitParallel is how many chunks an install makes durable at once
-// (fsync and rename, beside the transfers): enough that the fsyncs of a
-// busy disk do not hold up the network.
+// commitParallel is how many chunks an install makes durable at once:
+// the syncers of its store.ChunkSink (write, fsync and rename, beside the
+// transfers), enough that the fsyncs of a busy disk do not hold up the
+// network.
 const commitParallel = 16
 
 // each calls f for 0 ≤ i < n, parallel calls at a time; each goroutine

@@ -1,0 +1,91 @@
+package tier_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/store"
+	"github.com/muserhq/muser/store/storetest"
+	"github.com/muserhq/muser/store/tier"
+)
+
+// unsized serves chunk GETs without a length (as a chunked response
+// does), and cuts the body of the cut-th such GET (counting from 1; 0
+// cuts none) after half of its bytes, as a connection that drops would.
+type unsized struct {
+	cut  int32
+	seen atomic.Int32
+}
+
+func (u *unsized) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/chunks/") || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	n := resp.ContentLength
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	if u.seen.Add(1) == u.cut {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(resp.Body, n/2), resp.Body}
+	}
+	return resp, nil
+}
+
+// TestInstallUnsizedBodies: chunk GETs whose responses give no length
+// are read to the manifest's size and judged by their hashes, so whole
+// ones install; a body that ends early is the connection's fault, not
+// the chunk's: the install fails with ErrUnavailable, writes no receipt
+// and leaves nothing visible, and a later install succeeds.
+func TestInstallUnsizedBodies(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		cut  int32
+	}{{"whole", 0}, {"cut short", 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
+			cfg := f.config(testKey, "node-b")
+			cfg.Transport = &unsized{cut: tc.cut}
+			tr, err := tier.Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := tr.Install(ctx, b, f.pack, f.id)
+			if tc.cut == 0 {
+				if err != nil || !res.New || res.ChunksFetched != 5 {
+					t.Fatalf("install: got %+v, %v; want 5 chunks fetched, new", res, err)
+				}
+				if n, _ := restoreAll(t, b, f.id, f.salt, f.tokens); n != 80 {
+					t.Fatalf("B restores %d tokens, want 80", n)
+				}
+				storetest.Check(t, b)
+				return
+			}
+			var se *store.SourceError
+			if !errors.Is(err, tier.ErrUnavailable) || errors.Is(err, pack.ErrRefused) || errors.As(err, &se) {
+				t.Fatalf("install with a body cut short: got %v, want ErrUnavailable, no refusal", err)
+			}
+			if rs, _ := b.Receipts(store.ReceiptFilter{}); len(rs) != 0 {
+				t.Fatalf("B holds %d receipts, want 0: a broken connection refuses nothing", len(rs))
+			}
+			if ps, _ := b.Packs(); len(ps) != 0 {
+				t.Fatalf("B holds %d packs after the failed install, want 0", len(ps))
+			}
+			storetest.Check(t, b)
+			if res, err := f.open(t, testKey, "node-b").Install(ctx, b, f.pack, f.id); err != nil || !res.New {
+				t.Fatalf("install again: got %+v, %v", res, err)
+			}
+			storetest.Check(t, b)
+		})
+	}
+}
