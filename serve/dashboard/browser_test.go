@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,8 +73,11 @@ func startServer(t *testing.T, mod func(*serve.Options)) (*serve.Server, string)
 	if _, err := os.Stat(modelPath); err != nil {
 		t.Skipf("skipping: %s is absent (the shared test material lives beside the clone): %v", modelPath, err)
 	}
+	// The server's warnings are kept and printed if the test fails, so
+	// a failure says what the server saw (a refused or failed restore).
+	logs := &syncBuffer{}
 	opts := serve.Options{ModelPath: modelPath, Home: t.TempDir(), StoreNoSync: true, Ctx: 512, Threads: 2,
-		Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler), Version: "test"}
+		Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})), Version: "test"}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -93,8 +98,29 @@ func startServer(t *testing.T, mod func(*serve.Options)) (*serve.Server, string)
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
+		if t.Failed() {
+			t.Logf("server warnings:\n%s", logs.String())
+		}
 	})
 	return s, "http://" + ln.Addr().String()
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // chatAnswer is what the test reads of a non-streamed chat completion.
