@@ -537,6 +537,8 @@ const (
 	attnWKT   = 32
 	attnWDB   = 64
 	attnWLD   = 68
+	attnSMT   = 512 // threads of the decode softmax
+	attnRWT   = 320 // threads of the decode weighted sum
 )
 
 // MaxAttnDim is the largest head dimension the attention kernels take.
@@ -641,13 +643,15 @@ func (a Attention) Launches() ([3]Launch, error) {
 	}
 	if a.NTiles == a.N {
 		// Every tile one row (decode): a block per row and head for the
-		// softmax, a thread per output chain for the weighted sums.
-		ls[1], err = launch("muser_attn_softmax", [3]int{a.N, a.Heads, 1}, 256, 0,
+		// softmax (its float64 chains fed from shared memory), a thread
+		// per output chain for the weighted sums, 8 heads × 8 dimensions
+		// a block, fed by staging warps.
+		ls[1], err = launch("muser_attn_softmax", [3]int{a.N, a.Heads, 1}, attnSMT, 0,
 			p(a.S), i32(a.LD), p(a.Pos), i32(a.N), i32(a.Heads), flag(a.F16))
 		if err != nil {
 			return ls, err
 		}
-		ls[2], err = launch(rk, [3]int{a.N, a.KVHeads * ceilDiv(group, 16), ceilDiv(a.Dim, 8)}, 128, 0,
+		ls[2], err = launch(rk, [3]int{a.N, a.KVHeads * ceilDiv(group, 8), ceilDiv(a.Dim, 8)}, attnRWT, 0,
 			p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
 		return ls, err
 	}
