@@ -264,6 +264,15 @@ func TestGPURowOps(t *testing.T) { runRowOps(t, gpu(t, ""), gpuRowOpSizes) }
 
 func TestGPUAttention(t *testing.T) { runAttention(t, gpu(t, ""), attnCases, gpuAttnBatch) }
 
+// TestGPUAttentionDecode runs the decode kernels at depth: single rows
+// at the chunk edges up to 8,448 positions (emu_test.go's batch, with
+// its infinite keys), and one row at 32,767 on the Qwen2.5-0.5B shape.
+func TestGPUAttentionDecode(t *testing.T) {
+	g := gpu(t, "")
+	runAttention(t, g, append(attnCases, attnCase{"group 10, dim 20 (unaligned V rows)", 20, 2, 20}), emuDecodeBatch)
+	runAttention(t, g, attnCases[:1], batchOf([3]int{0, 32767, 1}))
+}
+
 // TestGPUPTXImage loads the PTX (JIT-compiled by the driver with its
 // default options, fused multiply-adds allowed) and runs a part of the
 // suite through it: the explicit rounding modes of the PTX must keep every
