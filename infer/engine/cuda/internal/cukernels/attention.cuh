@@ -55,7 +55,7 @@ constexpr int WLD = 68;      // padded row of the staged weights
 constexpr int SMT = 512;     // threads of the decode softmax
 constexpr int SMC = 4096;    // positions per chunk of the decode softmax's sums
 constexpr int RCH = 256;     // positions per chunk of the decode weighted sum
-constexpr int RWT = 320;     // threads of the decode weighted sum (64 chains, 256 staging)
+constexpr int RWT = 288;     // threads of the decode weighted sum (a chain warp, 256 staging)
 } // namespace attn
 
 // attn_rows4 is the number of values of one lane group: the dimensions i
@@ -241,6 +241,124 @@ muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int d
                       const int* __restrict__ tiles, float* __restrict__ S, int ld, float scale) {
 	attn_scores<false>(q, heads, kvheads, dim, kc, pos, tiles, S, ld, scale);
 }
+// attn_scores_rows: grid (ceil((max pos + 1)/128), n, kvheads·ceil(group/8)),
+// block 128: the scores of a batch whose tiles are single rows (decode),
+// head dimension at most 128. A thread takes one key j of row blockIdx.y
+// and up to 8 query heads of one KV head: it converts its K row once into
+// registers (zeros past dim) and computes each head's DotF16 (Dot) in its
+// own order, 16 lane accumulators (lane i mod 16, i ascending) then the
+// tree +8, +4, +2, +1, against the block's queries staged in shared memory
+// (rounded to f16 for an f16 cache, zeros past dim). The tiled scores
+// kernel stages 64 queries per block where a decode row has a group's
+// few; this one reads each K row once and wastes no lanes.
+template <bool F16, int DM>
+__device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, int heads, int kvheads, int dim,
+                                                   const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
+                                                   float* __restrict__ S, int ld, float scale, float (*Qs)[128]) {
+	constexpr int HB = 8;
+	const int i = blockIdx.y, group = heads / kvheads, hch = (group + HB - 1) / HB;
+	const int kvh = blockIdx.z / hch, g0 = (blockIdx.z % hch) * HB, gn = min(HB, group - g0);
+	const int m = pos[i] + 1;
+	const int j = blockIdx.x * 128 + threadIdx.x;
+	const int kvrow = kvheads * dim;
+	// The queries: heads g0.. of the group, f16-rounded, zeros past dim.
+	for (int e = threadIdx.x; e < HB * DM; e += 128) {
+		const int x = e / DM, d = e % DM;
+		float v = 0.0f;
+		if (x < gn && d < dim) {
+			v = q[(size_t)i * heads * dim + (size_t)(kvh * group + g0 + x) * dim + d];
+			if (F16) v = round_f16(v);
+		}
+		Qs[x][d] = v;
+	}
+	__syncthreads();
+	if (j >= m) return;
+	float kr[DM];
+	{
+		const size_t e0 = (size_t)j * kvrow + (size_t)kvh * dim;
+		const unsigned short* k16 = (const unsigned short*)kc[i] + e0;
+		const float* k32 = (const float*)kc[i] + e0;
+		const bool vec = dim == DM && ((F16 ? (unsigned long long)k16 : (unsigned long long)k32) & 15) == 0;
+		if (vec) {
+			// Every load first, then the conversions (which would
+			// otherwise wait on each load in turn).
+			constexpr int NV = F16 ? DM / 8 : DM / 4, NB = 8; // 16-byte loads, in batches of 8
+#pragma unroll
+			for (int u0 = 0; u0 < NV; u0 += NB) {
+			uint4 raw[NB];
+#pragma unroll
+			for (int u = 0; u < NB; u++) raw[u] = F16 ? ((const uint4*)k16)[u0 + u] : ((const uint4*)k32)[u0 + u];
+#pragma unroll
+			for (int uu = 0; uu < NB; uu++) {
+				const int u = u0 + uu;
+				const unsigned w[4] = {raw[uu].x, raw[uu].y, raw[uu].z, raw[uu].w};
+#pragma unroll
+				for (int c = 0; c < 4; c++) {
+					if (F16) {
+						kr[8 * u + 2 * c] = f16_to_f32_nb(w[c] & 0xffffu);
+						kr[8 * u + 2 * c + 1] = f16_to_f32_nb(w[c] >> 16);
+					} else {
+						kr[4 * u + c] = __uint_as_float(w[c]);
+					}
+				}
+			}
+			}
+		} else {
+#pragma unroll
+			for (int d = 0; d < DM; d++) kr[d] = d < dim ? (F16 ? f16_to_f32_nb(k16[d]) : k32[d]) : 0.0f;
+		}
+	}
+	float* out = S + ((size_t)i * heads + kvh * group + g0) * ld + j;
+	for (int x = 0; x < gn; x++) {
+		float acc[16];
+#pragma unroll
+		for (int l = 0; l < 16; l++) acc[l] = 0.0f;
+		const float4* qx = (const float4*)Qs[x];
+#pragma unroll
+		for (int d4 = 0; d4 < DM / 4; d4++) {
+			const float4 qv = qx[d4];
+			const float qa[4] = {qv.x, qv.y, qv.z, qv.w};
+#pragma unroll
+			for (int c = 0; c < 4; c++) {
+				const int d = 4 * d4 + c;
+				float& a = acc[d % 16];
+				a = F16 ? __fmaf_rn(kr[d], qa[c], a) : f32add(a, f32mul(kr[d], qa[c]));
+			}
+		}
+#pragma unroll
+		for (int l = 0; l < 8; l++) acc[l] = f32add(acc[l], acc[l + 8]);
+#pragma unroll
+		for (int l = 0; l < 4; l++) acc[l] = f32add(acc[l], acc[l + 4]);
+		acc[0] = f32add(acc[0], acc[2]);
+		acc[1] = f32add(acc[1], acc[3]);
+		out[(size_t)x * ld] = f32mul(f32add(acc[0], acc[1]), scale);
+	}
+}
+
+template <bool F16>
+__device__ __forceinline__ void attn_scores_rows(const float* __restrict__ q, int heads, int kvheads, int dim,
+                                                 const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
+                                                 float* __restrict__ S, int ld, float scale) {
+	__shared__ __align__(16) float Qs[8][128];
+	if (blockIdx.x * 128 > pos[blockIdx.y]) return;
+	if (dim <= 64) attn_scores_rows_d<F16, 64>(q, heads, kvheads, dim, kc, pos, S, ld, scale, Qs);
+	else attn_scores_rows_d<F16, 128>(q, heads, kvheads, dim, kc, pos, S, ld, scale, Qs);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+muser_attn_scores_rows_f16(const float* __restrict__ q, int heads, int kvheads, int dim,
+                           const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
+                           float* __restrict__ S, int ld, float scale) {
+	attn_scores_rows<true>(q, heads, kvheads, dim, kc, pos, S, ld, scale);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+muser_attn_scores_rows_f32(const float* __restrict__ q, int heads, int kvheads, int dim,
+                           const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
+                           float* __restrict__ S, int ld, float scale) {
+	attn_scores_rows<false>(q, heads, kvheads, dim, kc, pos, S, ld, scale);
+}
+
 // muser_attn_softmax replaces each row i, head h's scores s_0..s_pos[i] in S
 // by kernels.Softmax of them: e_j = Exp32(s_j − max); the e_j summed in
 // float64 with 8 accumulators (j into accumulator j mod 8, in order, one
@@ -250,7 +368,7 @@ muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int d
 //
 // Launch: grid (n, heads), block attn::SMT = 512.
 //
-// A block takes one row and head. Pass 1: the maximum (eight loads in
+// A block takes one row and head. Pass 1: the maximum (sixteen loads in
 // flight per thread). Pass 2 is a pipeline over chunks of attn::SMC
 // positions: warps 1.. compute the exponentials of chunk k+1 (storing
 // them to S and to a shared buffer) while lanes 0..7 of warp 0 add chunk
@@ -282,12 +400,12 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 	float mx = -__uint_as_float(0x7f800000u);
 	{
 		int j = tid;
-		for (; j + 7 * SMT < m; j += 8 * SMT) {
-			float v[8];
+		for (; j + 15 * SMT < m; j += 16 * SMT) {
+			float v[16];
 #pragma unroll
-			for (int u = 0; u < 8; u++) v[u] = s[j + SMT * u];
+			for (int u = 0; u < 16; u++) v[u] = s[j + SMT * u];
 #pragma unroll
-			for (int u = 0; u < 8; u++) mx = fmaxf(mx, v[u]);
+			for (int u = 0; u < 16; u++) mx = fmaxf(mx, v[u]);
 		}
 		for (; j < m; j += SMT) mx = fmaxf(mx, s[j]);
 	}
@@ -366,12 +484,12 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 	__syncthreads();
 	const float iv = inv;
 	int j = tid;
-	for (; j + 7 * SMT < m; j += 8 * SMT) {
-		float v[8];
+	for (; j + 15 * SMT < m; j += 16 * SMT) {
+		float v[16];
 #pragma unroll
-		for (int u = 0; u < 8; u++) v[u] = s[j + SMT * u];
+		for (int u = 0; u < 16; u++) v[u] = s[j + SMT * u];
 #pragma unroll
-		for (int u = 0; u < 8; u++) {
+		for (int u = 0; u < 16; u++) {
 			float x = f32mul(v[u], iv);
 			if (round) x = round_f16(x);
 			s[j + SMT * u] = x;
@@ -608,19 +726,21 @@ muser_attn_wsum_f32(const float* __restrict__ S, int ld, const unsigned long lon
 }
 
 // attn_wsum_rows: grid (n, kvheads·ceil(group/8), ceil(dim/8)), block
-// attn::RWT = 320: the weighted sums of a batch whose tiles are single
+// attn::RWT = 288: the weighted sums of a batch whose tiles are single
 // rows (decode). A block takes row blockIdx.x, up to 8 query heads of one
 // KV head and 8 dimensions: 64 output chains, each walked over positions
-// 0..pos in order by one thread of warps 0–1 (thread t: head t/8,
-// dimension t%8). The chains are as long as the context and cannot be
-// split, so everything else is kept off them: warps 2–9 (one position
-// each of a chunk of attn::RCH = 256) load the weights and V rows two
-// chunks ahead into registers, convert them and store them transposed
-// ([head][position], [dimension][position]) in one of two shared buffers
-// while the chain threads add the other buffer's chunk, four positions
-// per shared load. Positions past pos are staged as zeros (weight and V):
-// a chain at +0 or beyond adds +0 products without change (attention.cuh's
-// header), so every chunk is walked whole.
+// 0..pos in order, two per thread of warp 0 (lane t: head t/4, dimensions
+// 2(t%4) and 2(t%4)+1, the two chains' additions interleaved). The
+// chains are as long as the context and cannot be split, so everything
+// else is kept off them: warps 1–8 (one position each of a chunk of
+// attn::RCH = 256) load the weights and V rows two chunks ahead into
+// registers, convert them and store them transposed ([head][position],
+// [dimension][position]) in one of two shared buffers while warp 0 adds
+// the other buffer's chunk, four positions per shared load (three loads
+// per four positions of two chains: the shared-memory bandwidth stays
+// under the chains' own rate). Positions past pos are staged as zeros
+// (weight and V): a chain at +0 or beyond adds +0 products without change
+// (attention.cuh's header), so every chunk is walked whole.
 template <bool F16>
 __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                                                const int* __restrict__ pos, float* __restrict__ out,
@@ -644,7 +764,7 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int 
 	// allows them.
 	const bool vec = dn == DB && ((F16 ? (unsigned long long)v16 : (unsigned long long)v32) & 15) == 0 &&
 	                 kvrow % (F16 ? 8 : 4) == 0;
-	const int st = t - 64; // staging thread: position j0 + st
+	const int st = t - 32; // staging thread: position j0 + st
 
 	struct Raw {
 		unsigned v[VW];
@@ -680,48 +800,43 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int 
 	auto stage = [&](const Raw& r, int b) {
 #pragma unroll
 		for (int d = 0; d < DB; d++)
-			Vs[b][d][st] = F16 ? f16_to_f32((r.v[d / 2] >> (16 * (d % 2))) & 0xffffu) : __uint_as_float(r.v[d % VW]);
+			Vs[b][d][st] = F16 ? f16_to_f32_nb((r.v[d / 2] >> (16 * (d % 2))) & 0xffffu) : __uint_as_float(r.v[d % VW]);
 #pragma unroll
 		for (int x = 0; x < HB; x++) Ws[b][x][st] = r.w[x];
 	};
-	const int hh = t / DB, dd = t % DB;
-	float y = 0.0f;
-	// The chain over one staged chunk: 16 positions' weights and V values
+	const int hh = t / 4, dp = 2 * (t % 4);
+	float y0 = 0.0f, y1 = 0.0f;
+	// The chains over one staged chunk: 16 positions' weights and V values
 	// are loaded (four float4 each) while the previous 16 are added, so
 	// that no shared-memory load waits on an addition or an addition on
 	// a load.
 	auto walk = [&](int b) {
 		const float4* wp = (const float4*)Ws[b][hh];
-		const float4* vp = (const float4*)Vs[b][dd];
-		auto add = [&](const float4 (&a)[4], const float4 (&v)[4]) {
+		const float4* p0 = (const float4*)Vs[b][dp];
+		const float4* p1 = (const float4*)Vs[b][dp + 1];
+		auto madd = [&](float& y, float a, float v) { y = F16 ? __fmaf_rn(a, v, y) : f32add(y, f32mul(a, v)); };
+		auto add = [&](const float4 (&a)[4], const float4 (&u0)[4], const float4 (&u1)[4]) {
 #pragma unroll
 			for (int u = 0; u < 4; u++) {
-				if (F16) {
-					y = __fmaf_rn(a[u].x, v[u].x, y);
-					y = __fmaf_rn(a[u].y, v[u].y, y);
-					y = __fmaf_rn(a[u].z, v[u].z, y);
-					y = __fmaf_rn(a[u].w, v[u].w, y);
-				} else {
-					y = f32add(y, f32mul(a[u].x, v[u].x));
-					y = f32add(y, f32mul(a[u].y, v[u].y));
-					y = f32add(y, f32mul(a[u].z, v[u].z));
-					y = f32add(y, f32mul(a[u].w, v[u].w));
-				}
+				madd(y0, a[u].x, u0[u].x), madd(y1, a[u].x, u1[u].x);
+				madd(y0, a[u].y, u0[u].y), madd(y1, a[u].y, u1[u].y);
+				madd(y0, a[u].z, u0[u].z), madd(y1, a[u].z, u1[u].z);
+				madd(y0, a[u].w, u0[u].w), madd(y1, a[u].w, u1[u].w);
 			}
 		};
-		float4 a0[4], v0[4], a1[4], v1[4];
+		float4 a0[4], b0[4], c0[4], a1[4], b1[4], c1[4];
 #pragma unroll
-		for (int u = 0; u < 4; u++) a0[u] = wp[u], v0[u] = vp[u];
+		for (int u = 0; u < 4; u++) a0[u] = wp[u], b0[u] = p0[u], c0[u] = p1[u];
 #pragma unroll
 		for (int q = 0; q < CH / 4; q += 8) {
 #pragma unroll
-			for (int u = 0; u < 4; u++) a1[u] = wp[q + 4 + u], v1[u] = vp[q + 4 + u];
-			add(a0, v0);
+			for (int u = 0; u < 4; u++) a1[u] = wp[q + 4 + u], b1[u] = p0[q + 4 + u], c1[u] = p1[q + 4 + u];
+			add(a0, b0, c0);
 			if (q + 8 < CH / 4) {
 #pragma unroll
-				for (int u = 0; u < 4; u++) a0[u] = wp[q + 8 + u], v0[u] = vp[q + 8 + u];
+				for (int u = 0; u < 4; u++) a0[u] = wp[q + 8 + u], b0[u] = p0[q + 8 + u], c0[u] = p1[q + 8 + u];
 			}
-			add(a1, v1);
+			add(a1, b1, c1);
 		}
 	};
 	// Chunk k is in buffer k%2 when step k begins; step k stages chunk
@@ -748,16 +863,20 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int 
 		step(k, r0);
 		if (k + 1 < nc) step(k + 1, r1);
 	}
-	if (st < 0 && hh < gn && dd < dn) out[(size_t)i * heads * dim + (size_t)(kvh * group + g0 + hh) * dim + d0 + dd] = y;
+	if (st < 0 && hh < gn) {
+		float* o = out + (size_t)i * heads * dim + (size_t)(kvh * group + g0 + hh) * dim + d0;
+		if (dp < dn) o[dp] = y0;
+		if (dp + 1 < dn) o[dp + 1] = y1;
+	}
 }
 
-extern "C" __global__ void __launch_bounds__(320, 1)
+extern "C" __global__ void __launch_bounds__(288, 1)
 muser_attn_wsum_rows_f16(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                          const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
 	attn_wsum_rows<true>(S, ld, vc, pos, out, heads, kvheads, dim);
 }
 
-extern "C" __global__ void __launch_bounds__(320, 1)
+extern "C" __global__ void __launch_bounds__(288, 1)
 muser_attn_wsum_rows_f32(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                          const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
 	attn_wsum_rows<false>(S, ld, vc, pos, out, heads, kvheads, dim);

@@ -685,7 +685,8 @@ type attnCase struct {
 // position pos[i]; sequences are numbered 0, 1, …. The K rows of the
 // sequences in inf get an infinity at the key positions listed there
 // (element 0: +Inf, element 1: −Inf), which makes scores infinite and
-// some rows' softmax NaN.
+// some rows' softmax NaN; their V rows there and at position 0 get f16
+// subnormals, −0 and the smallest normal in elements 2..5.
 type attnBatch struct {
 	seq, pos []int
 	inf      map[int][]int
@@ -732,6 +733,10 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 					for _, j := range batch.inf[sq] {
 						k32[sq][j*kvrow] = float32(math.Inf(1))
 						k32[sq][j*kvrow+1] = float32(math.Inf(-1))
+						for _, p := range []int{0, j} { // f16 subnormals and zeros in V
+							v32[sq][p*kvrow+2], v32[sq][p*kvrow+3] = 0x1p-24, -0x1.8p-15
+							v32[sq][p*kvrow+4], v32[sq][p*kvrow+5] = float32(math.Copysign(0, -1)), 0x1p-14
+						}
 					}
 					k16[sq], v16[sq] = make([]uint16, len(k32[sq])), make([]uint16, len(v32[sq]))
 					kernels.F32ToF16(k16[sq], k32[sq])
