@@ -53,7 +53,7 @@ constexpr int WKT = 32;      // positions per weighted-sum tile
 constexpr int WDB = 64;      // dimensions per weighted-sum block
 constexpr int WLD = 68;      // padded row of the staged weights
 constexpr int SMT = 512;     // threads of the decode softmax
-constexpr int SMC = 4096;    // positions per chunk of the decode softmax's sums
+constexpr int SMC = 2048;    // positions per chunk of the decode softmax's sums
 constexpr int RCH = 256;     // positions per chunk of the decode weighted sum
 constexpr int RWT = 288;     // threads of the decode weighted sum (a chain warp, 256 staging)
 } // namespace attn
@@ -371,8 +371,9 @@ muser_attn_scores_rows_f32(const float* __restrict__ q, int heads, int kvheads, 
 // A block takes one row and head. Pass 1: the maximum (sixteen loads in
 // flight per thread). Pass 2 is a pipeline over chunks of attn::SMC
 // positions: warps 1.. compute the exponentials of chunk k+1 (storing
-// them to S and to a shared buffer) while lanes 0..7 of warp 0 add chunk
-// k's, from the other buffer, to their float64 chains (lane c: positions
+// them to S and to a shared buffer) and load chunk k+2's scores while
+// lanes 0..7 of warp 0 add chunk k's, from the other buffer, to their
+// float64 chains (lane c: positions
 // ≡ c mod 8, in order; SMC is a multiple of 8, so a chunk keeps each
 // position's chain); the tree by shuffles in warp 0. Pass 3 scales (and
 // rounds) every e_j. Only the eight chains are serial, and they read
@@ -416,37 +417,48 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 	mx = wmax[0];
 	for (int w = 1; w < NW; w++) mx = fmaxf(mx, wmax[w]);
 
-	// The exponentials of chunk k, by threads 32.. (eight loads in flight,
-	// then their exponentials, which branch).
+	// The exponentials of chunk k, by threads 32..: thread x holds the
+	// scores x, x + ET, … of a chunk in registers, loaded one chunk ahead
+	// (while the chains add the chunk before), then computes and stores
+	// their exponentials.
+	constexpr int PER = (SMC + ET - 1) / ET;
 	const int nc = (m + SMC - 1) / SMC;
+	const int ex = tid - 32;
+	float nv[PER];
+	auto load = [&](int k) {
+		const int j0 = k * SMC, cnt = k < nc ? min(SMC, m - j0) : 0;
+#pragma unroll
+		for (int u = 0; u < PER; u++) {
+			const int x = ex + ET * u;
+			nv[u] = x < cnt ? s[j0 + x] : 0.0f;
+		}
+	};
 	auto expChunk = [&](int k) {
 		const int j0 = k * SMC, cnt = min(SMC, m - j0);
 		float* e = E[k & 1];
-		float* sj = s + j0;
-		int x = tid - 32;
-		for (; x + 7 * ET < cnt; x += 8 * ET) {
-			float v[8];
 #pragma unroll
-			for (int u = 0; u < 8; u++) v[u] = sj[x + ET * u];
-#pragma unroll
-			for (int u = 0; u < 8; u++) {
-				const float ev = exp32(f32sub(v[u], mx));
-				e[x + ET * u] = ev;
-				sj[x + ET * u] = ev;
+		for (int u = 0; u < PER; u++) {
+			const int x = ex + ET * u;
+			if (x < cnt) {
+				const float ev = exp32(f32sub(nv[u], mx));
+				e[x] = ev;
+				s[j0 + x] = ev;
 			}
-		}
-		for (; x < cnt; x += ET) {
-			const float ev = exp32(f32sub(sj[x], mx));
-			e[x] = ev;
-			sj[x] = ev;
 		}
 	};
 	double sum = 0.0;
-	if (warp > 0) expChunk(0);
+	if (warp > 0) {
+		load(0);
+		expChunk(0);
+		load(1);
+	}
 	__syncthreads();
 	for (int k = 0; k < nc; k++) {
 		if (warp > 0) {
-			if (k + 1 < nc) expChunk(k + 1);
+			if (k + 1 < nc) {
+				expChunk(k + 1);
+				load(k + 2);
+			}
 		} else if (lane < 8) {
 			const float* e = E[k & 1];
 			const int cnt = min(SMC, m - k * SMC);
@@ -454,16 +466,16 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 			// are added.
 			int x = lane;
 			if (x + 8 * 15 < cnt) {
-				float v[16], nv[16];
+				float v[16], w[16];
 #pragma unroll
 				for (int u = 0; u < 16; u++) v[u] = e[x + 8 * u];
 				for (; x + 8 * 31 < cnt; x += 8 * 16) {
 #pragma unroll
-					for (int u = 0; u < 16; u++) nv[u] = e[x + 8 * (16 + u)];
+					for (int u = 0; u < 16; u++) w[u] = e[x + 8 * (16 + u)];
 #pragma unroll
 					for (int u = 0; u < 16; u++) sum = f64add(sum, (double)v[u]);
 #pragma unroll
-					for (int u = 0; u < 16; u++) v[u] = nv[u];
+					for (int u = 0; u < 16; u++) v[u] = w[u];
 				}
 #pragma unroll
 				for (int u = 0; u < 16; u++) sum = f64add(sum, (double)v[u]);

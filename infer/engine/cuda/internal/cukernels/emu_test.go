@@ -203,7 +203,7 @@ func TestEmuAttention(t *testing.T) {
 
 // emuDecodeBatch: single decode rows (one per sequence) at the depths
 // where the decode kernels' chunks end: a first token, the weighted sum's
-// 256-position chunks, the softmax's 4,096-position chunks, and past
+// 256-position chunks, the softmax's 2,048-position chunks, and past
 // 8,192. Sequence 2's K has infinities at key 100 (its rows' +Inf score
 // makes the softmax NaN), sequence 3's at its own position (a −Inf score
 // only, for a head whose query sign gives it: a zero weight).
