@@ -51,6 +51,7 @@ type backend struct {
 	ws     workspace
 	graphs *cu.Graphs        // the pass graphs (device.go, GraphRows)
 	rec    []cu.KernelLaunch // a graph pass's launches, reused
+	deps   []int             // their After lists
 	rope   []float32         // host table of Rope.Angles: [positions][RopeDim]
 	closed bool
 }

@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/muserhq/muser/infer/engine"
@@ -219,7 +220,7 @@ func (b *backend) Forward(ctx context.Context, rows []engine.Row) error {
 				b.graphs = cu.NewGraphs(maxGraphs)
 			}
 			r.graph, before = true, b.graphs.Stats()
-			b.rec = b.rec[:0]
+			b.rec, b.deps = b.rec[:0], b.deps[:0]
 		}
 		defer func() {
 			after := before
@@ -255,8 +256,9 @@ type run struct {
 	c      *cu.Ctx
 	p      *batch
 	err    error
-	graph  bool // record the launches into b.rec and run them as a graph (flush)
-	direct int  // kernels launched directly
+	graph  bool  // record the launches into b.rec and run them as a graph (flush)
+	tail   []int // graph pass: the launches the next one waits for (nil: the one before it)
+	direct int   // kernels launched directly
 	// the device copies of the batch's inputs (upload)
 	tokens, pos, rowidx, tiles cu.DevicePtr
 	kvs, cs                    cu.DevicePtr
@@ -286,7 +288,15 @@ func (r *run) launch(l cukernels.Launch, err error) {
 		d.raised[l.Kernel] = l.Shared
 	}
 	if r.graph {
-		r.b.rec = append(r.b.rec, cu.KernelLaunch{F: f, Grid: l.Grid, Block: l.Block, Shared: l.Shared, Args: l.Args})
+		b := r.b
+		var after []int
+		if r.tail != nil {
+			lo := len(b.deps)
+			b.deps = append(b.deps, r.tail...)
+			after = b.deps[lo:len(b.deps):len(b.deps)]
+			r.tail = nil
+		}
+		b.rec = append(b.rec, cu.KernelLaunch{F: f, Grid: l.Grid, Block: l.Block, Shared: l.Shared, Args: l.Args, After: after})
 		return
 	}
 	r.direct++
@@ -314,7 +324,7 @@ func (r *run) flush() {
 		r.err = r.c.RunGraph(b.graphs, b.rec, r.c.Stream())
 	}
 	clear(b.rec) // drop the arguments' references
-	b.rec = b.rec[:0]
+	b.rec, b.deps, r.tail = b.rec[:0], b.deps[:0], nil
 }
 
 func i32Bytes(v []int32) []byte {
@@ -386,51 +396,137 @@ type product struct {
 // products multiplies the n rows of cols floats at x by each matrix,
 // quantizing x once per activation form.
 func (r *run) products(x cu.DevicePtr, n, cols int, ps ...product) {
-	done := map[cukernels.Act]bool{}
+	ms := make([]*mat, len(ps))
+	for i, pr := range ps {
+		ms[i] = pr.m
+	}
+	r.quantize(x, n, cols, ms...)
 	for _, pr := range ps {
-		a := pr.m.act
-		bufs := cukernels.ActBufs{X: dp(x)}
-		if a != cukernels.ActF32 {
-			bufs = r.b.ws.acts[a]
-			if !done[a] {
-				l, ok, err := cukernels.QuantizeActs(a, dp(x), bufs, n, cols)
-				if ok || err != nil {
-					r.launch(l, err)
-				}
-				done[a] = true
-			}
-		}
-		t := pr.m.t
-		r.launch(cukernels.MatMul{Type: t.Type, W: dp(pr.m.p), Rows: t.Rows, Cols: t.Cols, Acts: bufs, Y: dp(pr.y), N: n}.Launch())
+		r.matmul(pr.m, x, pr.y, n)
 	}
 }
 
-// layer runs block li for every row.
+// quantize quantizes the n rows of cols floats at x once for each
+// activation form the matrices ms take (none for float activations).
+func (r *run) quantize(x cu.DevicePtr, n, cols int, ms ...*mat) {
+	var done [8]cukernels.Act
+	nd := 0
+	for _, m := range ms {
+		a := m.act
+		if a == cukernels.ActF32 || slices.Contains(done[:nd], a) {
+			continue
+		}
+		l, ok, err := cukernels.QuantizeActs(a, dp(x), r.b.ws.acts[a], n, cols)
+		if ok || err != nil {
+			r.launch(l, err)
+		}
+		if nd < len(done) {
+			done[nd] = a
+			nd++
+		}
+	}
+}
+
+// matmul multiplies the n rows at x (as quantize left them for m's
+// activation form) by m into y.
+func (r *run) matmul(m *mat, x, y cu.DevicePtr, n int) {
+	bufs := cukernels.ActBufs{X: dp(x)}
+	if m.act != cukernels.ActF32 {
+		bufs = r.b.ws.acts[m.act]
+	}
+	t := m.t
+	r.launch(cukernels.MatMul{Type: t.Type, W: dp(m.p), Rows: t.Rows, Cols: t.Cols, Acts: bufs, Y: dp(y), N: n}.Launch())
+}
+
+// parallel runs each branch's launches in order. In a graph pass the
+// branches wait for what came before but not for each other, so their
+// kernels may run at the same time, and the launch after parallel waits
+// for every branch; a branch may touch no buffer another one writes.
+// Launched directly, the branches run one after the other.
+func (r *run) parallel(branches ...func()) {
+	if !r.graph {
+		for _, f := range branches {
+			f()
+		}
+		return
+	}
+	start := r.frontier()
+	var ends []int
+	for _, f := range branches {
+		r.tail = start
+		n0 := len(r.b.rec)
+		f()
+		if len(r.b.rec) == n0 {
+			ends = append(ends, start...)
+		} else {
+			ends = append(ends, r.frontier()...)
+		}
+	}
+	slices.Sort(ends)
+	r.tail = slices.Compact(ends)
+}
+
+// frontier returns the launches the next launch of a graph pass waits
+// for.
+func (r *run) frontier() []int {
+	if r.tail != nil {
+		return r.tail
+	}
+	if n := len(r.b.rec); n > 0 {
+		return []int{n - 1}
+	}
+	return []int{}
+}
+
+// layer runs block li for every row. The Q, K and V products and what
+// follows each until attention, and the gate and up products, are
+// parallel branches (they read the same activations and write their own
+// buffers).
 func (r *run) layer(li int) {
 	b, w, p, cfg := r.b, &r.b.ws, r.p, r.b.cfg
 	L := &b.layers[li]
 	n := p.n
 	H, Q, KV, F, D := cfg.Hidden, cfg.Heads*cfg.HeadDim, cfg.KVRow(), cfg.FFN, cfg.HeadDim
+	neox := cfg.Rope == engine.RopeNeoX
 	r.launch(cukernels.RMSNorm(dp(w.x), 0, dp(w.xn), dp(L.attnNorm), n, H, cfg.Eps))
-	r.products(w.xn, n, H, product{&L.wq, w.q}, product{&L.wk, w.k}, product{&L.wv, w.v})
-	if L.bq != 0 {
-		r.launch(cukernels.AddBias(dp(w.q), dp(L.bq), n, Q))
-		r.launch(cukernels.AddBias(dp(w.k), dp(L.bk), n, KV))
-		r.launch(cukernels.AddBias(dp(w.v), dp(L.bv), n, KV))
+	r.quantize(w.xn, n, H, &L.wq, &L.wk, &L.wv)
+	qBranch := func() {
+		r.matmul(&L.wq, w.xn, w.q, n)
+		if L.bq != 0 {
+			r.launch(cukernels.AddBias(dp(w.q), dp(L.bq), n, Q))
+		}
+		if L.qNorm != 0 {
+			r.launch(cukernels.RMSNormHeads(dp(w.q), n, cfg.Heads, D, Q, dp(L.qNorm), cfg.Eps))
+		}
+		if cfg.RopeDim > 0 {
+			r.launch(cukernels.RoPE(dp(w.q), n, cfg.Heads, D, Q, cfg.RopeDim, neox, dp(r.cs)))
+		}
 	}
-	if L.qNorm != 0 {
-		r.launch(cukernels.RMSNormHeads(dp(w.q), n, cfg.Heads, D, Q, dp(L.qNorm), cfg.Eps))
-		r.launch(cukernels.RMSNormHeads(dp(w.k), n, cfg.KVHeads, D, KV, dp(L.kNorm), cfg.Eps))
+	kBranch := func() {
+		r.matmul(&L.wk, w.xn, w.k, n)
+		if L.bq != 0 {
+			r.launch(cukernels.AddBias(dp(w.k), dp(L.bk), n, KV))
+		}
+		if L.qNorm != 0 {
+			r.launch(cukernels.RMSNormHeads(dp(w.k), n, cfg.KVHeads, D, KV, dp(L.kNorm), cfg.Eps))
+		}
+		if cfg.RopeDim > 0 {
+			r.launch(cukernels.RoPE(dp(w.k), n, cfg.KVHeads, D, KV, cfg.RopeDim, neox, dp(r.cs)))
+		}
 	}
-	if cfg.RopeDim > 0 {
-		neox := cfg.Rope == engine.RopeNeoX
-		r.launch(cukernels.RoPE(dp(w.q), n, cfg.Heads, D, Q, cfg.RopeDim, neox, dp(r.cs)))
-		r.launch(cukernels.RoPE(dp(w.k), n, cfg.KVHeads, D, KV, cfg.RopeDim, neox, dp(r.cs)))
+	vBranch := func() {
+		r.matmul(&L.wv, w.xn, w.v, n)
+		if L.bq != 0 {
+			r.launch(cukernels.AddBias(dp(w.v), dp(L.bv), n, KV))
+		}
 	}
 	f16 := b.kv == kvcache.DTypeF16
 	kc := r.kvs + cu.DevicePtr(8*li*n)
 	vc := r.kvs + cu.DevicePtr(8*(cfg.Layers+li)*n)
-	r.launch(cukernels.KVStore(f16, dp(w.k), dp(w.v), n, KV, dp(kc), dp(vc), dp(r.pos)))
+	r.parallel(qBranch, func() {
+		r.parallel(kBranch, vBranch)
+		r.launch(cukernels.KVStore(f16, dp(w.k), dp(w.v), n, KV, dp(kc), dp(vc), dp(r.pos)))
+	})
 	ls, err := cukernels.Attention{F16: f16, Heads: cfg.Heads, KVHeads: cfg.KVHeads, Dim: D, N: n,
 		Q: dp(w.q), Out: dp(w.att), KC: dp(kc), VC: dp(vc), Pos: dp(r.pos), Tiles: dp(r.tiles),
 		NTiles: len(p.tiles) - 1, MaxPos: p.maxPos, S: dp(w.s), LD: p.ld}.Launches()
@@ -439,7 +535,8 @@ func (r *run) layer(li int) {
 	}
 	r.products(w.att, n, Q, product{&L.wo, w.o})
 	r.launch(cukernels.AddRMSNorm(dp(w.x), dp(w.o), dp(L.bo), dp(L.ffnNorm), dp(w.xn), n, H, cfg.Eps))
-	r.products(w.xn, n, H, product{&L.gate, w.ffA}, product{&L.up, w.ffB})
+	r.quantize(w.xn, n, H, &L.gate, &L.up)
+	r.parallel(func() { r.matmul(&L.gate, w.xn, w.ffA, n) }, func() { r.matmul(&L.up, w.xn, w.ffB, n) })
 	r.launch(cukernels.SiLUMul(dp(w.ffA), dp(w.ffB), dp(w.ffA), n*F))
 	r.products(w.ffA, n, F, product{&L.down, w.o})
 	r.launch(cukernels.Add(dp(w.x), dp(w.o), dp(w.x), n*H))

@@ -180,8 +180,8 @@ func TestGPUGraphsMatchDirect(t *testing.T) {
 			if passes != x.Passes-x0.Passes || runs != passes-1 {
 				t.Errorf("%d passes with graphs, %d without; %d graph runs, want every pass but the 100-row one", passes, x.Passes-x0.Passes, runs)
 			}
-			if built := g.GraphsBuilt - g0.GraphsBuilt; built < 2 || built > maxGraphs {
-				t.Errorf("%d graphs built, want between 2 and %d", built, maxGraphs)
+			if built := g.GraphsBuilt - g0.GraphsBuilt; built < 2 || built >= runs {
+				t.Errorf("%d graphs built for %d graph runs, want at least 2 and some runs reusing one", built, runs)
 			}
 			if g.NodesUpdated == g0.NodesUpdated {
 				t.Error("no graph node was updated: the reuse path did not run")

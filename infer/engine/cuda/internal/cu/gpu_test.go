@@ -868,13 +868,30 @@ func TestGPURunGraph(t *testing.T) {
 		}
 		check("fifth run", [2][]uint32{{16, 15}, {3}})
 		stats("fifth run", GraphStats{Runs: 5, Kernels: 21, Built: 3, Evicted: 1, Updated: 2})
+		// Two branches (one per buffer) that wait for nothing of each
+		// other, joined by an empty kernel: a graph of its own.
+		fan := []KernelLaunch{add(bufs[0], n), add(bufs[1], n), add(bufs[0], n), add(bufs[1], n),
+			{F: empty, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, After: []int{2, 3}}}
+		fan[1].After, fan[2].After, fan[3].After = []int{}, []int{0}, []int{1}
+		fs2 := NewGraphs(1)
+		defer c.DestroyGraphs(fs2)
+		for i := range 2 {
+			if err := c.RunGraph(fs2, fan, c.Stream()); err != nil {
+				return err
+			}
+			w := uint32(2 * (i + 1))
+			check("branches", [2][]uint32{{16 + w, 15 + w}, {3 + w}})
+		}
+		if got, want := fs2.Stats(), (GraphStats{Runs: 2, Kernels: 10, Built: 1}); got != want {
+			t.Errorf("branches: stats %+v, want %+v", got, want)
+		}
 		// Arguments the kernel does not take: refused, nothing runs.
 		if _, known := k.Params(); known {
 			bad := []KernelLaunch{add(bufs[0], n), {F: k, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Args: []any{bufs[0]}}}
 			if err := c.RunGraph(gs, bad, c.Stream()); !errors.Is(err, ErrArg) {
 				t.Errorf("RunGraph with a launch short of an argument: %v, want ErrArg", err)
 			}
-			check("refused run", [2][]uint32{{16, 15}, {3}})
+			check("refused run", [2][]uint32{{20, 19}, {7}})
 		}
 		return c.Sync(c.Stream())
 	})

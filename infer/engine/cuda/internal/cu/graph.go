@@ -9,11 +9,16 @@ import (
 )
 
 // KernelLaunch is one kernel launch as Launch takes it, for RunGraph.
+// After lists the launches, by index among those of the same RunGraph
+// call and each before this one, that it waits for; nil means the one
+// just before it (none for the first). Launches that wait for none of
+// each other may run at the same time.
 type KernelLaunch struct {
 	F           Function
 	Grid, Block [3]uint32
 	Shared      uint32
 	Args        []any
+	After       []int
 }
 
 // The layout of CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h of CUDA 12 and 13) on
@@ -34,12 +39,13 @@ const (
 	knSizeV1 = 56
 )
 
-// nodeParamsOff is where in the arena a graph call's
-// CUDA_KERNEL_NODE_PARAMS lies, and depOff the node a new node depends
-// on; the launch's parameter block lies before them.
+// A graph call's use of the arena: the launch's parameter block before
+// depOff, the nodes a new node depends on (CUgraphNode[]) from depOff,
+// its CUDA_KERNEL_NODE_PARAMS at nodeParamsOff.
 const (
+	depOff        = 48 << 10
 	nodeParamsOff = arenaSize - 256
-	depOff        = nodeParamsOff + knSize
+	maxDeps       = (nodeParamsOff - depOff) / 8
 )
 
 // putKernelNodeParams writes a CUDA_KERNEL_NODE_PARAMS_v2 into b (knSize
@@ -60,28 +66,43 @@ func putKernelNodeParams(b []byte, f uintptr, grid, block [3]uint32, shared uint
 	ne.PutUint64(b[knParams:], uint64(params))
 }
 
-// node is one recorded launch: the function, the dimensions and, in its
-// chain's vals[lo:hi], its argument values laid out as in the parameter
-// block after the pointer array (padding zero).
+// node is one recorded launch: the function, the dimensions, in its
+// chain's vals[lo:hi] its argument values laid out as in the parameter
+// block after the pointer array (padding zero), and in deps[dlo:dhi] the
+// launches it waits for.
 type node struct {
 	fn          uintptr
 	grid, block [3]uint32
 	shared      uint32
 	lo, hi      int
+	dlo, dhi    int
 }
 
-// chain is a recorded sequence of launches, each to run after the one
-// before it.
+// chain is a recorded sequence of launches and what each waits for.
 type chain struct {
 	nodes []node
 	vals  []byte
+	deps  []int32
 }
 
 // record lays ls out into ch, reusing its memory (and slots'), and
 // checks each launch's arguments as Launch does.
 func (ch *chain) record(ls []KernelLaunch, slots []slot) ([]slot, error) {
-	ch.nodes, ch.vals = ch.nodes[:0], ch.vals[:0]
+	ch.nodes, ch.vals, ch.deps = ch.nodes[:0], ch.vals[:0], ch.deps[:0]
 	for i, l := range ls {
+		dlo := len(ch.deps)
+		switch {
+		case l.After == nil && i > 0:
+			ch.deps = append(ch.deps, int32(i-1))
+		case len(l.After) > maxDeps:
+			return slots, fmt.Errorf("%w: launch %d (%s) waits for %d launches, at most %d", ErrGraph, i, l.F.name, len(l.After), maxDeps)
+		}
+		for _, d := range l.After {
+			if d < 0 || d >= i {
+				return slots, fmt.Errorf("%w: launch %d (%s) waits for launch %d", ErrGraph, i, l.F.name, d)
+			}
+			ch.deps = append(ch.deps, int32(d))
+		}
 		var size int
 		var err error
 		slots, size, err = layoutArgs(l.Args, slots)
@@ -100,21 +121,22 @@ func (ch *chain) record(ls []KernelLaunch, slots []slot) ([]slot, error) {
 			s := slots[j]
 			putArg(ch.vals[lo+s.Off-base:lo+s.Off-base+s.Size], a)
 		}
-		ch.nodes = append(ch.nodes, node{fn: l.F.h, grid: l.Grid, block: l.Block, shared: l.Shared, lo: lo, hi: lo + n})
+		ch.nodes = append(ch.nodes, node{fn: l.F.h, grid: l.Grid, block: l.Block, shared: l.Shared, lo: lo, hi: lo + n, dlo: dlo, dhi: len(ch.deps)})
 	}
 	return slots, nil
 }
 
 // sameKernels reports whether a and b launch the same functions in the
-// same order with argument blocks of the same sizes: a graph of one can
-// run the other by setting the parameters of the nodes that differ.
+// same order, with argument blocks of the same sizes, each waiting for
+// the same launches: a graph of one can run the other by setting the
+// parameters of the nodes that differ.
 func sameKernels(a, b *chain) bool {
-	if len(a.nodes) != len(b.nodes) {
+	if len(a.nodes) != len(b.nodes) || !slices.Equal(a.deps, b.deps) {
 		return false
 	}
 	for i := range a.nodes {
 		x, y := &a.nodes[i], &b.nodes[i]
-		if x.fn != y.fn || x.hi-x.lo != y.hi-y.lo {
+		if x.fn != y.fn || x.hi-x.lo != y.hi-y.lo || x.dhi-x.dlo != y.dhi-y.dlo {
 			return false
 		}
 	}
@@ -202,8 +224,10 @@ func (gs *Graphs) pick(cur *chain) int {
 // Graphs reports whether the driver can run graphs (Driver.Graphs).
 func (c *Ctx) Graphs() bool { return c.drv.Graphs() }
 
-// RunGraph queues ls on stream s as one graph launch: the kernels run in
-// order, each after the one before, as if launched one by one. A held
+// RunGraph queues ls on stream s as one graph launch: each kernel runs
+// after the launches it waits for (KernelLaunch.After; by default the one
+// before it, so that a list without After runs as if launched one by
+// one). A held
 // graph of the same kernels is reused, with the parameters of the nodes
 // that differ set first; otherwise a new one is built (and the least
 // recently used dropped when gs is full). Without the driver's graph
@@ -244,7 +268,7 @@ func (c *Ctx) RunGraph(gs *Graphs, ls []KernelLaunch, s Stream) error {
 				return err
 			}
 		}
-		if g, err = c.buildGraph(ls); err != nil {
+		if g, err = c.buildGraph(ls, &gs.cur); err != nil {
 			return err
 		}
 		gs.list = slices.Insert(gs.list, 0, g)
@@ -269,7 +293,7 @@ func joinErr(a, b error) error {
 // nodeParams packs l's arguments and its CUDA_KERNEL_NODE_PARAMS into the
 // arena and returns the struct's address.
 func (c *Ctx) nodeParams(l KernelLaunch) (uintptr, error) {
-	kp, err := c.pack(l.F, l.Args, c.arena[:nodeParamsOff])
+	kp, err := c.pack(l.F, l.Args, c.arena[:depOff])
 	if err != nil {
 		return 0, err
 	}
@@ -277,8 +301,9 @@ func (c *Ctx) nodeParams(l KernelLaunch) (uintptr, error) {
 	return c.arenaAddr + nodeParamsOff, nil
 }
 
-// buildGraph creates and instantiates the chain of ls's kernel nodes.
-func (c *Ctx) buildGraph(ls []KernelLaunch) (*Graph, error) {
+// buildGraph creates and instantiates the graph of ls's kernel nodes,
+// each depending on the nodes its launch waits for (rec, ls recorded).
+func (c *Ctx) buildGraph(ls []KernelLaunch, rec *chain) (*Graph, error) {
 	g := &Graph{nodes: make([]uintptr, len(ls))}
 	if err := c.drv.check("cuGraphCreate", call(c.drv.fn.graphCreate, uintptr(unsafe.Pointer(&g.g)), 0)); err != nil {
 		return nil, err
@@ -289,12 +314,15 @@ func (c *Ctx) buildGraph(ls []KernelLaunch) (*Graph, error) {
 		if err != nil {
 			return fail(err)
 		}
-		var deps, ndeps uintptr
-		if i > 0 {
-			binary.NativeEndian.PutUint64(c.arena[depOff:], uint64(g.nodes[i-1]))
-			deps, ndeps = c.arenaAddr+depOff, 1
+		nd := &rec.nodes[i]
+		for j, d := range rec.deps[nd.dlo:nd.dhi] {
+			binary.NativeEndian.PutUint64(c.arena[depOff+8*j:], uint64(g.nodes[d]))
 		}
-		if r := call(c.drv.fn.graphAddKernelNode, uintptr(unsafe.Pointer(&g.nodes[i])), g.g, deps, ndeps, p); r != 0 {
+		var deps uintptr
+		if nd.dhi > nd.dlo {
+			deps = c.arenaAddr + depOff
+		}
+		if r := call(c.drv.fn.graphAddKernelNode, uintptr(unsafe.Pointer(&g.nodes[i])), g.g, deps, uintptr(nd.dhi-nd.dlo), p); r != 0 {
 			return fail(c.drv.newError("cuGraphAddKernelNode "+l.F.name, r))
 		}
 	}

@@ -102,6 +102,10 @@ func TestChainRecordAndChanged(t *testing.T) {
 		{"another kernel", edit(func(ls []KernelLaunch) { ls[3].F = a }), false, nil},
 		{"a launch fewer", base[:3], false, nil},
 		{"an argument's width", edit(func(ls []KernelLaunch) { ls[0].Args[1] = int64(5) }), false, nil},
+		{"the default dependency written out", edit(func(ls []KernelLaunch) { ls[3].After = []int{2} }), true, []int{}},
+		{"another dependency", edit(func(ls []KernelLaunch) { ls[3].After = []int{1} }), false, nil},
+		{"a second dependency", edit(func(ls []KernelLaunch) { ls[3].After = []int{1, 2} }), false, nil},
+		{"no dependency", edit(func(ls []KernelLaunch) { ls[2].After = []int{} }), false, nil},
 	}
 	var ref chain
 	if _, err := ref.record(base, nil); err != nil {
@@ -174,6 +178,29 @@ func TestChainRecordChecks(t *testing.T) {
 	var c chain
 	if _, err := c.record([]KernelLaunch{{F: k, Args: []any{DevicePtr(1), int32(2)}}}, nil); err != nil {
 		t.Errorf("record of matching arguments: %v", err)
+	}
+}
+
+// TestChainRecordDeps: a launch waits for the one before it unless After
+// says otherwise, and After may name only earlier launches.
+func TestChainRecordDeps(t *testing.T) {
+	k := fakeFn(1)
+	var c chain
+	ls := []KernelLaunch{{F: k}, {F: k}, {F: k, After: []int{}}, {F: k, After: []int{0, 2}}, {F: k}}
+	if _, err := c.record(ls, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int32{{}, {0}, {}, {0, 2}, {3}}
+	for i, nd := range c.nodes {
+		if got := c.deps[nd.dlo:nd.dhi]; !slices.Equal(got, want[i]) {
+			t.Errorf("launch %d waits for %v, want %v", i, got, want[i])
+		}
+	}
+	for _, after := range [][]int{{1}, {-1}, {0, 5}, make([]int, maxDeps+1)} {
+		bad := []KernelLaunch{{F: k}, {F: k, After: after}}
+		if _, err := c.record(bad, nil); !errors.Is(err, ErrGraph) {
+			t.Errorf("launch 1 waiting for %d launches from %v: %v, want ErrGraph", len(after), after[:min(len(after), 2)], err)
+		}
 	}
 }
 
