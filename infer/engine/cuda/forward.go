@@ -444,7 +444,7 @@ func (r *run) matmul(m *mat, x, y cu.DevicePtr, n int) {
 // for every branch; a branch may touch no buffer another one writes.
 // Launched directly, the branches run one after the other.
 func (r *run) parallel(branches ...func()) {
-	if !r.graph {
+	if !r.graph || len(branches) == 0 {
 		for _, f := range branches {
 			f()
 		}

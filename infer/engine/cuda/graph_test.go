@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cuda/internal/cu"
+	"github.com/muserhq/muser/infer/engine/cuda/internal/cukernels"
 	"github.com/muserhq/muser/infer/engine/enginetest"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/kvcache"
@@ -192,5 +195,67 @@ func TestGPUGraphsMatchDirect(t *testing.T) {
 			t.Logf("graphs: %d passes, %d graph runs of %d kernels, %d graphs built, %d nodes set; direct: %d kernels",
 				passes, runs, g.GraphKernels-g0.GraphKernels, g.GraphsBuilt-g0.GraphsBuilt, g.NodesUpdated-g0.NodesUpdated, x.Direct-x0.Direct)
 		})
+	}
+}
+
+// TestGraphRecorder checks, without a GPU, what a graph pass records: the
+// launches in program order, each waiting for the one before it except
+// inside parallel, where every branch waits for what came before it and
+// the launch after waits for the end of every branch (nested branches
+// included; an empty branch passes its start through; no branches change
+// nothing).
+func TestGraphRecorder(t *testing.T) {
+	d := &Device{fns: map[string]cu.Function{}, raised: map[string]uint32{}}
+	b := &backend{d: d}
+	r := &run{b: b, graph: true}
+	k := func(name string) {
+		r.launch(cukernels.Launch{Kernel: name, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}, nil)
+	}
+	for _, name := range []string{"norm", "quant", "q", "qbias", "k", "v", "kv", "attn", "gate", "up", "silu", "empty", "end"} {
+		d.fns[name] = cu.Function{}
+	}
+	k("norm")
+	k("quant")
+	r.parallel(func() { k("q"); k("qbias") }, func() {
+		r.parallel(func() { k("k") }, func() { k("v") })
+		k("kv")
+	})
+	k("attn")
+	r.parallel(func() { k("gate") }, func() { k("up") }, func() {})
+	k("silu")
+	r.parallel()
+	k("end")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := []struct {
+		name  string
+		after []int // nil: the launch before
+	}{
+		{"norm", nil}, {"quant", nil},
+		{"q", []int{1}}, {"qbias", nil},
+		{"k", []int{1}}, {"v", []int{1}}, {"kv", []int{4, 5}},
+		{"attn", []int{3, 6}},
+		{"gate", []int{7}}, {"up", []int{7}},
+		{"silu", []int{7, 8, 9}},
+		{"end", nil},
+	}
+	if len(b.rec) != len(want) {
+		t.Fatalf("recorded %d launches, want %d", len(b.rec), len(want))
+	}
+	for i, w := range want {
+		got := b.rec[i].After
+		if (got == nil) != (w.after == nil) || !slices.Equal(got, w.after) {
+			t.Errorf("launch %d (%s) waits for %v, want %v", i, w.name, got, w.after)
+		}
+	}
+	if r.direct != 0 {
+		t.Errorf("%d direct launches in a graph pass, want 0", r.direct)
+	}
+	// flush without a Ctx is not possible; the recorder is reset by it.
+	r.err = errors.New("stop")
+	r.flush()
+	if len(b.rec) != 0 || len(b.deps) != 0 || r.tail != nil {
+		t.Errorf("after flush: %d launches, %d dependencies, tail %v; want none", len(b.rec), len(b.deps), r.tail)
 	}
 }
