@@ -3,7 +3,7 @@
 # (binaries) and scripts/cuda/llamacpp-src.sh (the peer's source) put in
 # DIR. Phases (PHASES, default all): muser (muser bench --device cuda on
 # the Qwen2.5-0.5B-shaped Q8_0 model: prefill 2048, 8192, 32768; decode at
-# depth 0 and 8192), llamacpp (llama.cpp's CUDA build from node-llama-cpp
+# depth 0 and 8192, then again with --cuda-graphs=false), llamacpp (llama.cpp's CUDA build from node-llama-cpp
 # 3.21.1's source, sm_90 only, llama-bench with flash attention on the same
 # file), torch (a bf16 PyTorch prefill of the same shape), remote (a GPU
 # producer for CPU consumers: cmd/muser's TestE2ERemotePrefill with the
@@ -39,6 +39,13 @@ run_muser() {
 	for spec in 2048:16:2 8192:128:2 32768:16:1 2:128:2; do
 		IFS=: read -r p g r <<< "$spec"
 		"$bin/muser" bench --device cuda --model "$model" --prompt-tokens "$p" --gen-tokens "$g" --reps "$r" --json | tee -a "$out/bench.jsonl"
+	done
+	# Decode with every kernel launched from the host, for comparison with
+	# the graphs above (GRAPHS_OFF=0 skips it).
+	[ "${GRAPHS_OFF:-1}" = 1 ] || return 0
+	for spec in 8192:128:2 2:128:2; do
+		IFS=: read -r p g r <<< "$spec"
+		"$bin/muser" bench --device cuda --cuda-graphs=false --model "$model" --prompt-tokens "$p" --gen-tokens "$g" --reps "$r" --json | tee -a "$out/bench.jsonl"
 	done
 }
 run_llamacpp() {
