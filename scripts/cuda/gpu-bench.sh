@@ -3,9 +3,9 @@
 # (binaries) and scripts/cuda/llamacpp-src.sh (the peer's source) put in
 # DIR. Phases (PHASES, default all): muser (muser bench --device cuda on
 # the Qwen2.5-0.5B-shaped Q8_0 model: prefill 2048, 8192, 32768; decode at
-# depth 0 and 8192, then again with --cuda-graphs=false), llamacpp (llama.cpp's CUDA build from node-llama-cpp
-# 3.21.1's source, sm_90 only, llama-bench with flash attention on the same
-# file), torch (a bf16 PyTorch prefill of the same shape), remote (a GPU
+# depth 0 and 8192, then again with --cuda-graphs=false), llamacpp
+# (llama.cpp's CUDA build from node-llama-cpp 3.21.1's source, sm_90 only,
+# llama-bench with flash attention on the same file), torch (a bf16 PyTorch prefill of the same shape), remote (a GPU
 # producer for CPU consumers: cmd/muser's TestE2ERemotePrefill with the
 # producer on the GPU, and servebench -remote's time to first token at
 # 8192 against a local CPU prefill). JSON lines and logs go to OUT.
