@@ -3,9 +3,11 @@
 # (binaries) and scripts/cuda/llamacpp-src.sh (the peer's source) put in
 # DIR. Phases (PHASES, default all): muser (muser bench --device cuda on
 # the Qwen2.5-0.5B-shaped Q8_0 model: prefill 2048, 8192, 32768; decode at
-# depth 0, 2048, 8192 and 32768), llamacpp (llama.cpp's CUDA build from
+# depth 0, 2048, 8192 and 32768, then depth 0 and 8192 again with
+# --cuda-graphs=false), llamacpp (llama.cpp's CUDA build from
 # node-llama-cpp 3.21.1's source, sm_90 only, unless built already;
-# llama-bench with flash attention on the same file, the same cells), torch (a bf16 PyTorch prefill of the same shape), remote (a GPU
+# llama-bench with flash attention on the same file, the same cells),
+# torch (a bf16 PyTorch prefill of the same shape), remote (a GPU
 # producer for CPU consumers: cmd/muser's TestE2ERemotePrefill with the
 # producer on the GPU, and servebench -remote's time to first token at
 # 8192 against a local CPU prefill). JSON lines and logs go to OUT.
@@ -35,6 +37,13 @@ run_muser() {
 	for spec in 2048:16:2 8192:128:2 32768:16:1 2:128:2; do
 		IFS=: read -r p g r <<< "$spec"
 		"$bin/muser" bench --device cuda --model "$model" --prompt-tokens "$p" --gen-tokens "$g" --reps "$r" --json | tee -a "$out/bench.jsonl"
+	done
+	# Decode with every kernel launched from the host, for comparison with
+	# the graphs above (GRAPHS_OFF=0 skips it).
+	[ "${GRAPHS_OFF:-1}" = 1 ] || return 0
+	for spec in 8192:128:2 2:128:2; do
+		IFS=: read -r p g r <<< "$spec"
+		"$bin/muser" bench --device cuda --cuda-graphs=false --model "$model" --prompt-tokens "$p" --gen-tokens "$g" --reps "$r" --json | tee -a "$out/bench.jsonl"
 	done
 }
 run_llamacpp() {
