@@ -38,17 +38,24 @@ func BenchmarkChunkSink(b *testing.B) {
 		Producer: "bench", Generation: 1, Created: time.Unix(1, 0).UTC()}
 	m.Root = pack.MerkleRoot(m.ChunkIDs())
 	root := b.TempDir()
-	for _, syncers := range []int{0, 1, 4, 16} {
+	for _, v := range []struct {
+		syncers  int
+		noDirect bool
+	}{{0, false}, {1, false}, {4, false}, {16, false}, {16, true}} {
+		syncers := v.syncers
 		name := "putchunk"
 		if syncers > 0 {
 			name = "sink/syncers=" + strconv.Itoa(syncers)
+		}
+		if v.noDirect {
+			name += "/pagecache"
 		}
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(n * qwenChunk)
 			var cpu time.Duration
 			for i := range b.N {
 				b.StopTimer()
-				s, err := store.Open(filepath.Join(root, name, strconv.Itoa(i)), store.Options{BlockTokens: qwenBlock})
+				s, err := store.Open(filepath.Join(root, name, strconv.Itoa(i)), store.Options{BlockTokens: qwenBlock, NoDirectWrites: v.noDirect})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -541,15 +541,15 @@ func (f failOp) MaybeError(op errorfs.Op, path string) error {
 	return nil
 }
 
-// TestChunkSinkFaults: a write, fsync or rename of a chunk file that
-// fails makes Close return the fault (a disk's, not the source's: no
-// *SourceError, no receipt), names no chunk and leaves no temporary
-// file.
+// TestChunkSinkFaults: a write, EndDirect (before the tail of a direct
+// write), fsync or rename of a chunk file that fails makes Close return
+// the fault (a disk's, not the source's: no *SourceError, no receipt),
+// names no chunk and leaves no temporary file.
 func TestChunkSinkFaults(t *testing.T) {
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("faulty disk "), 30000)
 	id := pack.ChunkID(data)
-	for _, op := range []errorfs.Op{errorfs.OpCreate, errorfs.OpWrite, errorfs.OpSync, errorfs.OpRename} {
+	for _, op := range []errorfs.Op{errorfs.OpCreate, errorfs.OpWrite, errorfs.OpEndDirect, errorfs.OpSync, errorfs.OpRename} {
 		t.Run(op.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			s := storetest.Open(t, dir, store.Options{FS: errorfs.Wrap(vfs.Default, failOp{op})})
