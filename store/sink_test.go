@@ -66,9 +66,15 @@ func (l *sinkLog) MaybeError(op errorfs.Op, path string) error {
 // and its chunks' bytes.
 func sinkPack(t *testing.T, seed uint64, n int) (*pack.Manifest, [][]byte) {
 	t.Helper()
+	return sinkPackSized(t, seed, n, 256)
+}
+
+// sinkPackSized is sinkPack with chunks of size bytes.
+func sinkPackSized(t *testing.T, seed uint64, n, size int) (*pack.Manifest, [][]byte) {
+	t.Helper()
 	id := packtest.Identity("sink")
 	toks := packtest.Tokens(seed, 4*n, 100)
-	get := storetest.KV(id, nil, toks, 4, 256)
+	get := storetest.KV(id, nil, toks, 4, size)
 	m := &pack.Manifest{Identity: id, BlockTokens: 4, Tenant: pack.TenantTag(nil), Tokens: toks,
 		Producer: "test", Generation: 1, Created: time.Unix(1, 0).UTC()}
 	var data [][]byte
