@@ -78,6 +78,24 @@ func (s *Store) setBuffered(why string) {
 	}
 }
 
+// directRefused records that a direct write failed with EINVAL on a
+// file the file system opened with O_DIRECT: the store writes received
+// chunks through the page cache from now on (logged once).
+func (s *Store) directRefused(err error) {
+	why := "a direct write was refused: " + err.Error()
+	s.direct.mu.Lock()
+	first := s.direct.mode.Direct || !s.direct.mode.Known
+	s.direct.mode = ChunkWriteMode{Known: true, Fallback: why}
+	s.direct.mu.Unlock()
+	if first {
+		log := s.opts.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Info("store: received chunks are written through the page cache", "dir", s.dir, "reason", why)
+	}
+}
+
 // createChunkTemp creates the temporary file for a received chunk of
 // data in dir: open for direct I/O when the store writes with it, data
 // is at least one alignment unit and aligned in memory; otherwise a

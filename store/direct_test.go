@@ -192,6 +192,32 @@ func (noDirectFS) CreateTempDirect(dir, pattern string) (vfs.DirectFile, error) 
 	return nil, &fs.PathError{Op: "open", Path: dir, Err: fmt.Errorf("%w: %w", vfs.ErrNoDirect, unix.EINVAL)}
 }
 
+// einvalFS opens direct files whose direct writes fail with EINVAL, as
+// a file system that accepts O_DIRECT at open but not the write would.
+type einvalFS struct{ vfs.FS }
+
+func (e einvalFS) CreateTempDirect(dir, pattern string) (vfs.DirectFile, error) {
+	f, err := e.FS.(vfs.DirectCreator).CreateTempDirect(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	return &einvalFile{DirectFile: f}, nil
+}
+
+type einvalFile struct {
+	vfs.DirectFile
+	ended bool
+}
+
+func (e *einvalFile) Write(p []byte) (int, error) {
+	if !e.ended {
+		return 0, &fs.PathError{Op: "write", Path: e.Name(), Err: unix.EINVAL}
+	}
+	return e.DirectFile.Write(p)
+}
+
+func (e *einvalFile) EndDirect() error { e.ended = true; return e.DirectFile.EndDirect() }
+
 // plainFS is a file system layer without direct I/O at all.
 type plainFS struct{ vfs.FS }
 
@@ -211,8 +237,9 @@ func (l *logCount) Handle(_ context.Context, r slog.Record) error {
 func (l *logCount) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *logCount) WithGroup(string) slog.Handler      { return l }
 
-// TestChunkSinkBufferedFallback: a file system that refuses direct I/O,
-// a file system layer without it, and a store opened with
+// TestChunkSinkBufferedFallback: a file system that refuses direct I/O
+// at open, one that refuses the direct write (EINVAL), a file system
+// layer without it, and a store opened with
 // NoDirectWrites all store received chunks through the page cache with
 // no error; the mode says why, a refusal is logged once, and the bytes
 // are the chunk's (and, written through the page cache, resident).
@@ -227,6 +254,7 @@ func TestChunkSinkBufferedFallback(t *testing.T) {
 	}{
 		{"refused", func() store.Options { return store.Options{FS: noDirectFS{vfs.Default}} }, vfs.ErrNoDirect.Error(), 1, runtime.GOOS == "linux"},
 		{"no direct layer", func() store.Options { return store.Options{FS: plainFS{vfs.Default}} }, "offers no direct I/O", 1, runtime.GOOS == "linux"},
+		{"write refused", func() store.Options { return store.Options{FS: einvalFS{vfs.Default}} }, "a direct write was refused", 1, runtime.GOOS == "linux"},
 		{"NoDirectWrites", func() store.Options { return store.Options{NoDirectWrites: true} }, "NoDirectWrites", 0, runtime.GOOS == "linux"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -270,6 +298,9 @@ func TestChunkSinkBufferedFallback(t *testing.T) {
 				if err != nil || !bytes.Equal(got, data[i]) {
 					t.Fatalf("chunk %d: %d bytes, %v; want its %d bytes", i, len(got), err, len(data[i]))
 				}
+			}
+			if l := leftovers(t, dir); len(l) != 0 {
+				t.Errorf("files left behind: %v", l)
 			}
 		})
 	}

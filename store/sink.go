@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store/vfs"
@@ -349,8 +351,22 @@ func (s *Store) writeTemp(dir string, data []byte) (*sinkFile, error) {
 		done()
 		return nil, err
 	}
+	err = writeChunkFile(f, data)
+	if _, direct := f.(vfs.DirectFile); direct && errors.Is(err, syscall.EINVAL) {
+		// The file system took O_DIRECT at open but refuses the
+		// write: from now on the store writes through the page
+		// cache, and this chunk goes to a new plain file.
+		_ = f.Close()
+		_ = s.fs.Remove(f.Name())
+		s.directRefused(err)
+		if f, err = s.fs.CreateTemp(dir, tempPrefix+"*"); err != nil {
+			done()
+			return nil, err
+		}
+		err = writeChunkFile(f, data)
+	}
 	sf := &sinkFile{f: f, tmp: f.Name(), done: done}
-	if err := writeChunkFile(f, data); err != nil {
+	if err != nil {
 		s.dropTemp(sf)
 		return nil, fmt.Errorf("writing %s: %w", sf.tmp, err)
 	}
