@@ -20,8 +20,9 @@ import (
 // chunks to the store, then PublishPack names them. "putchunk" is the
 // store's PutPackChunk in each goroutine (hash, temporary file, write,
 // fsync, rename, one after another); "sink" is a ChunkSink (hash while
-// reading, then its workers write, fsync and rename, syncers at once).
-// Every variant runs in the same loop, one after another, so they share
+// reading, then its workers write, fsync and rename, syncers at once,
+// with direct I/O where the file system allows it; "/pagecache" with
+// Options.NoDirectWrites). Every variant runs in the same loop, one after another, so they share
 // the machine's state; each reports MB/s and the CPU seconds of the
 // process per GiB. Run:
 //
