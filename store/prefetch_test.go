@@ -89,9 +89,15 @@ func TestRestorePrefetch(t *testing.T) {
 		if len(opens) != 1+window {
 			t.Errorf("opens while the reader is on block 0: got %d, want %d (block 0 and %d ahead)", len(opens), 1+window, window)
 		}
-		for _, o := range opens[1:] {
-			if j := index[o]; j < 1 || j > window {
-				t.Errorf("prefetched chunk of block %d while the reader is on block 0, want blocks 1..%d", j, window)
+		// Block 0 by the reader, blocks 1..window by the prefetcher,
+		// in whatever order the two goroutines ran.
+		seen := map[int]int{}
+		for _, o := range opens {
+			seen[index[o]]++
+		}
+		for j := 0; j <= window; j++ {
+			if seen[j] != 1 {
+				t.Errorf("block %d opened %d times while the reader is on block 0, want once", j, seen[j])
 			}
 		}
 		return nil
