@@ -360,7 +360,11 @@ func checkMatMul(t *testing.T, d device, pool *kernels.Pool, rng *rand.Rand, typ
 	}
 	qa := refQuantize(act, x, n, cols)
 	want := refMatMul(t, pool, typ, w, rows, cols, x, qa, n)
-	var dec, til []byte
+	// The decode kernel's epilogue (integer types): y = res + (acc + bias),
+	// res being y itself.
+	epi := MatMul{Type: typ, N: n}.Epilogue()
+	bias, res := randomActs(rng, 1, rows), randomActs(rng, n, rows)
+	var dec, til, fused []byte
 	d.run(t, func(s *session) {
 		dw, dx := s.up(w), s.up(f32Bytes(x))
 		xs, qs, ds, es := ActSizes(act, n, cols)
@@ -378,10 +382,25 @@ func checkMatMul(t *testing.T, d device, pool *kernels.Pool, rng *rand.Rand, typ
 		m.Y = y2
 		s.launch(m.Tiled())
 		dec, til = s.down(y1, 4*n*rows), s.down(y2, 4*n*rows)
+		if epi {
+			y3 := s.up(f32Bytes(res))
+			m.Y, m.Bias, m.Res = y3, s.up(f32Bytes(bias)), y3
+			s.launch(m.Decode())
+			fused = s.down(y3, 4*n*rows)
+		}
 	})
 	shape := fmt.Sprintf("%s %d rows × %d cols × %d tokens on %v (index = token·rows + row)", typ, rows, cols, n, d)
 	sameBits(t, "decode kernel, "+shape, bytesF32(dec), want)
 	sameBits(t, "tiled kernel, "+shape, bytesF32(til), want)
+	if epi {
+		wf := slices.Clone(want)
+		for tok := range n {
+			row := wf[tok*rows : (tok+1)*rows]
+			kernels.Add(row, row, bias)
+			kernels.Add(row, res[tok*rows:(tok+1)*rows], row)
+		}
+		sameBits(t, "decode kernel with bias and residual epilogue, "+shape, bytesF32(fused), wf)
+	}
 }
 
 // ---------------------------------------------------------------------------
@@ -501,6 +520,63 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 			sameBits(t, fmt.Sprintf("normalized (written over o), %d × %d on %v", n, cols, d), bytesF32(gd), wd)
 		})
 	}
+	// The normalizations that quantize what they write (RMSNormQuant,
+	// AddRMSNormQuant): the normalized rows and their Q8_0 or Q8_1 form,
+	// each bit for bit as RMSNorm followed by QuantizeActs.
+	for _, cols := range sz.cols {
+		if cols%32 != 0 {
+			continue
+		}
+		for _, act := range []Act{ActQ8_0, ActQ8_1} {
+			t.Run(fmt.Sprintf("rmsnorm_quant/%s/%d", actName(act), cols), func(t *testing.T) {
+				x, o, b, w := wideFloats(rng, n*cols), wideFloats(rng, n*cols), wideFloats(rng, cols), wideFloats(rng, cols)
+				rowidx := []int{n - 1, 0, n / 2}
+				m := len(rowidx)
+				_, qs, ds, es := ActSizes(act, n, cols)
+				var gy, gq, gd, ge, ax, ay, aq, ad, ae []byte
+				d.run(t, func(s *session) {
+					dx, do, db, dw, dr := s.up(f32Bytes(x)), s.up(f32Bytes(o)), s.up(f32Bytes(b)), s.up(f32Bytes(w)), s.up(i32s(rowidx))
+					y := s.alloc(4 * m * cols)
+					bufs := ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
+					s.launch(RMSNormQuant(dx, dr, y, dw, m, cols, eps, act, bufs))
+					gy, gq, gd, ge = s.down(y, 4*m*cols), s.down(bufs.Q, m*cols), s.down(bufs.D, 4*m*cols/32), s.down(bufs.Ext, int(es)*m/n)
+					abufs := ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
+					s.launch(AddRMSNormQuant(dx, do, db, dw, do, n, cols, eps, act, abufs))
+					ax, ay = s.down(dx, 4*n*cols), s.down(do, 4*n*cols)
+					aq, ad, ae = s.down(abufs.Q, int(qs)), s.down(abufs.D, int(ds)), s.down(abufs.Ext, int(es))
+				})
+				shape := fmt.Sprintf("%s, %d × %d on %v", actName(act), n, cols, d)
+				// RMSNormQuant of the gathered rows.
+				want := make([]float32, m*cols)
+				for j, r := range rowidx {
+					kernels.RMSNorm(want[j*cols:(j+1)*cols], x[r*cols:(r+1)*cols], w, eps)
+				}
+				wq := refQuantize(act, want, m, cols)
+				sameBits(t, "RMSNormQuant rows, "+shape, bytesF32(gy), want)
+				sameBytes(t, "RMSNormQuant q, "+shape, gq, i8Bytes(wq.q))
+				sameBits(t, "RMSNormQuant d, "+shape, bytesF32(gd), wq.d)
+				if act == ActQ8_1 {
+					sameBytes(t, "RMSNormQuant s, "+shape, ge, wq.ext)
+				}
+				// AddRMSNormQuant with a bias, written over o.
+				wx, wd := slices.Clone(x), slices.Clone(o)
+				for i := range n {
+					xi, oi := wx[i*cols:(i+1)*cols], wd[i*cols:(i+1)*cols]
+					kernels.Add(oi, oi, b)
+					kernels.Add(xi, xi, oi)
+					kernels.RMSNorm(oi, xi, w, eps)
+				}
+				wa := refQuantize(act, wd, n, cols)
+				sameBits(t, "AddRMSNormQuant residual x, "+shape, bytesF32(ax), wx)
+				sameBits(t, "AddRMSNormQuant rows, "+shape, bytesF32(ay), wd)
+				sameBytes(t, "AddRMSNormQuant q, "+shape, aq, i8Bytes(wa.q))
+				sameBits(t, "AddRMSNormQuant d, "+shape, bytesF32(ad), wa.d)
+				if act == ActQ8_1 {
+					sameBytes(t, "AddRMSNormQuant s, "+shape, ae, wa.ext)
+				}
+			})
+		}
+	}
 	for _, c := range sz.heads {
 		heads, dim := c[0], c[1]
 		t.Run(fmt.Sprintf("rmsnorm_heads/%dx%d", heads, dim), func(t *testing.T) {
@@ -546,6 +622,30 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 		sameBits(t, "SiLUMul, "+shape, bytesF32(silu), wsl)
 		sameBits(t, "AddBias, "+shape, bytesF32(biased), wb)
 	})
+	for _, act := range []Act{ActQ8_0, ActQ8_1} {
+		cols := sz.ffn &^ 31
+		t.Run(fmt.Sprintf("silu_mul_quant/%s/%d", actName(act), cols), func(t *testing.T) {
+			a, b := wideFloats(rng, n*cols), wideFloats(rng, n*cols)
+			_, qs, ds, es := ActSizes(act, n, cols)
+			var gy, gq, gd, ge []byte
+			d.run(t, func(s *session) {
+				da, db := s.up(f32Bytes(a)), s.up(f32Bytes(b))
+				bufs := ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
+				s.launch(SiLUMulQuant(da, db, da, n, cols, act, bufs)) // dst over gate, as the engine runs it
+				gy, gq, gd, ge = s.down(da, 4*n*cols), s.down(bufs.Q, int(qs)), s.down(bufs.D, int(ds)), s.down(bufs.Ext, int(es))
+			})
+			want := make([]float32, n*cols)
+			kernels.SiLUMul(want, a, b)
+			wq := refQuantize(act, want, n, cols)
+			shape := fmt.Sprintf("%s, %d × %d on %v", actName(act), n, cols, d)
+			sameBits(t, "SiLUMulQuant values, "+shape, bytesF32(gy), want)
+			sameBytes(t, "SiLUMulQuant q, "+shape, gq, i8Bytes(wq.q))
+			sameBits(t, "SiLUMulQuant d, "+shape, bytesF32(gd), wq.d)
+			if act == ActQ8_1 {
+				sameBytes(t, "SiLUMulQuant s, "+shape, ge, wq.ext)
+			}
+		})
+	}
 	for _, c := range sz.ropeDim {
 		for _, neox := range []bool{true, false} {
 			heads, dim, ropeDim := c[0], c[1], c[2]
