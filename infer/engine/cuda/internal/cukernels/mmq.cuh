@@ -301,53 +301,7 @@ template <class T> struct Geom {
 	static constexpr int R = T::FAM == FAM_K ? 16 : 4;
 	static constexpr int CB = T::FAM == FAM_K ? 8 : 32;
 	static constexpr int UPB = T::FAM == FAM_NVFP4 ? 4 : 1; // units (p values) per block
-	// 16-byte pieces of one row's chunk as staged (one more for the
-	// misaligned start).
-	static constexpr int SEG = (CB * T::BYTES + 15) / 16 + 1;
 };
-
-// stage copies the weight bytes of a chunk, rows r0 … r0+R-1 (those <
-// rows), nbytes from g(row) each, to shared memory: byte i of row j's
-// chunk lands at s[j·SEG·16 + (g(j) mod 16) + i]. The 16-byte pieces
-// wholly inside a row's range are read with one 16-byte load each, the
-// partial pieces at its ends 2 bytes at a time (blocks start on 2-byte
-// boundaries), so no byte outside the range is read. Every thread of the
-// block takes part; a __syncthreads must follow before s is read.
-template <int R, int SEG, int THREADS>
-MUSER_DEV void stage(uint8_t* s, const uint8_t* W, size_t rowBytes, size_t off, int r0, int rows, int nbytes) {
-	for (int it = threadIdx.x; it < R * SEG; it += THREADS) {
-		const int row = it / SEG, k = it % SEG;
-		if (r0 + row >= rows) continue;
-		const uint8_t* g = W + (size_t)(r0 + row) * rowBytes + off;
-		const uint8_t* ga = (const uint8_t*)((uintptr_t)g & ~(uintptr_t)15);
-		const int head = (int)((uintptr_t)g & 15);
-		const int lo = 16 * k, hi = lo + 16;
-		const int vlo = max(lo, head), vhi = min(hi, head + nbytes);
-		if (vlo >= vhi) continue;
-		uint8_t* d = s + row * SEG * 16;
-		if (vlo == lo && vhi == hi) {
-			*(uint4*)(d + lo) = *(const uint4*)(ga + lo);
-		} else {
-			for (int o = vlo; o < vhi; o += 2) *(uint16_t*)(d + o) = *(const uint16_t*)(ga + o);
-		}
-	}
-}
-
-// ld_acts loads NW 32-bit words of activations from p (16-byte aligned:
-// activation rows are multiples of 32 bytes and blocks of 16 or 32 values
-// start on multiples of 16) with 16-byte loads.
-template <int NW>
-MUSER_DEV void ld_acts(const int8_t* p, int (&a)[NW]) {
-	static_assert(NW % 4 == 0, "whole 16-byte loads");
-#pragma unroll
-	for (int i = 0; i < NW / 4; i++) {
-		const uint4 v = ((const uint4*)p)[i];
-		a[4 * i] = (int)v.x;
-		a[4 * i + 1] = (int)v.y;
-		a[4 * i + 2] = (int)v.z;
-		a[4 * i + 3] = (int)v.w;
-	}
-}
 } // namespace mmv
 
 // mmv_rows computes up to 8 tokens (blockIdx.y·8 …) of R rows (blockIdx.x·R …).
@@ -364,9 +318,8 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
                                          const float* __restrict__ bias, const float* res) {
 	using namespace mmv;
 	using Gm = Geom<T>;
-	constexpr int R = Gm::R, CB = Gm::CB, UPB = Gm::UPB, SEG = Gm::SEG;
+	constexpr int R = Gm::R, CB = Gm::CB, UPB = Gm::UPB;
 	__shared__ float P[CB * UPB][R][TOK];
-	__shared__ __align__(16) uint8_t Ws[R * SEG * 16];
 
 	const int r0 = blockIdx.x * R, t0 = blockIdx.y * TOK;
 	const int nt = min(TOK, n - t0);
@@ -379,14 +332,10 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 
 	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
 		const int cbn = min(CB, nb - kb0);
-		const size_t off = (size_t)kb0 * T::BYTES;
-		stage<R, SEG, THREADS>(Ws, W, rowBytes, off, r0, rows, cbn * T::BYTES);
-		__syncthreads();
 		for (int it = tid; it < R * CB; it += THREADS) {
 			const int row = it / CB, blk = it % CB, r = r0 + row, b = kb0 + blk;
 			if (r >= rows || blk >= cbn) continue;
-			const uintptr_t g = (uintptr_t)(W + (size_t)r * rowBytes + off);
-			const uint8_t* wb = Ws + row * SEG * 16 + (int)(g & 15) + blk * T::BYTES;
+			const uint8_t* wb = W + (size_t)r * rowBytes + (size_t)b * T::BYTES;
 			float f[T::NF];
 			int iv[T::NI > 0 ? T::NI : 1];
 			T::scales(wb, f, iv);
@@ -398,8 +347,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 				for (int tk = 0; tk < TOK; tk++) {
 					if (tk >= nt) break;
 					const size_t t = t0 + tk;
-					int av[8];
-					ld_acts(aq + t * cols + (size_t)b * 32, av);
+					const int* av = (const int*)(aq + t * cols + (size_t)b * 32);
 					int isum = 0;
 #pragma unroll
 					for (int k = 0; k < 8; k++) isum = __dp4a((int)wv[k], av[k], isum);
@@ -416,8 +364,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 					for (int tk = 0; tk < TOK; tk++) {
 						if (tk >= nt) break;
 						const size_t t = t0 + tk;
-						int av[4];
-						ld_acts(aq + t * cols + (size_t)b * 64 + 16 * s, av);
+						const int* av = (const int*)(aq + t * cols + (size_t)b * 64 + 16 * s);
 						int isum = 0;
 #pragma unroll
 						for (int k = 0; k < 4; k++) isum = __dp4a((int)wv[k], av[k], isum);
@@ -439,8 +386,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 					for (int tk = 0; tk < TOK; tk++) {
 						if (tk >= nt) break;
 						const size_t t = t0 + tk;
-						int av[GW];
-						ld_acts(aq + t * cols + (size_t)b * 256 + gr * T::G, av);
+						const int* av = (const int*)(aq + t * cols + (size_t)b * 256 + gr * T::G);
 						int gs = 0;
 #pragma unroll
 						for (int k = 0; k < GW; k++) gs = __dp4a((int)wv[k], av[k], gs);
