@@ -523,10 +523,12 @@ func (r *run) frontier() []int {
 	return []int{}
 }
 
-// layer runs block li for every row. The Q, K and V products and what
-// follows each until attention, and the gate and up products, are
-// parallel branches (they read the same activations and write their own
-// buffers).
+// layer runs block li for every row. The Q, K and V products (each with
+// its bias and head norm), and the gate and up products, are parallel
+// branches (they read the same activations and write their own buffers);
+// with RoPE, one launch after the Q, K and V branches rotates q and k and
+// stores k and v (cukernels.RoPEKVStore), without it the KV store follows
+// the K and V branches.
 func (r *run) layer(li int) {
 	b, w, p, cfg := r.b, &r.b.ws, r.p, r.b.cfg
 	L := &b.layers[li]
@@ -546,21 +548,21 @@ func (r *run) layer(li int) {
 		}
 		return b
 	}
-	qBranch := func() {
+	qBranch := func(rope bool) {
 		r.matmulBias(&L.wq, w.xn, w.q, n, L.bq)
 		if L.qNorm != 0 {
 			r.launch(cukernels.RMSNormHeads(dp(w.q), n, cfg.Heads, D, Q, dp(L.qNorm), cfg.Eps))
 		}
-		if cfg.RopeDim > 0 {
+		if rope {
 			r.launch(cukernels.RoPE(dp(w.q), n, cfg.Heads, D, Q, cfg.RopeDim, neox, dp(r.cs)))
 		}
 	}
-	kBranch := func() {
+	kBranch := func(rope bool) {
 		r.matmulBias(&L.wk, w.xn, w.k, n, bias(L.bk))
 		if L.qNorm != 0 {
 			r.launch(cukernels.RMSNormHeads(dp(w.k), n, cfg.KVHeads, D, KV, dp(L.kNorm), cfg.Eps))
 		}
-		if cfg.RopeDim > 0 {
+		if rope {
 			r.launch(cukernels.RoPE(dp(w.k), n, cfg.KVHeads, D, KV, cfg.RopeDim, neox, dp(r.cs)))
 		}
 	}
@@ -570,10 +572,19 @@ func (r *run) layer(li int) {
 	f16 := b.kv == kvcache.DTypeF16
 	kc := r.kvs + cu.DevicePtr(8*li*n)
 	vc := r.kvs + cu.DevicePtr(8*(cfg.Layers+li)*n)
-	r.parallel(qBranch, func() {
-		r.parallel(kBranch, vBranch)
-		r.launch(cukernels.KVStore(f16, dp(w.k), dp(w.v), n, KV, dp(kc), dp(vc), dp(r.pos)))
-	})
+	if cfg.RopeDim > 0 {
+		// The branches end before RoPE; one launch rotates q and k and
+		// stores k and v.
+		r.parallel(func() { qBranch(false) }, func() { kBranch(false) }, vBranch)
+		r.launch(cukernels.RoPEKVStore{F16: f16, Q: dp(w.q), K: dp(w.k), V: dp(w.v), N: n, Heads: cfg.Heads,
+			KVHeads: cfg.KVHeads, Dim: D, RopeDim: cfg.RopeDim, NeoX: neox, CS: dp(r.cs), KC: dp(kc), VC: dp(vc),
+			Pos: dp(r.pos)}.Launch())
+	} else {
+		r.parallel(func() { qBranch(true) }, func() {
+			r.parallel(func() { kBranch(true) }, vBranch)
+			r.launch(cukernels.KVStore(f16, dp(w.k), dp(w.v), n, KV, dp(kc), dp(vc), dp(r.pos)))
+		})
+	}
 	ls, err := cukernels.Attention{F16: f16, Heads: cfg.Heads, KVHeads: cfg.KVHeads, Dim: D, N: n,
 		Q: dp(w.q), Out: dp(w.att), KC: dp(kc), VC: dp(vc), Pos: dp(r.pos), Tiles: dp(r.tiles),
 		NTiles: len(p.tiles) - 1, MaxPos: p.maxPos, S: dp(w.s), LD: p.ld}.Launches()

@@ -31,6 +31,7 @@
 //	  RMSNormHeads(q, k)                                qwen3
 //	  RoPE(q), RoPE(k)                                  cos/sin from engine.Rope.Angles, uploaded
 //	  KVStore(k, v)                                     into each row's sequence cache
+//	                                                    (RoPE and KVStore in one: RoPEKVStore)
 //	  Attention{…}.Launches()                           scores, softmax, weighted sum → att
 //	  QuantizeActs(att), MatMul wo                      o
 //	  AddRMSNorm(x += o + bo, xn = norm(x), ffn_norm)
@@ -112,6 +113,7 @@
 //     (kernels.SiLUMul, Exp32 in float64), muser_rope (the CPU engine's rotate,
 //     the cos/sin table computed on the host by engine.Rope.Angles),
 //     muser_kv_store_f16/_f32 (the infer/kvcache layout, ggml.F32ToF16),
+//     muser_rope_kv_store (muser_rope of q and k, then the KV store),
 //     muser_embed_<type> (ggml.Dequantize of one row per token).
 //   - attention.cuh: muser_attn_scores_f16/_f32, muser_attn_softmax and
 //     muser_attn_softmax8, muser_attn_wsum_f16/_f32 and
@@ -149,6 +151,8 @@
 //	muser_silu_mul_quant     p gate, p up, p dst, i n, i cols, p q, p qd, p s1|0   n×⌈cols/256⌉, 256
 //	muser_rope               p x, i n, i heads, i dim, i stride, i ropeDim, i neox, p cs   n, 256
 //	muser_kv_store_f16, _f32 p k, p v, i n, i kvrow, p kc, p vc, p pos      n, 256
+//	muser_rope_kv_store      p q, p k, p v, i n, i heads, i kvheads, i dim, i ropeDim, i neox,
+//	                         p cs, p kc, p vc, p pos, i f16                 n, 256
 //	muser_attn_scores_f16, _f32
 //	                         p q, i heads, i kvheads, i dim, p kc, p pos, p tiles, p S, i ld, f scale
 //	                         ntiles × kvheads·⌈group/gh⌉ × ⌈(max pos+1)/64⌉, 256,

@@ -194,6 +194,8 @@ func TestEmuRowOps(t *testing.T) {
 	})
 }
 
+func TestEmuRoPEKVStore(t *testing.T) { runRoPEKVStore(t, emu(t)) }
+
 func TestEmuAttention(t *testing.T) {
 	e := emu(t)
 	runAttention(t, e, []attnCase{{"gqa", 4, 2, 64}, {"mha dim 72", 2, 2, 72}},

@@ -96,6 +96,7 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_silu_mul_quant", Params: []Param{Ptr, Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}},
 		{Name: "muser_rope", Params: []Param{Ptr, I32, I32, I32, I32, I32, I32, Ptr}},
 		{Name: "muser_kv_store_f16", Params: kvStoreParams},
+		{Name: "muser_rope_kv_store", Params: []Param{Ptr, Ptr, Ptr, I32, I32, I32, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32}},
 		{Name: "muser_kv_store_f32", Params: kvStoreParams},
 		{Name: "muser_attn_scores_f16", Params: scoresParams, ExactFMA: true},
 		{Name: "muser_attn_scores_f32", Params: scoresParams},
@@ -618,6 +619,38 @@ func KVStore(f16 bool, k, v DevPtr, n, kvrow int, kc, vc, pos DevPtr) (Launch, e
 		return Launch{}, err
 	}
 	return launch(name, [3]int{n, 1, 1}, 256, 0, p(k), p(v), i32(n), i32(kvrow), p(kc), p(vc), p(pos))
+}
+
+// RoPEKVStore describes the end of a layer's Q, K and V for N rows in
+// one launch: RoPE of Q (Heads heads of Dim, rows Heads·Dim apart) and of
+// K (KVHeads heads, rows KVHeads·Dim apart) in place with the cos/sin
+// table CS (as RoPE: RopeDim dimensions, NeoX pairing when NeoX), then
+// KVStore(F16, K, V, N, KVHeads·Dim, KC, VC, Pos). It computes and
+// writes what those three launches do.
+type RoPEKVStore struct {
+	F16                 bool
+	Q, K, V             DevPtr
+	N                   int
+	Heads, KVHeads, Dim int
+	RopeDim             int
+	NeoX                bool
+	CS, KC, VC, Pos     DevPtr
+}
+
+// Launch returns the launch.
+func (r RoPEKVStore) Launch() (Launch, error) {
+	const k = "muser_rope_kv_store"
+	if err := positive(k, r.N, r.Heads, r.KVHeads, r.Dim, r.RopeDim); err != nil {
+		return Launch{}, err
+	}
+	if r.RopeDim%2 != 0 || r.RopeDim > r.Dim {
+		return Launch{}, shapeErr(k, "rope dim %d of heads of %d", r.RopeDim, r.Dim)
+	}
+	if err := product(k, r.N, max(r.Heads, r.KVHeads)*r.Dim); err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{r.N, 1, 1}, 256, 0, p(r.Q), p(r.K), p(r.V), i32(r.N), i32(r.Heads), i32(r.KVHeads),
+		i32(r.Dim), i32(r.RopeDim), flag(r.NeoX), p(r.CS), p(r.KC), p(r.VC), p(r.Pos), flag(r.F16))
 }
 
 // ---------------------------------------------------------------------------

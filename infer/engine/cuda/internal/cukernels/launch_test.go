@@ -53,6 +53,7 @@ func sampleLaunches(t *testing.T) []Launch {
 	add(RoPE(1, 5, 14, 64, 896, 64, true, 2))
 	add(KVStore(true, 1, 2, 5, 128, 3, 4, 5))
 	add(KVStore(false, 1, 2, 5, 128, 3, 4, 5))
+	add(RoPEKVStore{F16: true, Q: 1, K: 2, V: 3, N: 5, Heads: 14, KVHeads: 2, Dim: 64, RopeDim: 64, NeoX: true, CS: 4, KC: 5, VC: 6, Pos: 7}.Launch())
 	for _, f16 := range []bool{true, false} {
 		for _, ntiles := range []int{2, 5} { // tiled; every tile one row (decode)
 			a := Attention{F16: f16, Heads: 14, KVHeads: 2, Dim: 64, N: 5, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,

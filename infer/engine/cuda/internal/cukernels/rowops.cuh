@@ -235,6 +235,59 @@ muser_rope(float* x, int n, int heads, int dim, int stride, int ropeDim, int neo
 	}
 }
 
+// rope_pairs rotates the first ropeDim dimensions of each of the heads
+// (dim apart) at xr in place, as muser_rope does for one row; cs is the
+// row's cos/sin table; the block's threads share the pairs.
+MUSER_DEV void rope_pairs(float* xr, int heads, int dim, int ropeDim, int neox, const float* __restrict__ cs) {
+	const int half = ropeDim / 2;
+	for (int it = threadIdx.x; it < heads * half; it += blockDim.x) {
+		const int h = it / half, k = it % half;
+		const float co = cs[2 * k], s = cs[2 * k + 1];
+		const int a = neox ? k : 2 * k, b = neox ? k + half : 2 * k + 1;
+		float* xh = xr + (size_t)h * dim;
+		const float x0 = xh[a], x1 = xh[b];
+		xh[a] = f32sub(f32mul(x0, co), f32mul(x1, s));
+		xh[b] = f32add(f32mul(x0, s), f32mul(x1, co));
+	}
+}
+
+// muser_rope_kv_store is, for each row t < n, muser_rope on the row's
+// heads of q (row stride heads·dim) and on its kvheads of k (row stride
+// kvrow = kvheads·dim), then muser_kv_store_f16 (f16 ≠ 0) or _f32 of the
+// rotated k and of v, in one launch: the same values, written to the same
+// places (q and k in place, then the caches).
+//
+// Launch: grid (n), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_rope_kv_store(float* q, float* k, const float* __restrict__ v, int n, int heads, int kvheads, int dim,
+                    int ropeDim, int neox, const float* __restrict__ cs, const unsigned long long* __restrict__ kc,
+                    const unsigned long long* __restrict__ vc, const int* __restrict__ pos, int f16) {
+	const int t = blockIdx.x;
+	if (t >= n) return;
+	const int kvrow = kvheads * dim;
+	const float* c = cs + (size_t)t * ropeDim;
+	rope_pairs(q + (size_t)t * heads * dim, heads, dim, ropeDim, neox, c);
+	float* kr = k + (size_t)t * kvrow;
+	rope_pairs(kr, kvheads, dim, ropeDim, neox, c);
+	__syncthreads(); // the rotated k row, written by other threads of the block
+	const float* vr = v + (size_t)t * kvrow;
+	if (f16) {
+		uint16_t* kd = (uint16_t*)kc[t] + (size_t)pos[t] * kvrow;
+		uint16_t* vd = (uint16_t*)vc[t] + (size_t)pos[t] * kvrow;
+		for (int i = threadIdx.x; i < kvrow; i += blockDim.x) {
+			kd[i] = (uint16_t)f32_to_f16(kr[i]);
+			vd[i] = (uint16_t)f32_to_f16(vr[i]);
+		}
+	} else {
+		float* kd = (float*)kc[t] + (size_t)pos[t] * kvrow;
+		float* vd = (float*)vc[t] + (size_t)pos[t] * kvrow;
+		for (int i = threadIdx.x; i < kvrow; i += blockDim.x) {
+			kd[i] = kr[i];
+			vd[i] = vr[i];
+		}
+	}
+}
+
 // muser_kv_store_f16 writes the K and V rows of n tokens to their
 // sequences' f16 caches (infer/kvcache layout: position p of a layer at
 // element p·kvrow): row i goes to kc[i] + pos[i]·kvrow and vc[i] +

@@ -723,6 +723,85 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 	}
 }
 
+// runRoPEKVStore checks RoPEKVStore against refRotate of q and k and the
+// caches KVStore's definition writes (kernels.F32ToF16 or a copy).
+func runRoPEKVStore(t *testing.T, d device) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	const n, capTok = 5, 12
+	pos := []int{3, 4, 0, 11, 5}
+	seq := []int{0, 0, 1, 1, 0}
+	for _, c := range []struct{ heads, kvheads, dim, ropeDim int }{{4, 2, 64, 64}, {6, 2, 72, 32}} {
+		for _, f16 := range []bool{true, false} {
+			for _, neox := range []bool{true, false} {
+				name := fmt.Sprintf("rope_kv_store/%d,%d×%d/rot%d/f16=%v/neox=%v", c.heads, c.kvheads, c.dim, c.ropeDim, f16, neox)
+				t.Run(name, func(t *testing.T) {
+					qs, kvrow := c.heads*c.dim, c.kvheads*c.dim
+					q, k, v := wideFloats(rng, n*qs), wideFloats(rng, n*kvrow), wideFloats(rng, n*kvrow)
+					cs := make([]float32, n*c.ropeDim)
+					for i := range cs {
+						cs[i] = float32(math.Sin(rng.Float64() * 7))
+					}
+					es := 4
+					if f16 {
+						es = 2
+					}
+					var gq, gk []byte
+					var caches [2][2][]byte
+					d.run(t, func(s *session) {
+						var bufs [2][2]DevPtr
+						for sq := range 2 {
+							bufs[sq][0], bufs[sq][1] = s.alloc(es*capTok*kvrow), s.alloc(es*capTok*kvrow)
+						}
+						var kc, vc []uint64
+						for i := range n {
+							kc, vc = append(kc, uint64(bufs[seq[i]][0])), append(vc, uint64(bufs[seq[i]][1]))
+						}
+						dq, dk, dv, dc := s.up(f32Bytes(q)), s.up(f32Bytes(k)), s.up(f32Bytes(v)), s.up(f32Bytes(cs))
+						dkc, dvc, dpos := s.up(u64Bytes(kc)), s.up(u64Bytes(vc)), s.up(i32s(pos))
+						s.launch(RoPEKVStore{F16: f16, Q: dq, K: dk, V: dv, N: n, Heads: c.heads, KVHeads: c.kvheads, Dim: c.dim,
+							RopeDim: c.ropeDim, NeoX: neox, CS: dc, KC: dkc, VC: dvc, Pos: dpos}.Launch())
+						gq, gk = s.down(dq, 4*n*qs), s.down(dk, 4*n*kvrow)
+						for sq := range 2 {
+							caches[sq][0], caches[sq][1] = s.down(bufs[sq][0], es*capTok*kvrow), s.down(bufs[sq][1], es*capTok*kvrow)
+						}
+					})
+					wq, wk := slices.Clone(q), slices.Clone(k)
+					for i := range n {
+						row := cs[i*c.ropeDim : (i+1)*c.ropeDim]
+						for h := range c.heads {
+							refRotate(wq[i*qs+h*c.dim:i*qs+(h+1)*c.dim], row, c.ropeDim, neox)
+						}
+						for h := range c.kvheads {
+							refRotate(wk[i*kvrow+h*c.dim:i*kvrow+(h+1)*c.dim], row, c.ropeDim, neox)
+						}
+					}
+					sameBits(t, name+": q on "+d.String(), bytesF32(gq), wq)
+					sameBits(t, name+": k on "+d.String(), bytesF32(gk), wk)
+					for sq := range 2 {
+						for kv, src := range [2][]float32{wk, v} {
+							want := slices.Repeat([]byte{0xff}, es*capTok*kvrow)
+							for i := range n {
+								if seq[i] != sq {
+									continue
+								}
+								r := src[i*kvrow : (i+1)*kvrow]
+								b := f32Bytes(r)
+								if f16 {
+									h := make([]uint16, kvrow)
+									kernels.F32ToF16(h, r)
+									b = u16Bytes(h)
+								}
+								copy(want[es*pos[i]*kvrow:], b)
+							}
+							sameBytes(t, fmt.Sprintf("%s: sequence %d's %c cache on %v", name, sq, "KV"[kv], d), caches[sq][kv], want)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
 // refRotate is the CPU engine's rotate (infer/engine/cpu/forward.go).
 func refRotate(x, cs []float32, ropeDim int, neox bool) {
 	half := ropeDim / 2
