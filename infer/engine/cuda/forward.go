@@ -427,15 +427,60 @@ func (r *run) quantize(x cu.DevicePtr, n, cols int, ms ...*mat) {
 	}
 }
 
+// fusedAct returns the activation form every matrix of ms takes, and ok
+// when it is one a normalization can quantize into as it writes its
+// output (cukernels.FusedQuant): the normalization then replaces the
+// separate quantization.
+func (r *run) fusedAct(ms ...*mat) (cukernels.Act, bool) {
+	a := ms[0].act
+	for _, m := range ms[1:] {
+		if m.act != a {
+			return a, false
+		}
+	}
+	return a, cukernels.FusedQuant(a)
+}
+
 // matmul multiplies the n rows at x (as quantize left them for m's
 // activation form) by m into y.
 func (r *run) matmul(m *mat, x, y cu.DevicePtr, n int) {
+	r.launch(r.matMul(m, x, y, n).Launch())
+}
+
+func (r *run) matMul(m *mat, x, y cu.DevicePtr, n int) cukernels.MatMul {
 	bufs := cukernels.ActBufs{X: dp(x)}
 	if m.act != cukernels.ActF32 {
 		bufs = r.b.ws.acts[m.act]
 	}
 	t := m.t
-	r.launch(cukernels.MatMul{Type: t.Type, W: dp(m.p), Rows: t.Rows, Cols: t.Cols, Acts: bufs, Y: dp(y), N: n}.Launch())
+	return cukernels.MatMul{Type: t.Type, W: dp(m.p), Rows: t.Rows, Cols: t.Cols, Acts: bufs, Y: dp(y), N: n}
+}
+
+// matmulBias is matmul followed by y += bias (cols floats per row; none
+// when bias is 0), in the product's epilogue where it has one.
+func (r *run) matmulBias(m *mat, x, y cu.DevicePtr, n int, bias cu.DevicePtr) {
+	mm := r.matMul(m, x, y, n)
+	if bias == 0 || mm.Epilogue() {
+		mm.Bias = dp(bias)
+		r.launch(mm.Launch())
+		return
+	}
+	r.launch(mm.Launch())
+	r.launch(cukernels.AddBias(dp(y), dp(bias), n, m.t.Rows))
+}
+
+// matmulAdd sets res = res + x·m (the residual), in the product's
+// epilogue where it has one, else through tmp.
+func (r *run) matmulAdd(m *mat, x, res, tmp cu.DevicePtr, n int) {
+	mm := r.matMul(m, x, res, n)
+	if mm.Epilogue() {
+		mm.Res = dp(res)
+		r.launch(mm.Launch())
+		return
+	}
+	mm.Y = dp(tmp)
+	r.launch(mm.Launch())
+	r.launch(cukernels.Add(dp(res), dp(tmp), dp(res), n*m.t.Rows))
 }
 
 // parallel runs each branch's launches in order. In a graph pass the
@@ -478,55 +523,68 @@ func (r *run) frontier() []int {
 	return []int{}
 }
 
-// layer runs block li for every row. The Q, K and V products and what
-// follows each until attention, and the gate and up products, are
-// parallel branches (they read the same activations and write their own
-// buffers).
+// layer runs block li for every row. The Q, K and V products (each with
+// its bias and head norm), and the gate and up products, are parallel
+// branches (they read the same activations and write their own buffers);
+// with RoPE, one launch after the Q, K and V branches rotates q and k and
+// stores k and v (cukernels.RoPEKVStore), without it the KV store follows
+// the K and V branches.
 func (r *run) layer(li int) {
 	b, w, p, cfg := r.b, &r.b.ws, r.p, r.b.cfg
 	L := &b.layers[li]
 	n := p.n
 	H, Q, KV, F, D := cfg.Hidden, cfg.Heads*cfg.HeadDim, cfg.KVRow(), cfg.FFN, cfg.HeadDim
 	neox := cfg.Rope == engine.RopeNeoX
-	r.launch(cukernels.RMSNorm(dp(w.x), 0, dp(w.xn), dp(L.attnNorm), n, H, cfg.Eps))
-	r.quantize(w.xn, n, H, &L.wq, &L.wk, &L.wv)
-	qBranch := func() {
-		r.matmul(&L.wq, w.xn, w.q, n)
-		if L.bq != 0 {
-			r.launch(cukernels.AddBias(dp(w.q), dp(L.bq), n, Q))
+	if a, ok := r.fusedAct(&L.wq, &L.wk, &L.wv); ok {
+		r.launch(cukernels.RMSNormQuant(dp(w.x), 0, dp(w.xn), dp(L.attnNorm), n, H, cfg.Eps, a, w.acts[a]))
+	} else {
+		r.launch(cukernels.RMSNorm(dp(w.x), 0, dp(w.xn), dp(L.attnNorm), n, H, cfg.Eps))
+		r.quantize(w.xn, n, H, &L.wq, &L.wk, &L.wv)
+	}
+	// The CPU engine adds the three biases when the layer has bq.
+	bias := func(b cu.DevicePtr) cu.DevicePtr {
+		if L.bq == 0 {
+			return 0
 		}
+		return b
+	}
+	qBranch := func(rope bool) {
+		r.matmulBias(&L.wq, w.xn, w.q, n, L.bq)
 		if L.qNorm != 0 {
 			r.launch(cukernels.RMSNormHeads(dp(w.q), n, cfg.Heads, D, Q, dp(L.qNorm), cfg.Eps))
 		}
-		if cfg.RopeDim > 0 {
+		if rope {
 			r.launch(cukernels.RoPE(dp(w.q), n, cfg.Heads, D, Q, cfg.RopeDim, neox, dp(r.cs)))
 		}
 	}
-	kBranch := func() {
-		r.matmul(&L.wk, w.xn, w.k, n)
-		if L.bq != 0 {
-			r.launch(cukernels.AddBias(dp(w.k), dp(L.bk), n, KV))
-		}
+	kBranch := func(rope bool) {
+		r.matmulBias(&L.wk, w.xn, w.k, n, bias(L.bk))
 		if L.qNorm != 0 {
 			r.launch(cukernels.RMSNormHeads(dp(w.k), n, cfg.KVHeads, D, KV, dp(L.kNorm), cfg.Eps))
 		}
-		if cfg.RopeDim > 0 {
+		if rope {
 			r.launch(cukernels.RoPE(dp(w.k), n, cfg.KVHeads, D, KV, cfg.RopeDim, neox, dp(r.cs)))
 		}
 	}
 	vBranch := func() {
-		r.matmul(&L.wv, w.xn, w.v, n)
-		if L.bq != 0 {
-			r.launch(cukernels.AddBias(dp(w.v), dp(L.bv), n, KV))
-		}
+		r.matmulBias(&L.wv, w.xn, w.v, n, bias(L.bv))
 	}
 	f16 := b.kv == kvcache.DTypeF16
 	kc := r.kvs + cu.DevicePtr(8*li*n)
 	vc := r.kvs + cu.DevicePtr(8*(cfg.Layers+li)*n)
-	r.parallel(qBranch, func() {
-		r.parallel(kBranch, vBranch)
-		r.launch(cukernels.KVStore(f16, dp(w.k), dp(w.v), n, KV, dp(kc), dp(vc), dp(r.pos)))
-	})
+	if cfg.RopeDim > 0 {
+		// The branches end before RoPE; one launch rotates q and k and
+		// stores k and v.
+		r.parallel(func() { qBranch(false) }, func() { kBranch(false) }, vBranch)
+		r.launch(cukernels.RoPEKVStore{F16: f16, Q: dp(w.q), K: dp(w.k), V: dp(w.v), N: n, Heads: cfg.Heads,
+			KVHeads: cfg.KVHeads, Dim: D, RopeDim: cfg.RopeDim, NeoX: neox, CS: dp(r.cs), KC: dp(kc), VC: dp(vc),
+			Pos: dp(r.pos)}.Launch())
+	} else {
+		r.parallel(func() { qBranch(true) }, func() {
+			r.parallel(func() { kBranch(true) }, vBranch)
+			r.launch(cukernels.KVStore(f16, dp(w.k), dp(w.v), n, KV, dp(kc), dp(vc), dp(r.pos)))
+		})
+	}
 	ls, err := cukernels.Attention{F16: f16, Heads: cfg.Heads, KVHeads: cfg.KVHeads, Dim: D, N: n,
 		Q: dp(w.q), Out: dp(w.att), KC: dp(kc), VC: dp(vc), Pos: dp(r.pos), Tiles: dp(r.tiles),
 		NTiles: len(p.tiles) - 1, MaxPos: p.maxPos, S: dp(w.s), LD: p.ld}.Launches()
@@ -534,12 +592,20 @@ func (r *run) layer(li int) {
 		r.launch(l, err)
 	}
 	r.products(w.att, n, Q, product{&L.wo, w.o})
-	r.launch(cukernels.AddRMSNorm(dp(w.x), dp(w.o), dp(L.bo), dp(L.ffnNorm), dp(w.xn), n, H, cfg.Eps))
-	r.quantize(w.xn, n, H, &L.gate, &L.up)
+	if a, ok := r.fusedAct(&L.gate, &L.up); ok {
+		r.launch(cukernels.AddRMSNormQuant(dp(w.x), dp(w.o), dp(L.bo), dp(L.ffnNorm), dp(w.xn), n, H, cfg.Eps, a, w.acts[a]))
+	} else {
+		r.launch(cukernels.AddRMSNorm(dp(w.x), dp(w.o), dp(L.bo), dp(L.ffnNorm), dp(w.xn), n, H, cfg.Eps))
+		r.quantize(w.xn, n, H, &L.gate, &L.up)
+	}
 	r.parallel(func() { r.matmul(&L.gate, w.xn, w.ffA, n) }, func() { r.matmul(&L.up, w.xn, w.ffB, n) })
-	r.launch(cukernels.SiLUMul(dp(w.ffA), dp(w.ffB), dp(w.ffA), n*F))
-	r.products(w.ffA, n, F, product{&L.down, w.o})
-	r.launch(cukernels.Add(dp(w.x), dp(w.o), dp(w.x), n*H))
+	if a, ok := r.fusedAct(&L.down); ok {
+		r.launch(cukernels.SiLUMulQuant(dp(w.ffA), dp(w.ffB), dp(w.ffA), n, F, a, w.acts[a]))
+	} else {
+		r.launch(cukernels.SiLUMul(dp(w.ffA), dp(w.ffB), dp(w.ffA), n*F))
+		r.quantize(w.ffA, n, F, &L.down)
+	}
+	r.matmulAdd(&L.down, w.ffA, w.x, w.o, n)
 }
 
 // logits computes the output of the rows that want it, logitRows at a
@@ -550,8 +616,14 @@ func (r *run) logits(rows []engine.Row) {
 	for lo := 0; lo < len(p.rowidx) && r.err == nil; lo += logitRows {
 		g := p.rowidx[lo:min(lo+logitRows, len(p.rowidx))]
 		m := len(g)
-		r.launch(cukernels.RMSNorm(dp(w.x), dp(r.rowidx+cu.DevicePtr(4*lo)), dp(w.xn), dp(b.outNorm), m, H, cfg.Eps))
-		r.products(w.xn, m, H, product{&b.output, w.logits})
+		rowidx := dp(r.rowidx + cu.DevicePtr(4*lo))
+		if a, ok := r.fusedAct(&b.output); ok {
+			r.launch(cukernels.RMSNormQuant(dp(w.x), rowidx, dp(w.xn), dp(b.outNorm), m, H, cfg.Eps, a, w.acts[a]))
+			r.matmul(&b.output, w.xn, w.logits, m)
+		} else {
+			r.launch(cukernels.RMSNorm(dp(w.x), rowidx, dp(w.xn), dp(b.outNorm), m, H, cfg.Eps))
+			r.products(w.xn, m, H, product{&b.output, w.logits})
+		}
 		r.flush()
 		if r.err != nil {
 			return
