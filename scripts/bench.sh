@@ -7,7 +7,8 @@
 # in docs/benchmarks.md ("Engine: muser vs llama.cpp").
 #
 #   scripts/bench.sh                   # stories260K and the Llama-3.2-1B, Qwen2.5-0.5B and
-#                                      # Qwen3-0.6B shapes at F16, Q8_0 and Q4_K
+#                                      # Qwen3-0.6B shapes at F16, BF16, Q8_0 and Q4_K_M
+#                                      # (llama.cpp's mix: Q4_K with Q6_K, Q5_0 and Q8_0)
 #   MODELS="a.gguf b.gguf" scripts/bench.sh
 #
 # Environment: OUT (default scripts/parity/out; random models are
@@ -24,10 +25,10 @@ mkdir -p "$out/models"
 (cd "$root/scripts/parity" && { [ -d node_modules ] || npm ci; })
 (cd "$root" && go build -o "$out/muser" ./cmd/muser && go build -o "$out/paritytool" ./scripts/parity/paritytool)
 if [ -z "${MODELS:-}" ]; then
-	"$out/paritytool" gen -dir "$out/models"
+	"$out/paritytool" gen -dir "$out/models" -quants Q8_0,Q4_K_M,F16,BF16
 	MODELS="$root/../shared/models/stories260K.gguf"
 	for s in qwen2.5-0.5b qwen3-0.6b llama-3.2-1b; do
-		for q in Q8_0 Q4_K F16; do MODELS="$MODELS $out/models/$s-$q-seed1.gguf"; done
+		for q in Q8_0 Q4_K_M F16 BF16; do MODELS="$MODELS $out/models/$s-$q-seed1.gguf"; done
 	done
 fi
 results=$out/bench.jsonl

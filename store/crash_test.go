@@ -58,15 +58,25 @@ func TestCrashSafety(t *testing.T) {
 		crashChild(dir, seed)
 		return
 	}
+	crashLoop(t, "TestCrashSafety", 60)
+}
+
+// crashLoop is the parent role of a crash test: it runs the test named
+// name as a child process (its child role publishes into dir until it is
+// killed) and SIGKILLs it at a random instant, kills times. After every
+// kill the reopened store verifies clean (every chunk re-hashed), every
+// visible pack restores in full, and gc reclaims every orphan the kill
+// left.
+func crashLoop(t *testing.T, name string, kills int) {
 	if testing.Short() {
 		t.Skip("crash test skipped in -short mode")
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(2026, 12))
 	id := packtest.Identity("crash")
-	kills, orphansSeen := 0, 0
-	for i := 0; i < 60; i++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashSafety$", "-test.count=1")
+	killed, orphansSeen, packsSeen := 0, 0, 0
+	for i := 0; i < kills; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashEnv+"="+dir, crashEnv+"_SEED="+strconv.Itoa(i))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -90,7 +100,7 @@ func TestCrashSafety(t *testing.T) {
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
 			t.Fatalf("child %d exited by itself (%v): it failed before the kill", i, err)
 		}
-		kills++
+		killed++
 
 		s, err := store.Open(dir, store.Options{OrphanGrace: -1})
 		if err != nil {
@@ -105,6 +115,7 @@ func TestCrashSafety(t *testing.T) {
 		}
 		orphansSeen += rep.Orphans
 		packs, _ := s.Packs()
+		packsSeen += len(packs)
 		for _, p := range packs {
 			n, err := s.RestorePack(context.Background(), store.RestoreRequest{Pack: p.ID, Identity: id}, func(int, []byte) error { return nil })
 			if err != nil || n != p.Tokens {
@@ -127,7 +138,10 @@ func TestCrashSafety(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d kills; %d orphan chunk files seen across reopens (reclaimed by gc)", kills, orphansSeen)
+	if packsSeen == 0 {
+		t.Fatalf("no pack was published before any of %d kills: the test checked nothing", killed)
+	}
+	t.Logf("%d kills; %d packs and %d orphan chunk files seen across reopens (orphans reclaimed by gc)", killed, packsSeen, orphansSeen)
 	storetest.CheckDir(t, dir, store.Options{})
 }
 

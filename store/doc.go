@@ -47,7 +47,12 @@
 // anything is written, its workers write, fsync and rename the files in
 // the background, several at once, and Close waits until they are
 // durable; a source that fails or ends early is a *SourceError, not a
-// refusal. PublishPack publishes the manifest atomically once
+// refusal. The sink writes with direct I/O (O_DIRECT) where the file
+// system allows it, so received bytes are not copied into the page cache
+// (ChunkWriteMode; Options.NoDirectWrites turns it off), and a restore
+// asks the kernel to read the chunk files ahead of the one it verifies
+// (posix_fadvise WILLNEED, about 16 MiB ahead), so that the first restore
+// after such an install does not wait on one disk read at a time. PublishPack publishes the manifest atomically once
 // every chunk is present, paying those directory fsyncs and advancing the
 // replay ledger in the same commit. The fleet tier (store/tier) installs
 // packs read from shared storage through the same calls, with

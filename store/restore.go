@@ -217,10 +217,13 @@ func (s *Store) restoreLeased(ctx context.Context, req RestoreRequest, source st
 		}
 	}
 	var buf []byte
+	pf := s.prefetch(m.Chunks[:blocks])
+	defer pf.end()
 	for i := 0; i < blocks; i++ {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
+		pf.at(i)
 		ref := m.Chunks[i]
 		data, err := s.readChunk(ref, buf)
 		if err != nil {

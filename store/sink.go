@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store/vfs"
@@ -55,6 +57,14 @@ type ChunkSinkOptions struct {
 // accepted is durable and renamed (or failed); the caller publishes the
 // pack only after Close returned nil. No unverified byte ever reaches a
 // file, and a chunk's ID names a file only once its bytes are fsynced.
+//
+// The write of a chunk file uses direct I/O where the file system offers
+// it (ChunkWriteMode): Put reads the chunk into a page-aligned buffer,
+// and the worker writes its aligned body from that buffer straight to
+// the disk in one write, with no copy into the page cache, then the tail
+// (the bytes past the last multiple of the alignment) through the page
+// cache; a chunk smaller than the alignment is written through the page
+// cache whole. The temporary file, fsync, rename order is the same.
 //
 // Put and Held are safe for concurrent use (one sink per pack, fed by
 // several transfers at once). Close waits for the Puts in progress; a
@@ -303,18 +313,20 @@ func (k *ChunkSink) poison(err error) error {
 	return err
 }
 
-// getBuf returns a buffer of at least n bytes: chunks of one model are all
-// the same size, so a recycled buffer fits the next chunk.
+// getBuf returns a buffer of at least n bytes, page-aligned for direct
+// I/O: chunks of one model are all the same size, so a recycled buffer
+// fits the next chunk.
 func (k *ChunkSink) getBuf(n int) *[]byte {
 	if p, ok := k.bufs.Get().(*[]byte); ok && cap(*p) >= n {
 		return p
 	}
-	b := make([]byte, n)
+	b := alignedBuf(n)
 	return &b
 }
 
 // writeTemp is the first half of writeDurable for a chunk file: the
-// temporary file in dir, written but neither fsynced nor closed. The
+// temporary file in dir, written (with direct I/O where the store uses
+// it: createChunkTemp, writeChunkFile) but neither fsynced nor closed. The
 // write is announced (writing: the orphan sweep leaves the directory's
 // temporary files alone; renaming: the next commit owes dir's fsync)
 // until finishTemp or dropTemp ends it.
@@ -334,13 +346,27 @@ func (s *Store) writeTemp(dir string, data []byte) (*sinkFile, error) {
 		}
 		s.mu.Unlock()
 	}
-	f, err := s.fs.CreateTemp(dir, tempPrefix+"*")
+	f, err := s.createChunkTemp(dir, data)
 	if err != nil {
 		done()
 		return nil, err
 	}
+	err = writeChunkFile(f, data)
+	if _, direct := f.(vfs.DirectFile); direct && errors.Is(err, syscall.EINVAL) {
+		// The file system took O_DIRECT at open but refuses the
+		// write: from now on the store writes through the page
+		// cache, and this chunk goes to a new plain file.
+		_ = f.Close()
+		_ = s.fs.Remove(f.Name())
+		s.directRefused(err)
+		if f, err = s.fs.CreateTemp(dir, tempPrefix+"*"); err != nil {
+			done()
+			return nil, err
+		}
+		err = writeChunkFile(f, data)
+	}
 	sf := &sinkFile{f: f, tmp: f.Name(), done: done}
-	if _, err := f.Write(data); err != nil {
+	if err != nil {
 		s.dropTemp(sf)
 		return nil, fmt.Errorf("writing %s: %w", sf.tmp, err)
 	}

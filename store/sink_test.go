@@ -66,9 +66,15 @@ func (l *sinkLog) MaybeError(op errorfs.Op, path string) error {
 // and its chunks' bytes.
 func sinkPack(t *testing.T, seed uint64, n int) (*pack.Manifest, [][]byte) {
 	t.Helper()
+	return sinkPackSized(t, seed, n, 256)
+}
+
+// sinkPackSized is sinkPack with chunks of size bytes.
+func sinkPackSized(t *testing.T, seed uint64, n, size int) (*pack.Manifest, [][]byte) {
+	t.Helper()
 	id := packtest.Identity("sink")
 	toks := packtest.Tokens(seed, 4*n, 100)
-	get := storetest.KV(id, nil, toks, 4, 256)
+	get := storetest.KV(id, nil, toks, 4, size)
 	m := &pack.Manifest{Identity: id, BlockTokens: 4, Tenant: pack.TenantTag(nil), Tokens: toks,
 		Producer: "test", Generation: 1, Created: time.Unix(1, 0).UTC()}
 	var data [][]byte
@@ -541,15 +547,15 @@ func (f failOp) MaybeError(op errorfs.Op, path string) error {
 	return nil
 }
 
-// TestChunkSinkFaults: a write, fsync or rename of a chunk file that
-// fails makes Close return the fault (a disk's, not the source's: no
-// *SourceError, no receipt), names no chunk and leaves no temporary
-// file.
+// TestChunkSinkFaults: a write, EndDirect (before the tail of a direct
+// write), fsync or rename of a chunk file that fails makes Close return
+// the fault (a disk's, not the source's: no *SourceError, no receipt),
+// names no chunk and leaves no temporary file.
 func TestChunkSinkFaults(t *testing.T) {
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("faulty disk "), 30000)
 	id := pack.ChunkID(data)
-	for _, op := range []errorfs.Op{errorfs.OpCreate, errorfs.OpWrite, errorfs.OpSync, errorfs.OpRename} {
+	for _, op := range []errorfs.Op{errorfs.OpCreate, errorfs.OpWrite, errorfs.OpEndDirect, errorfs.OpSync, errorfs.OpRename} {
 		t.Run(op.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			s := storetest.Open(t, dir, store.Options{FS: errorfs.Wrap(vfs.Default, failOp{op})})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -82,6 +83,14 @@ type Options struct {
 	// leaves a whole pack or none (the page cache survives it) but a
 	// power failure may not: for tests and benchmarks only.
 	NoSync bool
+	// NoDirectWrites writes the chunks a ChunkSink receives through the
+	// page cache, as every other file, instead of with direct I/O
+	// (ChunkWriteMode says which the store uses; a file system that
+	// refuses direct I/O is written through the page cache anyway).
+	NoDirectWrites bool
+	// Logger receives the store's rare notices (the fallback from
+	// direct I/O); slog.Default when nil.
+	Logger *slog.Logger
 	// FS is the file system (vfs.Default if nil); tests inject faults
 	// through it.
 	FS vfs.FS
@@ -126,6 +135,8 @@ type Store struct {
 	inflight map[string]int
 	renames  uint64    // sequence of the renames recorded in unsynced
 	opened   time.Time // when Open ran (the real clock, as file times are)
+	// direct is how received chunks are written (ChunkWrites).
+	direct directWrites
 }
 
 // Open opens the store in dir, creating it unless opts.MustExist. Another
@@ -156,6 +167,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{dir: dir, opts: opts, fs: opts.FS, ix: newIndex(),
 		leases: map[pack.Digest]int{}, lastUse: map[pack.Digest]int64{}, writing: map[string]int{},
 		unsynced: map[string]uint64{}, inflight: map[string]int{}, opened: time.Now()}
+	if opts.NoDirectWrites {
+		s.direct.mode = ChunkWriteMode{Known: true, Fallback: "the store was opened with NoDirectWrites"}
+	}
 	ledger := filepath.Join(dir, ledgerFile)
 	if _, err := s.fs.Stat(ledger); errors.Is(err, fs.ErrNotExist) && (opts.MustExist || opts.ReadOnly) {
 		return nil, fmt.Errorf("no store at %s (no %s): %w", dir, ledgerFile, ErrNotFound)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"runtime"
@@ -30,6 +32,7 @@ type benchOptions struct {
 	cpuProf string
 	device  string
 	profile bool
+	graphs  bool
 	// Speculative decoding (cmd_bench_draft.go).
 	draft draftOptions
 	text  string
@@ -50,6 +53,7 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object")
 	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.profile, "profile", false, "with --device cuda: time every kernel (device events) and print where the time went, on stderr")
+	fs.BoolVar(&o.graphs, "cuda-graphs", true, "with --device cuda: run forward passes of at most 64 rows (decode) as CUDA graphs; =false launches every kernel from the host (the same kernels)")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof)")
 	o.draft.AddFlags(fs)
 	fs.StringVar(&o.text, "text", "", "with a draft lane: the text file whose first --prompt-tokens tokens are the context")
@@ -73,6 +77,15 @@ type benchResult struct {
 	PeakRSS      int64   `json:"peak_rss_bytes"`
 	FileBytes    int64   `json:"file_bytes"`
 	KVBytes      int64   `json:"kv_bytes"`
+	// DecodeDigest is the FNV-64a of the decoded tokens (little-endian
+	// int32s) of the last repetition: runs that decode the same tokens
+	// print the same digest (graphs on and off, say).
+	DecodeDigest string `json:"decode_digest"`
+	// With --device cuda, per decode step of the last repetition: the
+	// kernels run and the calls that launched them (a graph launch
+	// counts once; Device.Launches).
+	DecodeKernels     float64 `json:"decode_kernels_per_step,omitempty"`
+	DecodeHostLaunchs float64 `json:"decode_host_launches_per_step,omitempty"`
 }
 
 func newBenchCommand() *command {
@@ -122,7 +135,7 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 		if err != nil {
 			return usagef(cmd, "%v", err)
 		}
-		dev, closeDev, err := openDevice(kind, ordinal, o.threads, o.profile)
+		dev, closeDev, err := openDeviceWith(kind, ordinal, o.threads, cuda.Options{Profile: o.profile, NoGraphs: !o.graphs})
 		if err != nil {
 			return err
 		}
@@ -158,6 +171,9 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 		fmt.Fprintf(env.stdout, "model    %s (%s)\ndevice   %s\nthreads  %d\nprefill  %.1f tok/s (%d tokens)\ndecode   %.2f tok/s (%d tokens)\npeak RSS %.1f MiB (file %.1f MiB, KV %.1f MiB)\n",
 			res.Model, humanBytes(res.FileBytes), res.Device, res.Threads, res.PrefillTokS, res.PromptTokens, res.DecodeTokS, res.GenTokens,
 			float64(res.PeakRSS)/(1<<20), float64(res.FileBytes)/(1<<20), float64(res.KVBytes)/(1<<20))
+		if res.DecodeKernels > 0 {
+			fmt.Fprintf(env.stdout, "launches %.0f kernels per decode step in %.0f host launches\n", res.DecodeKernels, res.DecodeHostLaunchs)
+		}
 		return nil
 	}
 	return cmd
@@ -195,15 +211,30 @@ func runBench(ctx context.Context, o *benchOptions, dev engine.Device) (*benchRe
 			return nil, err
 		}
 		st := []engine.Step{{Seq: seq, Tokens: prompt[o.prompt-1:], Output: engine.OutputLast}}
+		cd, _ := dev.(*cuda.Device)
+		var l0 cuda.Launches
+		if cd != nil {
+			l0 = cd.Launches()
+		}
+		h := fnv.New64a()
 		t0 = time.Now()
 		for range o.gen {
 			if err := m.Forward(ctx, st); err != nil {
 				return nil, err
 			}
-			st[0].Tokens = []int32{argmax(st[0].Logits)}
+			tok := argmax(st[0].Logits)
+			st[0].Tokens = []int32{tok}
+			h.Write(binary.LittleEndian.AppendUint32(nil, uint32(tok)))
 		}
 		if d := time.Since(t0); r == 0 || d < bestDecode {
 			bestDecode = d
+		}
+		res.DecodeDigest = fmt.Sprintf("%016x", h.Sum64())
+		if cd != nil {
+			l := cd.Launches()
+			steps := float64(l.Passes - l0.Passes)
+			res.DecodeKernels = float64(l.Direct-l0.Direct+l.GraphKernels-l0.GraphKernels) / steps
+			res.DecodeHostLaunchs = float64(l.Direct-l0.Direct+l.GraphRuns-l0.GraphRuns) / steps
 		}
 		res.KVBytes = seq.KV().Bytes()
 		seq.Close()

@@ -43,8 +43,15 @@ func parseDevice(s string) (kind string, ordinal int, err error) {
 // it is closed. A GPU that cannot be opened (no libcuda.so.1, no such GPU)
 // is an error naming the library or the device: exit status 1.
 func openDevice(kind string, ordinal, threads int, profile bool) (dev engine.Device, close func() error, err error) {
+	return openDeviceWith(kind, ordinal, threads, cuda.Options{Profile: profile})
+}
+
+// openDeviceWith is openDevice with the CUDA options given (their Ordinal
+// is ordinal's).
+func openDeviceWith(kind string, ordinal, threads int, o cuda.Options) (dev engine.Device, close func() error, err error) {
 	if kind == "cuda" {
-		d, err := cuda.New(cuda.Options{Ordinal: ordinal, Profile: profile})
+		o.Ordinal = ordinal
+		d, err := cuda.New(o)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -27,10 +27,10 @@
 // # Quantization
 //
 // Quantize encodes F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
-// Q8_K and NVFP4 (CanQuantize) with the algorithms of ggml's reference
+// Q6_K, Q8_K and NVFP4 (CanQuantize) with the algorithms of ggml's reference
 // quantizers (quantize_row_*_ref): the same scale selection, the same
 // rounding (roundf, ggml's nearest_int, truncating casts, ggml's UE4M3
-// encoder) and the same iterative search for Q4_K. Q8_0 and Q8_K are what
+// encoder) and the same iterative searches for Q4_K and Q6_K. Q8_0 and Q8_K are what
 // the engine uses for activations.
 //
 // # NVFP4

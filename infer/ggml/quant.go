@@ -21,6 +21,7 @@ var quantizers = map[Type]quantizer{
 	TypeQ5_1:  quantQ5_1,
 	TypeQ8_0:  quantQ8_0,
 	TypeQ4_K:  quantQ4_K,
+	TypeQ6_K:  quantQ6_K,
 	TypeQ8_K:  quantQ8_K,
 	TypeNVFP4: quantNVFP4,
 }
@@ -414,6 +415,117 @@ func quantQ4_K(src []float32, dst []byte) {
 				q[l] = L[j+l] | L[j+l+32]<<4
 			}
 			q = q[32:]
+		}
+	}
+}
+
+// groupMaxEps is ggml's GROUP_MAX_EPS: a group whose largest magnitude is
+// below it quantizes to zeros.
+const groupMaxEps = 1e-15
+
+// makeQXQuants is ggml's make_qx_quants for rmse_type 1 without
+// importance weights (each value weighted by its square): it quantizes the
+// n values x symmetrically to [-nmax, nmax-1], stores them offset by nmax
+// in L, and returns the scale of the best of 19 candidate scalings around
+// nmax/max, the one maximising (Σw·x·l)²/Σw·l².
+func makeQXQuants(nmax int, x []float32, L []int8) float32 {
+	var mx, amax float32
+	for _, v := range x {
+		if a := abs32(v); a > amax {
+			amax, mx = a, v
+		}
+	}
+	if amax < groupMaxEps {
+		clear(L[:len(x)])
+		return 0
+	}
+	clamp := func(l int) int { return max(-nmax, min(nmax-1, l)) }
+	sums := func(iscale float32, store bool) (sumLX, sumL2 float32) {
+		for i, v := range x {
+			l := clamp(nearestInt(float32(iscale * v)))
+			if store {
+				L[i] = int8(l + nmax)
+			}
+			w := float32(v * v)
+			fl := float32(l)
+			sumLX += float32(float32(w*v) * fl)
+			sumL2 += float32(float32(w*fl) * fl)
+		}
+		return sumLX, sumL2
+	}
+	iscale := float32(-nmax) / mx
+	sumLX, sumL2 := sums(iscale, true)
+	var scale float32
+	if sumL2 != 0 {
+		scale = sumLX / sumL2
+	}
+	best := float32(scale * sumLX)
+	for is := -9; is <= 9; is++ {
+		if is == 0 {
+			continue
+		}
+		iscale = -(float32(nmax) + float32(0.1*float32(is))) / mx
+		sumLX, sumL2 = sums(iscale, false)
+		if sumL2 > 0 && float32(sumLX*sumLX) > float32(best*sumL2) {
+			sums(iscale, true)
+			scale = sumLX / sumL2
+			best = float32(scale * sumLX)
+		}
+	}
+	return scale
+}
+
+// quantQ6_K is quantize_row_q6_K_ref: sixteen sub-blocks of 16 values,
+// each with an int8 scale relative to the block's f16 d, values in
+// [-32, 31] stored as 4 low bits (ql) and 2 high bits (qh) offset by 32.
+func quantQ6_K(src []float32, dst []byte) {
+	const size = 210 // ql[128] qh[64] scales[16] d
+	var (
+		L      [QK_K]int8
+		scales [QK_K / 16]float32
+	)
+	for ; len(src) > 0; src, dst = src[QK_K:], dst[size:] {
+		x := src[:QK_K]
+		blk := dst[:size]
+		var maxScale, maxAbs float32
+		for ib := range scales {
+			s := makeQXQuants(32, x[16*ib:16*ib+16], L[16*ib:16*ib+16])
+			scales[ib] = s
+			if a := abs32(s); a > maxAbs {
+				maxAbs, maxScale = a, s
+			}
+		}
+		clear(blk)
+		if maxAbs < groupMaxEps {
+			continue
+		}
+		iscale := -128 / maxScale
+		putF16(blk[208:], 1/iscale)
+		sc := blk[192:208]
+		for ib := range scales {
+			sc[ib] = byte(int8(min(127, nearestInt(float32(iscale*scales[ib])))))
+		}
+		d16 := f16at(blk[208:])
+		for j := range scales {
+			d := float32(d16 * float32(int8(sc[j])))
+			if d == 0 {
+				continue
+			}
+			for ii := 0; ii < 16; ii++ {
+				l := nearestInt(x[16*j+ii] / d)
+				L[16*j+ii] = int8(max(-32, min(31, l)) + 32)
+			}
+		}
+		ql, qh := blk[:128], blk[128:192]
+		for j := 0; j < QK_K; j += 128 {
+			for l := 0; l < 32; l++ {
+				q1, q2 := byte(L[j+l]), byte(L[j+l+32])
+				q3, q4 := byte(L[j+l+64]), byte(L[j+l+96])
+				ql[l] = q1&0xf | q3&0xf<<4
+				ql[l+32] = q2&0xf | q4&0xf<<4
+				qh[l] = q1>>4 | q2>>4<<2 | q3>>4<<4 | q4>>4<<6
+			}
+			ql, qh = ql[64:], qh[32:]
 		}
 	}
 }

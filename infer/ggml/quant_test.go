@@ -12,7 +12,7 @@ import (
 // of ggml's reference quantize_row_*_ref on the same input
 // (testdata/ref/quant.*).
 func TestQuantizeReference(t *testing.T) {
-	for _, typ := range []Type{TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ8_0, TypeQ4_K, TypeQ8_K, TypeNVFP4} {
+	for _, typ := range []Type{TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ8_0, TypeQ4_K, TypeQ6_K, TypeQ8_K, TypeNVFP4} {
 		inputs := []string{"normal", "outliers", "negative", "sparse", "const"}
 		if typ == TypeNVFP4 {
 			// Scales in UE4M3's subnormal range and below (tiny), at and
@@ -118,6 +118,10 @@ func TestQuantizeRoundTrip(t *testing.T) {
 		{TypeQ4_0, 1.0/8 + 1.0/512}, // -8..7: the positive end is clipped by up to one step
 		{TypeQ4_1, 2 * (0.5/15 + 1.0/512)},
 		{TypeQ4_K, 2 * (1.0 / 15)},
+		// Sub-blocks of 16 at scales within 1/128 of the block's: half a
+		// step of 1/32 of the sub-block's largest, and one step lost at
+		// the clipped positive end.
+		{TypeQ6_K, 1.0/32 + 1.0/64},
 		// Half the widest E2M1 gap (4 to 6) times the scale, amax/6 of a
 		// sub-block rounded up by at most 1/16.
 		{TypeNVFP4, 1.0 / 6 * (1 + 1.0/16)},
@@ -169,7 +173,7 @@ func TestQuantizeErrors(t *testing.T) {
 		{"short dst", TypeQ8_0, 32, 33, ErrSize},
 		{"partial block", TypeQ8_0, 31, 34, ErrSize},
 		{"unknown type", Type(5), 32, 18, ErrUnknownType},
-		{"no quantizer", TypeQ6_K, 256, 210, ErrUnsupported},
+		{"no quantizer", TypeQ5_K, 256, 176, ErrUnsupported},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

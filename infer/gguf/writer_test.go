@@ -240,7 +240,7 @@ func TestBuilderErrors(t *testing.T) {
 		{"partial block", func(b *Builder) error { return b.AddTensor("t", ggml.TypeQ8_0, []int64{16}, make([]byte, 34)) }},
 		{"wrong data size", func(b *Builder) error { return b.AddTensor("t", ggml.TypeF32, []int64{2}, make([]byte, 4)) }},
 		{"wrong value count", func(b *Builder) error { return b.AddFloat32("t", ggml.TypeF32, []int64{2}, []float32{1}) }},
-		{"no quantizer", func(b *Builder) error { return b.AddFloat32("t", ggml.TypeQ6_K, []int64{256}, make([]float32, 256)) }},
+		{"no quantizer", func(b *Builder) error { return b.AddFloat32("t", ggml.TypeQ5_K, []int64{256}, make([]float32, 256)) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,9 +3,11 @@
 # (binaries) and scripts/cuda/llamacpp-src.sh (the peer's source) put in
 # DIR. Phases (PHASES, default all): muser (muser bench --device cuda on
 # the Qwen2.5-0.5B-shaped Q8_0 model: prefill 2048, 8192, 32768; decode at
-# depth 0 and 8192), llamacpp (llama.cpp's CUDA build from node-llama-cpp
-# 3.21.1's source, sm_90 only, llama-bench with flash attention on the same
-# file), torch (a bf16 PyTorch prefill of the same shape), remote (a GPU
+# depth 0, 2048, 8192 and 32768, then depth 0 and 8192 again with
+# --cuda-graphs=false), llamacpp (llama.cpp's CUDA build from
+# node-llama-cpp 3.21.1's source, sm_90 only, unless built already;
+# llama-bench with flash attention on the same file, the same cells),
+# torch (a bf16 PyTorch prefill of the same shape), remote (a GPU
 # producer for CPU consumers: cmd/muser's TestE2ERemotePrefill with the
 # producer on the GPU, and servebench -remote's time to first token at
 # 8192 against a local CPU prefill). JSON lines and logs go to OUT.
@@ -24,15 +26,11 @@ model=/tmp/muser-gpu/models/qwen2.5-0.5b-Q8_0-seed1.gguf
 [ -f "$model" ] || "$bin/paritytool" gen -dir /tmp/muser-gpu/models -shapes qwen2.5-0.5b -quants Q8_0 > /dev/null
 has() { case " $phases " in *" $1 "*) return 0;; esac; return 1; }
 if has llamacpp; then
-	# Build in the background while the other phases run? No: the build
-	# loads every core, and muser's decode timing needs its host thread.
+	# Not in the background of the other phases: the build loads every
+	# core, and muser's decode timing needs its host thread.
 	echo "== llama.cpp CUDA build"
 	t0=$SECONDS
-	mkdir -p /tmp/lcp && tar xzf "$dir/llama.cpp.tar.gz" -C /tmp/lcp
-	(cd /tmp/lcp/llama.cpp && cmake -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
-		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-		-DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_HTML=OFF -DCMAKE_BUILD_TYPE=Release \
-		&& cmake --build build --target llama-bench -j"$(nproc)") > "$out/llamacpp-build.log" 2>&1
+	bash "$root/scripts/cuda/llamacpp-build.sh" "$dir" >> "$out/llamacpp-build.log" 2>&1
 	echo "build exit $? after $((SECONDS - t0)) s"; tail -2 "$out/llamacpp-build.log"
 fi
 run_muser() {
@@ -40,12 +38,19 @@ run_muser() {
 		IFS=: read -r p g r <<< "$spec"
 		"$bin/muser" bench --device cuda --model "$model" --prompt-tokens "$p" --gen-tokens "$g" --reps "$r" --json | tee -a "$out/bench.jsonl"
 	done
+	# Decode with every kernel launched from the host, for comparison with
+	# the graphs above (GRAPHS_OFF=0 skips it).
+	[ "${GRAPHS_OFF:-1}" = 1 ] || return 0
+	for spec in 8192:128:2 2:128:2; do
+		IFS=: read -r p g r <<< "$spec"
+		"$bin/muser" bench --device cuda --cuda-graphs=false --model "$model" --prompt-tokens "$p" --gen-tokens "$g" --reps "$r" --json | tee -a "$out/bench.jsonl"
+	done
 }
 run_llamacpp() {
 	lb=/tmp/lcp/llama.cpp/build/bin/llama-bench
 	[ -x "$lb" ] || { echo "llama-bench was not built"; return; }
 	"$lb" -m "$model" -p 2048,8192,32768 -n 0 -fa 1 -r 2 -o jsonl | tee -a "$out/bench.jsonl"
-	"$lb" -m "$model" -p 0 -n 128 -d 0,8192 -fa 1 -r 2 -o jsonl | tee -a "$out/bench.jsonl"
+	"$lb" -m "$model" -p 0 -n 128 -d 0,2048,8192,32768 -fa 1 -r 2 -o jsonl | tee -a "$out/bench.jsonl"
 }
 if has muser; then echo "== muser"; run_muser; fi
 if has llamacpp; then echo "== llama.cpp"; run_llamacpp; fi

@@ -9,6 +9,16 @@
 // fsynced; the store's write ordering (docs/kvpack.md, "Read and write
 // ordering") relies on it.
 //
+// # Direct I/O
+//
+// DirectCreator (the default file system on Linux; errorfs passes it
+// through) creates temporary files open with O_DIRECT, whose writes go
+// from the caller's memory to the device with no copy into the page
+// cache; DirectFile.Align says the alignment of address, length and
+// offset such a write needs, and EndDirect turns the flag off for an
+// unaligned tail. A file system that refuses O_DIRECT is ErrNoDirect,
+// and the caller writes through the page cache instead.
+//
 // # Special files
 //
 // Open never blocks and never follows a final symbolic link: it opens

@@ -47,9 +47,12 @@ type backend struct {
 	layers          []layer
 	weights         []cu.DevicePtr // every upload, freed by Close
 
-	mu     sync.Mutex // guards ws, rope and closed
+	mu     sync.Mutex // guards ws, rope, graphs, rec and closed
 	ws     workspace
-	rope   []float32 // host table of Rope.Angles: [positions][RopeDim]
+	graphs *cu.Graphs        // the pass graphs (device.go, GraphRows)
+	rec    []cu.KernelLaunch // a graph pass's launches, reused
+	deps   []int             // their After lists
+	rope   []float32         // host table of Rope.Angles: [positions][RopeDim]
 	closed bool
 }
 
@@ -157,10 +160,23 @@ func (b *backend) Close() error {
 	}
 	b.closed = true
 	bufs := append(b.weights, b.ws.all()...)
+	stage := b.ws.stage
 	b.weights, b.ws = nil, workspace{}
+	graphs := b.graphs
+	b.graphs, b.rec = nil, nil
 	return b.d.dev.Do(func(c *cu.Ctx) error {
 		if err := c.SyncAll(); err != nil {
 			return err
+		}
+		if graphs != nil {
+			if err := c.DestroyGraphs(graphs); err != nil {
+				return err
+			}
+		}
+		if stage != nil {
+			if err := c.FreeHost(stage); err != nil {
+				return err
+			}
 		}
 		for _, p := range bufs {
 			if err := c.Free(p); err != nil {

@@ -27,8 +27,32 @@ type Options struct {
 	// sm_90 cubin; it is chosen anyway on a GPU other than sm_90.
 	PTX bool
 	// Profile times every kernel launch with device events (Profile
-	// returns the totals); it slows the forward passes a little.
+	// returns the totals); it slows the forward passes a little. It
+	// launches every kernel from the host (no graphs).
 	Profile bool
+	// NoGraphs launches every kernel of every forward pass from the host,
+	// one cuLaunchKernel each. By default a pass of at most GraphRows rows
+	// runs as a CUDA graph (Device.Launches counts both); the kernels and
+	// what they compute are the same either way.
+	NoGraphs bool
+}
+
+// GraphRows is the most rows a forward pass may have to run as a CUDA
+// graph: decode steps, small mixed batches and speculative verification.
+const GraphRows = 64
+
+// maxGraphs bounds the graphs a model keeps instantiated.
+const maxGraphs = 8
+
+// Launches counts how the kernels of the forward passes were launched
+// (Device.Launches).
+type Launches struct {
+	Passes       int64 // forward passes
+	Direct       int64 // kernels launched from the host, one call each
+	GraphRuns    int64 // graph launches (one per graph pass)
+	GraphKernels int64 // kernels run inside them
+	GraphsBuilt  int64 // graphs instantiated
+	NodesUpdated int64 // graph nodes whose parameters were set before a run
 }
 
 // Device is one NVIDIA GPU as an engine.Device: it binds models whose
@@ -38,11 +62,35 @@ type Device struct {
 	info  cu.Info
 	image string
 
-	prof *profiler // nil unless Options.Profile
+	prof   *profiler // nil unless Options.Profile
+	graphs bool      // run small passes as graphs (Options.NoGraphs, the driver)
 
-	mu     sync.Mutex
-	fns    map[string]cu.Function
-	closed bool
+	raised map[string]uint32 // the dynamic shared memory each function was allowed (device thread only)
+
+	mu       sync.Mutex
+	fns      map[string]cu.Function
+	launches Launches // guarded by mu
+	closed   bool
+}
+
+// Launches returns the counts of kernel launches since New.
+func (d *Device) Launches() Launches {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.launches
+}
+
+// count adds a forward pass's launches to the device's counts.
+func (d *Device) count(direct int, before, after cu.GraphStats) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := &d.launches
+	l.Passes++
+	l.Direct += int64(direct)
+	l.GraphRuns += after.Runs - before.Runs
+	l.GraphKernels += after.Kernels - before.Kernels
+	l.GraphsBuilt += after.Built - before.Built
+	l.NodesUpdated += after.Updated - before.Updated
 }
 
 // New loads the CUDA driver, opens GPU o.Ordinal and loads the kernels.
@@ -64,7 +112,7 @@ func New(o Options) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--device cuda:%d: %w", o.Ordinal, err)
 	}
-	d := &Device{dev: dev, info: dev.Info(), fns: map[string]cu.Function{}}
+	d := &Device{dev: dev, info: dev.Info(), fns: map[string]cu.Function{}, raised: map[string]uint32{}}
 	if o.Profile {
 		d.prof = &profiler{}
 	}
@@ -74,6 +122,7 @@ func New(o Options) (*Device, error) {
 		img, d.image = cukernels.PTX(), "ptx"
 	}
 	err = dev.Do(func(c *cu.Ctx) error {
+		d.graphs = !o.NoGraphs && !o.Profile && c.Graphs()
 		m, err := c.LoadModule(img)
 		if err != nil {
 			return fmt.Errorf("loading the kernels' %s: %w", d.image, err)
@@ -97,9 +146,13 @@ func New(o Options) (*Device, error) {
 	return d, nil
 }
 
-// Name returns "cuda:N NAME (sm_XY, cubin|ptx)".
+// Name returns "cuda:N NAME (sm_XY, cubin|ptx[, no graphs])".
 func (d *Device) Name() string {
-	return fmt.Sprintf("cuda:%d %s (sm_%d%d, %s)", d.info.Ordinal, d.info.Name, d.info.ComputeMajor, d.info.ComputeMinor, d.image)
+	g := ""
+	if !d.graphs {
+		g = ", no graphs"
+	}
+	return fmt.Sprintf("cuda:%d %s (sm_%d%d, %s%s)", d.info.Ordinal, d.info.Name, d.info.ComputeMajor, d.info.ComputeMinor, d.image, g)
 }
 
 // Close releases the GPU: every model bound on it must be closed first.

@@ -31,6 +31,20 @@
 // product, the residual and the feed-forward block; the logits of the rows
 // that want them are computed logitRows at a time and copied back.
 //
+// # Graphs
+//
+// A forward pass of at most GraphRows rows (decode steps, small mixed
+// batches, speculative verification) records its launches instead of
+// making them and runs them as one CUDA graph (internal/cu, "Graphs"):
+// the model keeps up to 8 graphs, reused while the kernel sequence is
+// the same, with only the nodes whose grid or arguments changed set
+// again (attention's as positions grow, every pointer after the buffers
+// are regrown). In a graph the Q, K and V products with what follows
+// each until attention, and the gate and up products, are parallel
+// branches; launched directly they run one after the other. The kernels
+// and their inputs are the same either way, so are the bits.
+// Options.NoGraphs and Options.Profile launch every kernel from the host.
+//
 // # Memory
 //
 // Weights are uploaded once, each matrix in its GGUF bytes. A sequence's
@@ -38,6 +52,6 @@
 // V rows of [positions][kv_heads·head_dim], f16 or f32), grown by
 // doubling; a block exports to and imports from the lkv1 payload with one
 // copy per layer and half. The only host copies per step are the batch's
-// tokens, positions, cache addresses and RoPE angles up, and the wanted
-// logits down.
+// tokens, positions, cache addresses and RoPE angles up (one copy from
+// pinned memory), and the wanted logits down.
 package cuda

@@ -3,6 +3,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/muserhq/muser/infer/engine"
@@ -21,9 +22,8 @@ type workspace struct {
 	o      cu.DevicePtr
 	ffA    cu.DevicePtr
 	ffB    cu.DevicePtr
-	cs     cu.DevicePtr
-	ints   cu.DevicePtr // tokens, positions, rowidx, tiles: int32 [4][n+1]
-	kvs    cu.DevicePtr // uint64 [2][layers][n]: each row's K and V address per layer
+	in     cu.DevicePtr // a pass's inputs, laid out by inputs
+	stage  *cu.HostBuf  // their pinned host copy, uploaded by one copy per pass
 	acts   map[cukernels.Act]cukernels.ActBufs
 	actBuf []cu.DevicePtr
 	logits cu.DevicePtr // float [logitRows][vocab]
@@ -35,7 +35,7 @@ type workspace struct {
 // all returns every allocation of w.
 func (w *workspace) all() []cu.DevicePtr {
 	var ps []cu.DevicePtr
-	for _, p := range []cu.DevicePtr{w.x, w.xn, w.q, w.att, w.k, w.v, w.o, w.ffA, w.ffB, w.cs, w.ints, w.kvs, w.logits, w.s} {
+	for _, p := range []cu.DevicePtr{w.x, w.xn, w.q, w.att, w.k, w.v, w.o, w.ffA, w.ffB, w.in, w.logits, w.s} {
 		if p != 0 {
 			ps = append(ps, p)
 		}
@@ -83,14 +83,22 @@ func (b *backend) ensure(c *cu.Ctx, n int, sBytes int64) error {
 		{&w.q, 4 * N * Q}, {&w.att, 4 * N * Q},
 		{&w.k, 4 * N * KV}, {&w.v, 4 * N * KV},
 		{&w.ffA, 4 * N * F}, {&w.ffB, 4 * N * F},
-		{&w.cs, 4 * N * int64(max(cfg.RopeDim, 1))},
-		{&w.ints, 4 * 4 * (N + 1)},
-		{&w.kvs, 8 * 2 * int64(cfg.Layers) * N},
+		{&w.in, int64(inputs(cfg, n).size)},
 		{&w.logits, 4 * int64(min(n, logitRows)) * int64(cfg.Vocab)},
 	} {
 		if err := alloc(a.p, a.bytes); err != nil {
 			return fmt.Errorf("forward buffers for %d rows: %w", n, err)
 		}
+	}
+	if w.stage != nil {
+		if err := c.FreeHost(w.stage); err != nil {
+			return err
+		}
+		w.stage = nil
+	}
+	var err error
+	if w.stage, err = c.HostAlloc(inputs(cfg, n).size); err != nil {
+		return fmt.Errorf("pinned input buffer for %d rows: %w", n, err)
 	}
 	for _, p := range w.actBuf {
 		if err := c.Free(p); err != nil {
@@ -206,6 +214,21 @@ func (b *backend) Forward(ctx context.Context, rows []engine.Row) error {
 			return err
 		}
 		r := &run{b: b, c: c, p: p}
+		var before cu.GraphStats
+		if b.d.graphs && p.n <= GraphRows {
+			if b.graphs == nil {
+				b.graphs = cu.NewGraphs(maxGraphs)
+			}
+			r.graph, before = true, b.graphs.Stats()
+			b.rec, b.deps = b.rec[:0], b.deps[:0]
+		}
+		defer func() {
+			after := before
+			if r.graph {
+				after = b.graphs.Stats()
+			}
+			b.d.count(r.direct, before, after)
+		}()
 		r.upload()
 		r.embed()
 		for li := range b.layers {
@@ -218,23 +241,33 @@ func (b *backend) Forward(ctx context.Context, rows []engine.Row) error {
 		if r.err == nil && b.d.prof != nil {
 			r.err = b.d.prof.collect(c)
 		}
+		if r.err != nil {
+			// What was queued still reads the pinned inputs; the next
+			// pass writes them only once it is done.
+			c.Sync(c.Stream())
+		}
 		return r.err
 	})
 }
 
 // run is one Forward on the device's thread; the first error stops it.
 type run struct {
-	b   *backend
-	c   *cu.Ctx
-	p   *batch
-	err error
-	// the device copies of the batch's int32 arrays
+	b      *backend
+	c      *cu.Ctx
+	p      *batch
+	err    error
+	graph  bool  // record the launches into b.rec and run them as a graph (flush)
+	tail   []int // graph pass: the launches the next one waits for (nil: the one before it)
+	direct int   // kernels launched directly
+	// the device copies of the batch's inputs (upload)
 	tokens, pos, rowidx, tiles cu.DevicePtr
+	kvs, cs                    cu.DevicePtr
 }
 
 func dp(p cu.DevicePtr) cukernels.DevPtr { return cukernels.DevPtr(p) }
 
-// launch runs l unless an error came first.
+// launch runs l unless an error came first; in a graph pass it records
+// l for flush.
 func (r *run) launch(l cukernels.Launch, err error) {
 	if r.err != nil {
 		return
@@ -248,11 +281,25 @@ func (r *run) launch(l cukernels.Launch, err error) {
 		r.err = fmt.Errorf("cuda: kernel %s is not loaded", l.Kernel)
 		return
 	}
-	if l.Shared > 48<<10 {
+	if d := r.b.d; l.Shared > 48<<10 && d.raised[l.Kernel] < l.Shared {
 		if r.err = r.c.SetMaxDynamicShared(f, int(l.Shared)); r.err != nil {
 			return
 		}
+		d.raised[l.Kernel] = l.Shared
 	}
+	if r.graph {
+		b := r.b
+		var after []int
+		if r.tail != nil {
+			lo := len(b.deps)
+			b.deps = append(b.deps, r.tail...)
+			after = b.deps[lo:len(b.deps):len(b.deps)]
+			r.tail = nil
+		}
+		b.rec = append(b.rec, cu.KernelLaunch{F: f, Grid: l.Grid, Block: l.Block, Shared: l.Shared, Args: l.Args, After: after})
+		return
+	}
+	r.direct++
 	prof := r.b.d.prof
 	if prof != nil {
 		if r.err = prof.begin(r.c, l.Kernel); r.err != nil {
@@ -265,10 +312,19 @@ func (r *run) launch(l cukernels.Launch, err error) {
 	}
 }
 
-func (r *run) up(dst cu.DevicePtr, src []byte) {
-	if r.err == nil && len(src) > 0 {
-		r.err = r.c.CopyHtoD(dst, src)
+// flush runs the launches a graph pass recorded as one graph launch
+// (cu.Ctx.RunGraph): a held graph of the same kernels with its changed
+// nodes set, or a new one.
+func (r *run) flush() {
+	b := r.b
+	if !r.graph || len(b.rec) == 0 {
+		return
 	}
+	if r.err == nil {
+		r.err = r.c.RunGraph(b.graphs, b.rec, r.c.Stream())
+	}
+	clear(b.rec) // drop the arguments' references
+	b.rec, b.deps, r.tail = b.rec[:0], b.deps[:0], nil
 }
 
 func i32Bytes(v []int32) []byte {
@@ -285,18 +341,44 @@ func u64Bytes(v []uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))
 }
 
+// inputLayout is where a pass of n rows finds its inputs in
+// workspace.in (and stage): tokens, positions, row indices and tiles
+// (int32, n+1 slots each) from 0, stride bytes apart; each row's K and V
+// address per layer (uint64 [2][layers][n]) at kvs; the RoPE angles
+// (float32 [n][RopeDim]) at cs; size bytes in all.
+type inputLayout struct {
+	stride, kvs, cs, size int
+}
+
+func inputs(cfg *engine.Config, n int) inputLayout {
+	var l inputLayout
+	l.stride = 4 * (n + 1)
+	l.kvs = (4*l.stride + 7) &^ 7
+	l.cs = l.kvs + 8*2*cfg.Layers*n
+	l.size = max(l.cs+4*n*cfg.RopeDim, 16)
+	return l
+}
+
 // upload copies the batch's tokens, positions, row indices, tiles, cache
-// addresses and RoPE angles to the device.
+// addresses and RoPE angles to the device: one asynchronous copy on the
+// device's stream from the pinned stage, which nothing writes again
+// before the pass has synchronised.
 func (r *run) upload() {
 	w, p := &r.b.ws, r.p
-	stride := cu.DevicePtr(4 * (p.n + 1))
-	r.tokens, r.pos, r.rowidx, r.tiles = w.ints, w.ints+stride, w.ints+2*stride, w.ints+3*stride
-	r.up(r.tokens, i32Bytes(p.tokens))
-	r.up(r.pos, i32Bytes(p.pos))
-	r.up(r.rowidx, i32Bytes(p.rowidx))
-	r.up(r.tiles, i32Bytes(p.tiles))
-	r.up(w.kvs, u64Bytes(p.kvs))
-	r.up(w.cs, f32Bytes(p.cs))
+	l := inputs(r.b.cfg, p.n)
+	buf := w.stage.Bytes()[:l.size]
+	copy(buf, i32Bytes(p.tokens))
+	copy(buf[l.stride:], i32Bytes(p.pos))
+	copy(buf[2*l.stride:], i32Bytes(p.rowidx))
+	copy(buf[3*l.stride:], i32Bytes(p.tiles))
+	copy(buf[l.kvs:], u64Bytes(p.kvs))
+	copy(buf[l.cs:], f32Bytes(p.cs))
+	in := w.in
+	r.tokens, r.pos, r.rowidx, r.tiles = in, in+cu.DevicePtr(l.stride), in+cu.DevicePtr(2*l.stride), in+cu.DevicePtr(3*l.stride)
+	r.kvs, r.cs = in+cu.DevicePtr(l.kvs), in+cu.DevicePtr(l.cs)
+	if r.err == nil {
+		r.err = r.c.CopyHtoDAsync(in, buf, r.c.Stream())
+	}
 }
 
 func (r *run) embed() {
@@ -314,51 +396,195 @@ type product struct {
 // products multiplies the n rows of cols floats at x by each matrix,
 // quantizing x once per activation form.
 func (r *run) products(x cu.DevicePtr, n, cols int, ps ...product) {
-	done := map[cukernels.Act]bool{}
+	ms := make([]*mat, len(ps))
+	for i, pr := range ps {
+		ms[i] = pr.m
+	}
+	r.quantize(x, n, cols, ms...)
 	for _, pr := range ps {
-		a := pr.m.act
-		bufs := cukernels.ActBufs{X: dp(x)}
-		if a != cukernels.ActF32 {
-			bufs = r.b.ws.acts[a]
-			if !done[a] {
-				l, ok, err := cukernels.QuantizeActs(a, dp(x), bufs, n, cols)
-				if ok || err != nil {
-					r.launch(l, err)
-				}
-				done[a] = true
-			}
-		}
-		t := pr.m.t
-		r.launch(cukernels.MatMul{Type: t.Type, W: dp(pr.m.p), Rows: t.Rows, Cols: t.Cols, Acts: bufs, Y: dp(pr.y), N: n}.Launch())
+		r.matmul(pr.m, x, pr.y, n)
 	}
 }
 
-// layer runs block li for every row.
+// quantize quantizes the n rows of cols floats at x once for each
+// activation form the matrices ms take (none for float activations).
+func (r *run) quantize(x cu.DevicePtr, n, cols int, ms ...*mat) {
+	var done [8]cukernels.Act
+	nd := 0
+	for _, m := range ms {
+		a := m.act
+		if a == cukernels.ActF32 || slices.Contains(done[:nd], a) {
+			continue
+		}
+		l, ok, err := cukernels.QuantizeActs(a, dp(x), r.b.ws.acts[a], n, cols)
+		if ok || err != nil {
+			r.launch(l, err)
+		}
+		if nd < len(done) {
+			done[nd] = a
+			nd++
+		}
+	}
+}
+
+// fusedAct returns the activation form every matrix of ms takes, and ok
+// when it is one a normalization can quantize into as it writes its
+// output (cukernels.FusedQuant): the normalization then replaces the
+// separate quantization.
+func (r *run) fusedAct(ms ...*mat) (cukernels.Act, bool) {
+	a := ms[0].act
+	for _, m := range ms[1:] {
+		if m.act != a {
+			return a, false
+		}
+	}
+	return a, cukernels.FusedQuant(a)
+}
+
+// matmul multiplies the n rows at x (as quantize left them for m's
+// activation form) by m into y.
+func (r *run) matmul(m *mat, x, y cu.DevicePtr, n int) {
+	r.launch(r.matMul(m, x, y, n).Launch())
+}
+
+func (r *run) matMul(m *mat, x, y cu.DevicePtr, n int) cukernels.MatMul {
+	bufs := cukernels.ActBufs{X: dp(x)}
+	if m.act != cukernels.ActF32 {
+		bufs = r.b.ws.acts[m.act]
+	}
+	t := m.t
+	return cukernels.MatMul{Type: t.Type, W: dp(m.p), Rows: t.Rows, Cols: t.Cols, Acts: bufs, Y: dp(y), N: n}
+}
+
+// matmulBias is matmul followed by y += bias (cols floats per row; none
+// when bias is 0), in the product's epilogue where it has one.
+func (r *run) matmulBias(m *mat, x, y cu.DevicePtr, n int, bias cu.DevicePtr) {
+	mm := r.matMul(m, x, y, n)
+	if bias == 0 || mm.Epilogue() {
+		mm.Bias = dp(bias)
+		r.launch(mm.Launch())
+		return
+	}
+	r.launch(mm.Launch())
+	r.launch(cukernels.AddBias(dp(y), dp(bias), n, m.t.Rows))
+}
+
+// matmulAdd sets res = res + x·m (the residual), in the product's
+// epilogue where it has one, else through tmp.
+func (r *run) matmulAdd(m *mat, x, res, tmp cu.DevicePtr, n int) {
+	mm := r.matMul(m, x, res, n)
+	if mm.Epilogue() {
+		mm.Res = dp(res)
+		r.launch(mm.Launch())
+		return
+	}
+	mm.Y = dp(tmp)
+	r.launch(mm.Launch())
+	r.launch(cukernels.Add(dp(res), dp(tmp), dp(res), n*m.t.Rows))
+}
+
+// parallel runs each branch's launches in order. In a graph pass the
+// branches wait for what came before but not for each other, so their
+// kernels may run at the same time, and the launch after parallel waits
+// for every branch; a branch may touch no buffer another one writes.
+// Launched directly, the branches run one after the other.
+func (r *run) parallel(branches ...func()) {
+	if !r.graph || len(branches) == 0 {
+		for _, f := range branches {
+			f()
+		}
+		return
+	}
+	start := r.frontier()
+	var ends []int
+	for _, f := range branches {
+		r.tail = start
+		n0 := len(r.b.rec)
+		f()
+		if len(r.b.rec) == n0 {
+			ends = append(ends, start...)
+		} else {
+			ends = append(ends, r.frontier()...)
+		}
+	}
+	slices.Sort(ends)
+	r.tail = slices.Compact(ends)
+}
+
+// frontier returns the launches the next launch of a graph pass waits
+// for.
+func (r *run) frontier() []int {
+	if r.tail != nil {
+		return r.tail
+	}
+	if n := len(r.b.rec); n > 0 {
+		return []int{n - 1}
+	}
+	return []int{}
+}
+
+// layer runs block li for every row. The Q, K and V products (each with
+// its bias and head norm), and the gate and up products, are parallel
+// branches (they read the same activations and write their own buffers);
+// with RoPE, one launch after the Q, K and V branches rotates q and k and
+// stores k and v (cukernels.RoPEKVStore), without it the KV store follows
+// the K and V branches.
 func (r *run) layer(li int) {
 	b, w, p, cfg := r.b, &r.b.ws, r.p, r.b.cfg
 	L := &b.layers[li]
 	n := p.n
 	H, Q, KV, F, D := cfg.Hidden, cfg.Heads*cfg.HeadDim, cfg.KVRow(), cfg.FFN, cfg.HeadDim
-	r.launch(cukernels.RMSNorm(dp(w.x), 0, dp(w.xn), dp(L.attnNorm), n, H, cfg.Eps))
-	r.products(w.xn, n, H, product{&L.wq, w.q}, product{&L.wk, w.k}, product{&L.wv, w.v})
-	if L.bq != 0 {
-		r.launch(cukernels.AddBias(dp(w.q), dp(L.bq), n, Q))
-		r.launch(cukernels.AddBias(dp(w.k), dp(L.bk), n, KV))
-		r.launch(cukernels.AddBias(dp(w.v), dp(L.bv), n, KV))
+	neox := cfg.Rope == engine.RopeNeoX
+	if a, ok := r.fusedAct(&L.wq, &L.wk, &L.wv); ok {
+		r.launch(cukernels.RMSNormQuant(dp(w.x), 0, dp(w.xn), dp(L.attnNorm), n, H, cfg.Eps, a, w.acts[a]))
+	} else {
+		r.launch(cukernels.RMSNorm(dp(w.x), 0, dp(w.xn), dp(L.attnNorm), n, H, cfg.Eps))
+		r.quantize(w.xn, n, H, &L.wq, &L.wk, &L.wv)
 	}
-	if L.qNorm != 0 {
-		r.launch(cukernels.RMSNormHeads(dp(w.q), n, cfg.Heads, D, Q, dp(L.qNorm), cfg.Eps))
-		r.launch(cukernels.RMSNormHeads(dp(w.k), n, cfg.KVHeads, D, KV, dp(L.kNorm), cfg.Eps))
+	// The CPU engine adds the three biases when the layer has bq.
+	bias := func(b cu.DevicePtr) cu.DevicePtr {
+		if L.bq == 0 {
+			return 0
+		}
+		return b
 	}
-	if cfg.RopeDim > 0 {
-		neox := cfg.Rope == engine.RopeNeoX
-		r.launch(cukernels.RoPE(dp(w.q), n, cfg.Heads, D, Q, cfg.RopeDim, neox, dp(w.cs)))
-		r.launch(cukernels.RoPE(dp(w.k), n, cfg.KVHeads, D, KV, cfg.RopeDim, neox, dp(w.cs)))
+	qBranch := func(rope bool) {
+		r.matmulBias(&L.wq, w.xn, w.q, n, L.bq)
+		if L.qNorm != 0 {
+			r.launch(cukernels.RMSNormHeads(dp(w.q), n, cfg.Heads, D, Q, dp(L.qNorm), cfg.Eps))
+		}
+		if rope {
+			r.launch(cukernels.RoPE(dp(w.q), n, cfg.Heads, D, Q, cfg.RopeDim, neox, dp(r.cs)))
+		}
+	}
+	kBranch := func(rope bool) {
+		r.matmulBias(&L.wk, w.xn, w.k, n, bias(L.bk))
+		if L.qNorm != 0 {
+			r.launch(cukernels.RMSNormHeads(dp(w.k), n, cfg.KVHeads, D, KV, dp(L.kNorm), cfg.Eps))
+		}
+		if rope {
+			r.launch(cukernels.RoPE(dp(w.k), n, cfg.KVHeads, D, KV, cfg.RopeDim, neox, dp(r.cs)))
+		}
+	}
+	vBranch := func() {
+		r.matmulBias(&L.wv, w.xn, w.v, n, bias(L.bv))
 	}
 	f16 := b.kv == kvcache.DTypeF16
-	kc := w.kvs + cu.DevicePtr(8*li*n)
-	vc := w.kvs + cu.DevicePtr(8*(cfg.Layers+li)*n)
-	r.launch(cukernels.KVStore(f16, dp(w.k), dp(w.v), n, KV, dp(kc), dp(vc), dp(r.pos)))
+	kc := r.kvs + cu.DevicePtr(8*li*n)
+	vc := r.kvs + cu.DevicePtr(8*(cfg.Layers+li)*n)
+	if cfg.RopeDim > 0 {
+		// The branches end before RoPE; one launch rotates q and k and
+		// stores k and v.
+		r.parallel(func() { qBranch(false) }, func() { kBranch(false) }, vBranch)
+		r.launch(cukernels.RoPEKVStore{F16: f16, Q: dp(w.q), K: dp(w.k), V: dp(w.v), N: n, Heads: cfg.Heads,
+			KVHeads: cfg.KVHeads, Dim: D, RopeDim: cfg.RopeDim, NeoX: neox, CS: dp(r.cs), KC: dp(kc), VC: dp(vc),
+			Pos: dp(r.pos)}.Launch())
+	} else {
+		r.parallel(func() { qBranch(true) }, func() {
+			r.parallel(func() { kBranch(true) }, vBranch)
+			r.launch(cukernels.KVStore(f16, dp(w.k), dp(w.v), n, KV, dp(kc), dp(vc), dp(r.pos)))
+		})
+	}
 	ls, err := cukernels.Attention{F16: f16, Heads: cfg.Heads, KVHeads: cfg.KVHeads, Dim: D, N: n,
 		Q: dp(w.q), Out: dp(w.att), KC: dp(kc), VC: dp(vc), Pos: dp(r.pos), Tiles: dp(r.tiles),
 		NTiles: len(p.tiles) - 1, MaxPos: p.maxPos, S: dp(w.s), LD: p.ld}.Launches()
@@ -366,11 +592,20 @@ func (r *run) layer(li int) {
 		r.launch(l, err)
 	}
 	r.products(w.att, n, Q, product{&L.wo, w.o})
-	r.launch(cukernels.AddRMSNorm(dp(w.x), dp(w.o), dp(L.bo), dp(L.ffnNorm), dp(w.xn), n, H, cfg.Eps))
-	r.products(w.xn, n, H, product{&L.gate, w.ffA}, product{&L.up, w.ffB})
-	r.launch(cukernels.SiLUMul(dp(w.ffA), dp(w.ffB), dp(w.ffA), n*F))
-	r.products(w.ffA, n, F, product{&L.down, w.o})
-	r.launch(cukernels.Add(dp(w.x), dp(w.o), dp(w.x), n*H))
+	if a, ok := r.fusedAct(&L.gate, &L.up); ok {
+		r.launch(cukernels.AddRMSNormQuant(dp(w.x), dp(w.o), dp(L.bo), dp(L.ffnNorm), dp(w.xn), n, H, cfg.Eps, a, w.acts[a]))
+	} else {
+		r.launch(cukernels.AddRMSNorm(dp(w.x), dp(w.o), dp(L.bo), dp(L.ffnNorm), dp(w.xn), n, H, cfg.Eps))
+		r.quantize(w.xn, n, H, &L.gate, &L.up)
+	}
+	r.parallel(func() { r.matmul(&L.gate, w.xn, w.ffA, n) }, func() { r.matmul(&L.up, w.xn, w.ffB, n) })
+	if a, ok := r.fusedAct(&L.down); ok {
+		r.launch(cukernels.SiLUMulQuant(dp(w.ffA), dp(w.ffB), dp(w.ffA), n, F, a, w.acts[a]))
+	} else {
+		r.launch(cukernels.SiLUMul(dp(w.ffA), dp(w.ffB), dp(w.ffA), n*F))
+		r.quantize(w.ffA, n, F, &L.down)
+	}
+	r.matmulAdd(&L.down, w.ffA, w.x, w.o, n)
 }
 
 // logits computes the output of the rows that want it, logitRows at a
@@ -381,8 +616,15 @@ func (r *run) logits(rows []engine.Row) {
 	for lo := 0; lo < len(p.rowidx) && r.err == nil; lo += logitRows {
 		g := p.rowidx[lo:min(lo+logitRows, len(p.rowidx))]
 		m := len(g)
-		r.launch(cukernels.RMSNorm(dp(w.x), dp(r.rowidx+cu.DevicePtr(4*lo)), dp(w.xn), dp(b.outNorm), m, H, cfg.Eps))
-		r.products(w.xn, m, H, product{&b.output, w.logits})
+		rowidx := dp(r.rowidx + cu.DevicePtr(4*lo))
+		if a, ok := r.fusedAct(&b.output); ok {
+			r.launch(cukernels.RMSNormQuant(dp(w.x), rowidx, dp(w.xn), dp(b.outNorm), m, H, cfg.Eps, a, w.acts[a]))
+			r.matmul(&b.output, w.xn, w.logits, m)
+		} else {
+			r.launch(cukernels.RMSNorm(dp(w.x), rowidx, dp(w.xn), dp(b.outNorm), m, H, cfg.Eps))
+			r.products(w.xn, m, H, product{&b.output, w.logits})
+		}
+		r.flush()
 		if r.err != nil {
 			return
 		}
@@ -400,6 +642,7 @@ func (r *run) logits(rows []engine.Row) {
 			copy(rows[i].Logits, host[j*V:(j+1)*V])
 		}
 	}
+	r.flush()
 	if r.err == nil {
 		r.err = r.c.Sync(r.c.Stream())
 	}

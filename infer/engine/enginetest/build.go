@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/gguf"
@@ -144,6 +145,13 @@ func (r *Llama3Rope) RopeFreqs(d int, base float64) []float32 {
 // (F16, Q8_0, Q4_K or NVFP4, or any type ggml.Quantize encodes), drawn
 // from seed.
 func Build(s Shape, quant ggml.Type, seed uint64) (*gguf.Builder, error) {
+	return BuildMix(s, Uniform(quant), seed)
+}
+
+// BuildMix is Build with each matrix's type chosen by mix. The weights
+// drawn do not depend on the mix: the same seed gives the same values,
+// stored in other types.
+func BuildMix(s Shape, mix Mix, seed uint64) (*gguf.Builder, error) {
 	if s.LogitStd == 0 {
 		s.LogitStd = 4
 	}
@@ -154,7 +162,7 @@ func Build(s Shape, quant ggml.Type, seed uint64) (*gguf.Builder, error) {
 	a := s.Arch + "."
 	set := func(key string, v any) { b.Set(key, v) }
 	set("general.architecture", s.Arch)
-	set("general.name", fmt.Sprintf("muser random %s %s seed %d", s.Name, quant, seed))
+	set("general.name", fmt.Sprintf("muser random %s %s seed %d", s.Name, mix.Name, seed))
 	set(a+"context_length", uint32(s.CtxTrain))
 	set(a+"embedding_length", uint32(s.Hidden))
 	set(a+"block_count", uint32(s.Layers))
@@ -178,8 +186,14 @@ func Build(s Shape, quant ggml.Type, seed uint64) (*gguf.Builder, error) {
 		}
 		return v
 	}
+	layer := -1 // the block being written
 	matrix := func(name string, cols, rows int, std float64) {
-		b.AddFloat32(name, TypeFor(quant, cols), []int64{int64(cols), int64(rows)}, normal(cols*rows, 0, std))
+		base := name
+		if layer >= 0 {
+			base = strings.TrimPrefix(name, fmt.Sprintf("blk.%d.", layer))
+		}
+		t := TypeFor(mix.Type(base, layer, s.Layers), cols)
+		b.AddFloat32(name, t, []int64{int64(cols), int64(rows)}, normal(cols*rows, 0, std))
 	}
 	vector := func(name string, n int, mean, std float64) {
 		b.AddFloat32(name, ggml.TypeF32, []int64{int64(n)}, normal(n, mean, std))
@@ -204,7 +218,13 @@ func Build(s Shape, quant ggml.Type, seed uint64) (*gguf.Builder, error) {
 	upd := embStd * s.LayerGain / math.Sqrt(float64(2*s.Layers))
 	oStd := upd / math.Sqrt(0.25*float64(Q))
 	downStd := upd / math.Sqrt(0.36*float64(F))
-	matrix("token_embd.weight", H, s.Vocab, embStd)
+	if s.Untied {
+		matrix("token_embd.weight", H, s.Vocab, embStd)
+	} else {
+		// Tied: the embedding is the output matrix, and a mix stores it so.
+		t := TypeFor(mix.Type("output.weight", -1, s.Layers), H)
+		b.AddFloat32("token_embd.weight", t, []int64{int64(H), int64(s.Vocab)}, normal(H*s.Vocab, 0, embStd))
+	}
 	signed("output_norm.weight", H, 1, 0.1)
 	if s.Untied {
 		matrix("output.weight", H, s.Vocab, embStd)
@@ -214,6 +234,7 @@ func Build(s Shape, quant ggml.Type, seed uint64) (*gguf.Builder, error) {
 		b.AddFloat32("rope_freqs.weight", ggml.TypeF32, []int64{int64(len(f))}, f)
 	}
 	for l := range s.Layers {
+		layer = l
 		n := func(x string) string { return fmt.Sprintf("blk.%d.%s", l, x) }
 		vector(n("attn_norm.weight"), H, 1, 0.1)
 		matrix(n("attn_q.weight"), H, Q, 1/math.Sqrt(float64(H)))
@@ -273,7 +294,12 @@ func setVocab(b *gguf.Builder, n int) {
 
 // WriteFile builds the model and writes it atomically to path.
 func WriteFile(path string, s Shape, quant ggml.Type, seed uint64) error {
-	b, err := Build(s, quant, seed)
+	return WriteMixFile(path, s, Uniform(quant), seed)
+}
+
+// WriteMixFile is WriteFile with each matrix's type chosen by mix.
+func WriteMixFile(path string, s Shape, mix Mix, seed uint64) error {
+	b, err := BuildMix(s, mix, seed)
 	if err != nil {
 		return err
 	}

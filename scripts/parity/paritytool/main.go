@@ -2,7 +2,7 @@
 // llama.cpp (scripts/parity/parity.sh drives it; README.md there explains
 // the whole procedure).
 //
-//	paritytool gen -dir DIR [-shapes a,b] [-quants F16,Q8_0,Q4_K] [-seed N]
+//	paritytool gen -dir DIR [-shapes a,b] [-quants F16,Q8_0,Q4_K,Q4_K_M] [-seed N]
 //	    writes random-weight models with published shapes (enginetest)
 //	paritytool tokens -model FILE -n N -out TOKENS.json
 //	    writes the teacher-forcing token sequence for a model
@@ -35,7 +35,6 @@ import (
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/engine/enginetest"
-	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/sample"
 )
@@ -100,7 +99,7 @@ func gen(args []string) error {
 	fs := flag.NewFlagSet("gen", flag.ExitOnError)
 	dir := fs.String("dir", "", "output directory")
 	only := fs.String("shapes", "llama-3.2-1b,qwen2.5-0.5b,qwen3-0.6b", "shapes to write")
-	quants := fs.String("quants", "F16,Q8_0,Q4_K", "weight types")
+	quants := fs.String("quants", "F16,Q8_0,Q4_K", "weight types, or Q4_K_M for llama.cpp's mix")
 	seed := fs.Uint64("seed", 1, "weight seed")
 	fs.Parse(args)
 	if *dir == "" {
@@ -115,17 +114,17 @@ func gen(args []string) error {
 			return fmt.Errorf("gen: unknown shape %q", name)
 		}
 		for _, qn := range strings.Split(*quants, ",") {
-			q, err := ggml.ParseType(qn)
+			q, err := enginetest.ParseMix(qn)
 			if err != nil {
 				return err
 			}
-			path := filepath.Join(*dir, fmt.Sprintf("%s-%s-seed%d.gguf", name, q, *seed))
+			path := filepath.Join(*dir, fmt.Sprintf("%s-%s-seed%d.gguf", name, q.Name, *seed))
 			if _, err := os.Stat(path); err == nil {
 				fmt.Println("exists", path)
 				continue
 			}
 			t0 := time.Now()
-			if err := enginetest.WriteFile(path, s, q, *seed); err != nil {
+			if err := enginetest.WriteMixFile(path, s, q, *seed); err != nil {
 				return err
 			}
 			fmt.Printf("wrote %s (%d params) in %v\n", path, s.Params(), time.Since(t0).Round(time.Millisecond))

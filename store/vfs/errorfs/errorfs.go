@@ -29,12 +29,14 @@ const (
 	OpStat
 	OpReadDir
 	OpSyncDir
+	// OpEndDirect is a direct file's EndDirect (vfs.DirectFile).
+	OpEndDirect
 )
 
 var opNames = map[Op]string{
 	OpMkdirAll: "mkdirall", OpCreate: "create", OpOpen: "open", OpWrite: "write",
 	OpRead: "read", OpSync: "sync", OpClose: "close", OpRename: "rename",
-	OpRemove: "remove", OpStat: "stat", OpReadDir: "readdir", OpSyncDir: "syncdir",
+	OpRemove: "remove", OpStat: "stat", OpReadDir: "readdir", OpSyncDir: "syncdir", OpEndDirect: "enddirect",
 }
 
 // String names the operation.
@@ -72,7 +74,7 @@ type Counter struct {
 // (all write-path kinds if none are given).
 func OnNth(n int, ops ...Op) *Counter {
 	if len(ops) == 0 {
-		ops = []Op{OpMkdirAll, OpCreate, OpWrite, OpSync, OpClose, OpRename, OpSyncDir}
+		ops = []Op{OpMkdirAll, OpCreate, OpWrite, OpSync, OpClose, OpRename, OpSyncDir, OpEndDirect}
 	}
 	c := &Counter{ops: map[Op]bool{}, n: n}
 	for _, o := range ops {
@@ -130,6 +132,25 @@ func (f *FS) CreateTemp(dir, pattern string) (vfs.File, error) {
 		return nil, err
 	}
 	return &errFile{File: file, inj: f.inj}, nil
+}
+
+// CreateTempDirect implements vfs.DirectCreator when inner does (an
+// error wrapping vfs.ErrNoDirect when it does not). The create counts as
+// OpCreate; the file's writes, syncs and closes are injected as any
+// file's, and its EndDirect as OpEndDirect.
+func (f *FS) CreateTempDirect(dir, pattern string) (vfs.DirectFile, error) {
+	dc, ok := f.inner.(vfs.DirectCreator)
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: vfs.ErrNoDirect}
+	}
+	if err := f.inj.MaybeError(OpCreate, dir); err != nil {
+		return nil, err
+	}
+	file, err := dc.CreateTempDirect(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	return &errDirectFile{errFile: errFile{File: file, inj: f.inj}, d: file}, nil
 }
 
 // Open implements vfs.FS.
@@ -226,4 +247,18 @@ func (e *errFile) Close() error {
 		return err
 	}
 	return e.File.Close()
+}
+
+type errDirectFile struct {
+	errFile
+	d vfs.DirectFile
+}
+
+func (e *errDirectFile) Align() int { return e.d.Align() }
+
+func (e *errDirectFile) EndDirect() error {
+	if err := e.inj.MaybeError(OpEndDirect, e.Name()); err != nil {
+		return err
+	}
+	return e.d.EndDirect()
 }

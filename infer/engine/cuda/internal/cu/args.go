@@ -132,33 +132,38 @@ func packArgs(buf []byte, args []any, slots []slot) ([]slot, error) {
 	for i, a := range args {
 		s := slots[i]
 		ne.PutUint64(buf[i*ptrSize:], uint64(base)+uint64(s.Off))
-		v := buf[s.Off : s.Off+s.Size]
-		switch x := a.(type) {
-		case uint8:
-			v[0] = x
-		case int8:
-			v[0] = byte(x)
-		case uint16:
-			ne.PutUint16(v, x)
-		case int16:
-			ne.PutUint16(v, uint16(x))
-		case uint32:
-			ne.PutUint32(v, x)
-		case int32:
-			ne.PutUint32(v, uint32(x))
-		case float32:
-			ne.PutUint32(v, math.Float32bits(x))
-		case uint64:
-			ne.PutUint64(v, x)
-		case int64:
-			ne.PutUint64(v, uint64(x))
-		case float64:
-			ne.PutUint64(v, math.Float64bits(x))
-		case DevicePtr:
-			ne.PutUint64(v, uint64(x))
-		case Struct:
-			copy(v, x.Bytes)
-		}
+		putArg(buf[s.Off:s.Off+s.Size], a)
 	}
 	return slots, nil
+}
+
+// putArg writes a's value into v, which has the size argSize gives it.
+func putArg(v []byte, a any) {
+	ne := binary.NativeEndian
+	switch x := a.(type) {
+	case uint8:
+		v[0] = x
+	case int8:
+		v[0] = byte(x)
+	case uint16:
+		ne.PutUint16(v, x)
+	case int16:
+		ne.PutUint16(v, uint16(x))
+	case uint32:
+		ne.PutUint32(v, x)
+	case int32:
+		ne.PutUint32(v, uint32(x))
+	case float32:
+		ne.PutUint32(v, math.Float32bits(x))
+	case uint64:
+		ne.PutUint64(v, x)
+	case int64:
+		ne.PutUint64(v, uint64(x))
+	case float64:
+		ne.PutUint64(v, math.Float64bits(x))
+	case DevicePtr:
+		ne.PutUint64(v, uint64(x))
+	case Struct:
+		copy(v, x.Bytes)
+	}
 }

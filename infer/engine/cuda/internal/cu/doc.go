@@ -85,6 +85,29 @@
 // driver keeps none of them. Asynchronous copies take host memory only
 // from a HostBuf (pinned memory from cuMemHostAlloc), never Go memory.
 //
+// # Graphs
+//
+// Ctx.RunGraph queues a list of kernel launches (KernelLaunch) as one
+// CUDA graph launch (cuGraphCreate, cuGraphAddKernelNode_v2,
+// cuGraphInstantiateWithFlags, cuGraphLaunch): each node waits for the
+// launches its After names, by default the one before it, so a plain
+// list runs as if launched one by one and independent branches may run
+// at the same time. A Graphs keeps a bounded number of instantiated
+// graphs, most recently used first; a list of the same kernels and
+// dependencies reuses the held graph whose parameters differ least, and
+// only the nodes whose grid, block, shared memory or argument bytes
+// changed get cuGraphExecKernelNodeSetParams_v2 before the launch (a
+// pointer that moved because a buffer was reallocated is such a change).
+// A list that differs from the best in more than a quarter of its nodes
+// builds another graph while there is room. The node parameters
+// (CUDA_KERNEL_NODE_PARAMS_v2, 72 bytes; TestKernelNodeParamsLayout
+// checks the offsets), the parameter block and the dependency array are
+// written into the arena like a launch's; the driver copies them during
+// the call. Arguments are checked as Launch checks them, before anything
+// is queued. Drivers without the graph functions (before CUDA 11.4)
+// still load; Driver.Graphs reports false and RunGraph returns
+// ErrNoGraphs.
+//
 // # Errors
 //
 // A failed call returns an *Error with the driver function, the CUresult

@@ -27,6 +27,9 @@ type funcs struct {
 	moduleLoadDataEx, moduleGetFunction, moduleUnload                            uintptr
 	launchKernel, funcSetAttribute, funcGetParamInfo                             uintptr
 	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy   uintptr
+	// CUDA graphs (graph.go); all optional, used only when every one is there.
+	graphCreate, graphAddKernelNode, graphInstantiate, graphExecKernelNodeSetParams uintptr
+	graphLaunch, graphExecDestroy, graphDestroy                                     uintptr
 }
 
 // symbol is one driver function: the names to look up, in order, and
@@ -56,6 +59,15 @@ type symbol struct {
 //     export a cuCtxSynchronize_v2 that takes a CUcontext.
 //   - cuFuncGetParamInfo (CUDA 12.4) is optional: without it Launch cannot
 //     check arguments against the kernel's parameters.
+//   - The graph functions are optional (Driver.Graphs reports whether all
+//     are there). cuGraphAddKernelNode and cuGraphExecKernelNodeSetParams:
+//     CUDA 12 and 13 headers map the plain names to their _v2 symbols,
+//     which take CUDA_KERNEL_NODE_PARAMS_v2 (72 bytes: the _v1 struct's 56
+//     plus kern and ctx); _v2 is preferred, the plain (_v1) symbol the
+//     fallback. graph.go always writes the _v2 struct with kern and ctx
+//     zero, whose first 56 bytes are the _v1 struct, so either symbol reads
+//     it right. cuGraphInstantiateWithFlags (CUDA 11.4) is the symbol the
+//     CUDA 12 and 13 headers map cuGraphInstantiate to.
 func (f *funcs) symbols() []symbol {
 	return []symbol{
 		{dst: &f.init, names: []string{"cuInit"}},
@@ -99,6 +111,13 @@ func (f *funcs) symbols() []symbol {
 		{dst: &f.eventSynchronize, names: []string{"cuEventSynchronize"}},
 		{dst: &f.eventElapsedTime, names: []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"}},
 		{dst: &f.eventDestroy, names: []string{"cuEventDestroy_v2"}},
+		{dst: &f.graphCreate, names: []string{"cuGraphCreate"}, optional: true},
+		{dst: &f.graphAddKernelNode, names: []string{"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode"}, optional: true},
+		{dst: &f.graphInstantiate, names: []string{"cuGraphInstantiateWithFlags"}, optional: true},
+		{dst: &f.graphExecKernelNodeSetParams, names: []string{"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams"}, optional: true},
+		{dst: &f.graphLaunch, names: []string{"cuGraphLaunch"}, optional: true},
+		{dst: &f.graphExecDestroy, names: []string{"cuGraphExecDestroy"}, optional: true},
+		{dst: &f.graphDestroy, names: []string{"cuGraphDestroy"}, optional: true},
 	}
 }
 
@@ -132,7 +151,23 @@ func (d *Driver) resolve(h uintptr) (missing []string) {
 	} else {
 		d.chosen = append(d.chosen, "cuFuncGetParamInfo")
 	}
+	if !d.Graphs() {
+		d.chosen = append(d.chosen, "no CUDA graphs")
+	}
 	return missing
+}
+
+// Graphs reports whether the driver exports every graph function Ctx.RunGraph
+// calls (CUDA 11.4 and later).
+func (d *Driver) Graphs() bool {
+	f := &d.fn
+	for _, p := range []uintptr{f.graphCreate, f.graphAddKernelNode, f.graphInstantiate, f.graphExecKernelNodeSetParams,
+		f.graphLaunch, f.graphExecDestroy, f.graphDestroy} {
+		if p == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Path returns the library file loaded, with symbolic links resolved.

@@ -56,6 +56,14 @@ var ErrSize = errors.New("bad size")
 // refuses it; a refusal comes as a *ModuleError.
 var ErrModule = errors.New("bad module image")
 
+// ErrNoGraphs is returned by Ctx.RunGraph when the driver lacks the CUDA
+// graph functions (Driver.Graphs).
+var ErrNoGraphs = errors.New("the CUDA driver has no graph functions")
+
+// ErrGraph is returned by Ctx.RunGraph when a launch waits for one that
+// is not before it, or for too many.
+var ErrGraph = errors.New("bad graph dependency")
+
 // cuResult codes this package tests for (cuda.h, CUresult).
 const (
 	codeInvalidValue    = 1

@@ -772,3 +772,161 @@ func benchLaunch(b *testing.B, name string) {
 	b.StopTimer()
 	do(b, dev, func(c *Ctx) error { return c.Free(p) })
 }
+
+// TestGPURunGraph runs chains of add_one through RunGraph: eight launches
+// on one buffer add 8 to every element (the nodes run in order, not at
+// once), a second run with other arguments reuses the graph and sets only
+// the nodes that changed, another kernel sequence builds another graph,
+// and a full Graphs drops its least recently used one.
+func TestGPURunGraph(t *testing.T) {
+	drv, dev := openDevice(t)
+	if !drv.Graphs() {
+		t.Skipf("driver %v has no graph functions", drv)
+	}
+	const n = 1 << 20
+	do(t, dev, func(c *Ctx) error {
+		fs, err := loadKernels(c, kernelsPTX)
+		if err != nil {
+			return err
+		}
+		k, empty := fs["add_one"], fs["empty"]
+		var bufs [2]DevicePtr
+		for i := range bufs {
+			if bufs[i], err = c.Alloc(4 * n); err != nil {
+				return err
+			}
+			defer c.Free(bufs[i])
+			if err := c.MemsetD8(bufs[i], 0, 4*n); err != nil {
+				return err
+			}
+		}
+		add := func(p DevicePtr, count uint32) KernelLaunch {
+			return KernelLaunch{F: k, Grid: [3]uint32{(count + 255) / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Args: []any{p, count}}
+		}
+		gs := NewGraphs(2)
+		defer c.DestroyGraphs(gs)
+		check := func(step string, want [2][]uint32) {
+			for i, p := range bufs {
+				out := make([]byte, 4*n)
+				if err := c.CopyDtoH(out, p); err != nil {
+					t.Errorf("%s: %v", step, err)
+					return
+				}
+				got := bytesU32(out)
+				for j, w := range want[i] {
+					lo, hi := j*n/len(want[i]), (j+1)*n/len(want[i])
+					for e := lo; e < hi; e++ {
+						if got[e] != w {
+							t.Errorf("%s: buffer %d element %d = %d, want %d", step, i, e, got[e], w)
+							return
+						}
+					}
+				}
+			}
+		}
+		stats := func(step string, want GraphStats) {
+			if got := gs.Stats(); got != want {
+				t.Errorf("%s: stats %+v, want %+v", step, got, want)
+			}
+		}
+		eight := make([]KernelLaunch, 8)
+		for i := range eight {
+			eight[i] = add(bufs[0], n)
+		}
+		if err := c.RunGraph(gs, eight, c.Stream()); err != nil {
+			return err
+		}
+		check("first run", [2][]uint32{{8}, {0}})
+		stats("first run", GraphStats{Runs: 1, Kernels: 8, Built: 1})
+		// The same kernels, the second on the other buffer and the last on half.
+		next := slices.Clone(eight)
+		next[1], next[7] = add(bufs[1], n), add(bufs[0], n/2)
+		if err := c.RunGraph(gs, next, c.Stream()); err != nil {
+			return err
+		}
+		check("second run", [2][]uint32{{15, 14}, {1}})
+		stats("second run", GraphStats{Runs: 2, Kernels: 16, Built: 1, Updated: 2})
+		// Another sequence: a second graph.
+		other := []KernelLaunch{{F: empty, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}, add(bufs[1], n)}
+		if err := c.RunGraph(gs, other, c.Stream()); err != nil {
+			return err
+		}
+		check("third run", [2][]uint32{{15, 14}, {2}})
+		stats("third run", GraphStats{Runs: 3, Kernels: 18, Built: 2, Updated: 2})
+		// A third sequence drops the first graph (least recently used).
+		if err := c.RunGraph(gs, eight[:1], c.Stream()); err != nil {
+			return err
+		}
+		check("fourth run", [2][]uint32{{16, 15}, {2}})
+		stats("fourth run", GraphStats{Runs: 4, Kernels: 19, Built: 3, Evicted: 1, Updated: 2})
+		if gs.Len() != 2 {
+			t.Errorf("%d graphs held, want 2", gs.Len())
+		}
+		// The second sequence again: its graph is still held.
+		if err := c.RunGraph(gs, other, c.Stream()); err != nil {
+			return err
+		}
+		check("fifth run", [2][]uint32{{16, 15}, {3}})
+		stats("fifth run", GraphStats{Runs: 5, Kernels: 21, Built: 3, Evicted: 1, Updated: 2})
+		// Two branches (one per buffer) that wait for nothing of each
+		// other, joined by an empty kernel: a graph of its own.
+		fan := []KernelLaunch{add(bufs[0], n), add(bufs[1], n), add(bufs[0], n), add(bufs[1], n),
+			{F: empty, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, After: []int{2, 3}}}
+		fan[1].After, fan[2].After, fan[3].After = []int{}, []int{0}, []int{1}
+		fs2 := NewGraphs(1)
+		defer c.DestroyGraphs(fs2)
+		for i := range 2 {
+			if err := c.RunGraph(fs2, fan, c.Stream()); err != nil {
+				return err
+			}
+			w := uint32(2 * (i + 1))
+			check("branches", [2][]uint32{{16 + w, 15 + w}, {3 + w}})
+		}
+		if got, want := fs2.Stats(), (GraphStats{Runs: 2, Kernels: 10, Built: 1}); got != want {
+			t.Errorf("branches: stats %+v, want %+v", got, want)
+		}
+		// Arguments the kernel does not take: refused, nothing runs.
+		if _, known := k.Params(); known {
+			bad := []KernelLaunch{add(bufs[0], n), {F: k, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Args: []any{bufs[0]}}}
+			if err := c.RunGraph(gs, bad, c.Stream()); !errors.Is(err, ErrArg) {
+				t.Errorf("RunGraph with a launch short of an argument: %v, want ErrArg", err)
+			}
+			check("refused run", [2][]uint32{{20, 19}, {7}})
+		}
+		return c.Sync(c.Stream())
+	})
+}
+
+// BenchmarkGPURunGraph is BenchmarkGPULaunchArgs as graphs: 512 launches
+// of add_one with no work, one graph launch, per iteration (ns/op is per
+// 512 kernels).
+func BenchmarkGPURunGraph(b *testing.B) {
+	drv, dev := openDevice(b)
+	if !drv.Graphs() {
+		b.Skipf("driver %v has no graph functions", drv)
+	}
+	do(b, dev, func(c *Ctx) error {
+		k, err := kernel(c, kernelsPTX, "add_one")
+		if err != nil {
+			return err
+		}
+		p, err := c.Alloc(4)
+		if err != nil {
+			return err
+		}
+		defer c.Free(p)
+		ls := make([]KernelLaunch, 512)
+		for i := range ls {
+			ls[i] = KernelLaunch{F: k, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Args: []any{p, uint32(0)}}
+		}
+		gs := NewGraphs(1)
+		defer c.DestroyGraphs(gs)
+		b.ResetTimer()
+		for range b.N {
+			if err := c.RunGraph(gs, ls, c.Stream()); err != nil {
+				return err
+			}
+		}
+		return c.Sync(c.Stream())
+	})
+}

@@ -148,24 +148,9 @@ func (c *Ctx) Launch(f Function, grid, block [3]uint32, shared uint32, s Stream,
 	if err := c.enter(); err != nil {
 		return err
 	}
-	slots, err := packArgs(c.arena, args, c.slots)
-	c.slots = slots
+	kp, err := c.pack(f, args, c.arena)
 	if err != nil {
 		return err
-	}
-	if f.known {
-		if len(args) != len(f.params) {
-			return &ArgError{Index: -1, Reason: fmt.Sprintf("kernel %s takes %d parameters, got %d arguments", f.name, len(f.params), len(args))}
-		}
-		for i, sl := range slots {
-			if sl.Size != f.params[i].Size {
-				return &ArgError{Index: i, Type: fmt.Sprintf("%T", args[i]), Reason: fmt.Sprintf("%d bytes, kernel %s's parameter has %d", sl.Size, f.name, f.params[i].Size)}
-			}
-		}
-	}
-	var kp uintptr
-	if len(args) > 0 {
-		kp = c.arenaAddr
 	}
 	r := call(c.drv.fn.launchKernel, f.h,
 		uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
@@ -173,6 +158,42 @@ func (c *Ctx) Launch(f Function, grid, block [3]uint32, shared uint32, s Stream,
 		uintptr(shared), s.h, kp, 0)
 	if r != 0 {
 		return c.drv.newError("cuLaunchKernel "+f.name, r)
+	}
+	return nil
+}
+
+// pack writes args' parameter block into buf, a prefix of the arena, and
+// returns its address for kernelParams (0 without arguments). Where f's
+// parameters are known, an argument count or size that differs from the
+// kernel's is an *ArgError.
+func (c *Ctx) pack(f Function, args []any, buf []byte) (uintptr, error) {
+	slots, err := packArgs(buf, args, c.slots)
+	c.slots = slots
+	if err != nil {
+		return 0, err
+	}
+	if err := checkParams(f, args, slots); err != nil {
+		return 0, err
+	}
+	if len(args) == 0 {
+		return 0, nil
+	}
+	return c.arenaAddr, nil
+}
+
+// checkParams compares the laid-out arguments with f's parameters, where
+// the driver reported them.
+func checkParams(f Function, args []any, slots []slot) error {
+	if !f.known {
+		return nil
+	}
+	if len(args) != len(f.params) {
+		return &ArgError{Index: -1, Reason: fmt.Sprintf("kernel %s takes %d parameters, got %d arguments", f.name, len(f.params), len(args))}
+	}
+	for i, sl := range slots {
+		if sl.Size != f.params[i].Size {
+			return &ArgError{Index: i, Type: fmt.Sprintf("%T", args[i]), Reason: fmt.Sprintf("%d bytes, kernel %s's parameter has %d", sl.Size, f.name, f.params[i].Size)}
+		}
 	}
 	return nil
 }

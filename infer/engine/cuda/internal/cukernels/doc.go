@@ -27,21 +27,30 @@
 //	per layer:
 //	  RMSNorm(x → xn, attn_norm)
 //	  QuantizeActs(xn), MatMul wq, wk, wv               q, k, v
-//	  AddBias(q, k, v)                                  qwen2
+//	  AddBias(q, k, v)                                  qwen2 (MatMul.Bias in decode)
 //	  RMSNormHeads(q, k)                                qwen3
 //	  RoPE(q), RoPE(k)                                  cos/sin from engine.Rope.Angles, uploaded
 //	  KVStore(k, v)                                     into each row's sequence cache
+//	                                                    (RoPE and KVStore in one: RoPEKVStore)
 //	  Attention{…}.Launches()                           scores, softmax, weighted sum → att
 //	  QuantizeActs(att), MatMul wo                      o
 //	  AddRMSNorm(x += o + bo, xn = norm(x), ffn_norm)
 //	  QuantizeActs(xn), MatMul gate, up
 //	  SiLUMul(gate, up)
 //	  QuantizeActs(gate), MatMul down                   o
-//	  Add(x += o)
+//	  Add(x += o)                                       (MatMul.Res in decode)
 //	RMSNorm(x → xn, output_norm, the rows that want logits), QuantizeActs, MatMul output
 //
 // Quantized activations are shared by the products that take the same
 // form (ActOf): wq, wk and wv of one type read one quantization of xn.
+// Fusions that compute the same bits in fewer launches: where the
+// products take Q8_0 or Q8_1 activations (FusedQuant), RMSNormQuant,
+// AddRMSNormQuant and SiLUMulQuant quantize the rows they write
+// (replacing RMSNorm, AddRMSNorm or SiLUMul and the QuantizeActs after
+// it); where a product's launch has an epilogue (MatMul.Epilogue: the
+// decode kernels of the integer types) it adds the Q, K and V biases
+// (MatMul.Bias) and the residual of the down product (MatMul.Res) as it
+// writes y, each the one rounding AddBias or Add would do.
 // Weights stay in their GGUF layout (16-byte aligned); activation buffers
 // must be 16-byte aligned (cuMemAlloc's are).
 //
@@ -80,11 +89,14 @@
 //
 //   - quant.cuh: muser_quant_q8_0 (kernels.quantQ8_0, with the Q8_1 sums),
 //     muser_quant_q8_k (quantQ8_K), muser_round_f16 and muser_round_bf16
-//     (the activations of F16 and BF16 weights). One token row per block.
+//     (the activations of F16 and BF16 weights). A token row spreads over
+//     ⌈cols/256⌉ thread blocks (Q8_0: eight 32-value blocks each) or
+//     cols/256 (Q8_K: one super-block each).
 //   - mmq.cuh: muser_mmq_<type> (tiles of 64 rows × 64 tokens, 4 warps of
 //     32 × 32, tensor cores) and muser_mmv_<type> (up to 8 tokens: every
 //     block's product in parallel into shared memory, then one thread per
-//     output adds them in order) for Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q2_K,
+//     output adds them in order, then the optional bias and residual
+//     epilogue) for Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q2_K,
 //     Q3_K, Q4_K, Q5_K, Q6_K and NVFP4: kernels.dotLegacy and dotK (doc.go,
 //     "Canonical order"). Weights are read in their ggml block layout
 //     (the GGUF bytes) and decoded as weights.cuh describes.
@@ -92,11 +104,16 @@
 //     kernels.dotF32Row, dotF16Row, dotBF16Row: 16 accumulators (lane c mod
 //     16, one thread each), the tree +8, +4, +2, +1 by warp shuffles.
 //   - rowops.cuh: muser_rmsnorm, muser_add_rmsnorm, muser_rmsnorm_heads
-//     (kernels.RMSNorm: the float64 sum of squares is one sequential chain),
+//     (kernels.RMSNorm: the float64 sum of squares is one sequential chain;
+//     every thread widens its squares into shared memory, one thread adds
+//     them with the loads of the next 16 issued ahead of the additions;
+//     the first two optionally quantize their output as muser_quant_q8_0),
+//     muser_silu_mul_quant (SiLUMul, then the Q8_0 or Q8_1 quantization),
 //     muser_add, muser_add_bias (kernels.Add), muser_silu_mul
 //     (kernels.SiLUMul, Exp32 in float64), muser_rope (the CPU engine's rotate,
 //     the cos/sin table computed on the host by engine.Rope.Angles),
 //     muser_kv_store_f16/_f32 (the infer/kvcache layout, ggml.F32ToF16),
+//     muser_rope_kv_store (muser_rope of q and k, then the KV store),
 //     muser_embed_<type> (ggml.Dequantize of one row per token).
 //   - attention.cuh: muser_attn_scores_f16/_f32 and
 //     muser_attn_scores_rows_f16/_f32, muser_attn_softmax and
@@ -115,23 +132,28 @@
 // parameter lists, TestArtifacts checks them against the PTX, and the
 // builders of launch.go compute the grids.
 //
-//	muser_quant_q8_0         p x, i n, i cols, p q, p d, p sum|0, p s1|0    n, 256
-//	muser_quant_q8_k         p x, i n, i cols, p q, p d, p bsums            n, 256
+//	muser_quant_q8_0         p x, i n, i cols, p q, p d, p sum|0, p s1|0    n×⌈cols/256⌉, 256
+//	muser_quant_q8_k         p x, i n, i cols, p q, p d, p bsums            n×(cols/256), 256
 //	muser_round_f16, _bf16   p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_mmq_<type>         p W, i rows, i cols, p q, p d, p ext|0, p y, i n
 //	                                                     ⌈rows/64⌉×⌈n/64⌉, 128
-//	muser_mmv_<type>         as mmq                      ⌈rows/R⌉×⌈n/8⌉, 128 (R 16 for K-quants, else 4)
+//	muser_mmv_<type>         as mmq, p bias|0, p res|0   ⌈rows/R⌉×⌈n/8⌉, 128 (R 16 for K-quants, else 4)
 //	muser_mmf_<type>         p W, i rows, i cols, p x, p y, i n             ⌈rows/32⌉×⌈n/32⌉, 256
 //	muser_mmfv_<type>        as mmf                                         ⌈rows/8⌉×⌈n/8⌉, 128
 //	muser_embed_<type>       p W, i rows, i cols, p tokens, i n, p x        n, 256
-//	muser_rmsnorm            p x, p rowidx|0, p dst, i n, i cols, p w, f eps          n, 256
-//	muser_add_rmsnorm        p x, p o, p bias|0, p w, p dst, i n, i cols, f eps       n, 256
+//	muser_rmsnorm            p x, p rowidx|0, p dst, i n, i cols, p w, f eps, p q|0, p qd|0, p s1|0
+//	                                                                                  n, 256
+//	muser_add_rmsnorm        p x, p o, p bias|0, p w, p dst, i n, i cols, f eps, p q|0, p qd|0, p s1|0
+//	                                                                                  n, 256
 //	muser_rmsnorm_heads      p x, i n, i heads, i dim, i stride, p w, f eps           n×heads, 32
 //	muser_add                p a, p b, p dst, i count                       ⌈count/256⌉, 256
 //	muser_add_bias           p x, p bias, i n, i cols                       ⌈n·cols/256⌉, 256
 //	muser_silu_mul           p gate, p up, p dst, i count                   ⌈count/256⌉, 256
+//	muser_silu_mul_quant     p gate, p up, p dst, i n, i cols, p q, p qd, p s1|0   n×⌈cols/256⌉, 256
 //	muser_rope               p x, i n, i heads, i dim, i stride, i ropeDim, i neox, p cs   n, 256
 //	muser_kv_store_f16, _f32 p k, p v, i n, i kvrow, p kc, p vc, p pos      n, 256
+//	muser_rope_kv_store      p q, p k, p v, i n, i heads, i kvheads, i dim, i ropeDim, i neox,
+//	                         p cs, p kc, p vc, p pos, i f16                 n, 256
 //	muser_attn_scores_f16, _f32
 //	                         p q, i heads, i kvheads, i dim, p kc, p pos, p tiles, p S, i ld, f scale
 //	                         ntiles × kvheads·⌈group/gh⌉ × ⌈(max pos+1)/64⌉, 256,

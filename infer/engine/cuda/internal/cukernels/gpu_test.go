@@ -262,6 +262,8 @@ func TestGPUEmbed(t *testing.T) { runEmbed(t, gpu(t, ""), allMatMulTypes) }
 
 func TestGPURowOps(t *testing.T) { runRowOps(t, gpu(t, ""), gpuRowOpSizes) }
 
+func TestGPURoPEKVStore(t *testing.T) { runRoPEKVStore(t, gpu(t, "")) }
+
 func TestGPUAttention(t *testing.T) { runAttention(t, gpu(t, ""), attnCases, gpuAttnBatch) }
 
 // TestGPUAttentionDecode runs the decode kernels at depth: single rows

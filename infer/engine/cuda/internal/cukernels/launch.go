@@ -54,6 +54,7 @@ type Kernel struct {
 
 var (
 	intMatMulParams   = []Param{Ptr, I32, I32, Ptr, Ptr, Ptr, Ptr, I32}
+	intMatVecParams   = []Param{Ptr, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, Ptr, Ptr}
 	floatMatMulParams = []Param{Ptr, I32, I32, Ptr, Ptr, I32}
 	embedParams       = []Param{Ptr, I32, I32, Ptr, I32, Ptr}
 	scoresParams      = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, F32}
@@ -87,14 +88,16 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_quant_q8_k", Params: []Param{Ptr, I32, I32, Ptr, Ptr, Ptr}},
 		{Name: "muser_round_f16", Params: []Param{Ptr, Ptr, I32}},
 		{Name: "muser_round_bf16", Params: []Param{Ptr, Ptr, I32}},
-		{Name: "muser_rmsnorm", Params: []Param{Ptr, Ptr, Ptr, I32, I32, Ptr, F32}},
-		{Name: "muser_add_rmsnorm", Params: []Param{Ptr, Ptr, Ptr, Ptr, Ptr, I32, I32, F32}},
+		{Name: "muser_rmsnorm", Params: []Param{Ptr, Ptr, Ptr, I32, I32, Ptr, F32, Ptr, Ptr, Ptr}},
+		{Name: "muser_add_rmsnorm", Params: []Param{Ptr, Ptr, Ptr, Ptr, Ptr, I32, I32, F32, Ptr, Ptr, Ptr}},
 		{Name: "muser_rmsnorm_heads", Params: []Param{Ptr, I32, I32, I32, I32, Ptr, F32}},
 		{Name: "muser_add", Params: []Param{Ptr, Ptr, Ptr, I32}},
 		{Name: "muser_add_bias", Params: []Param{Ptr, Ptr, I32, I32}},
 		{Name: "muser_silu_mul", Params: []Param{Ptr, Ptr, Ptr, I32}},
+		{Name: "muser_silu_mul_quant", Params: []Param{Ptr, Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}},
 		{Name: "muser_rope", Params: []Param{Ptr, I32, I32, I32, I32, I32, I32, Ptr}},
 		{Name: "muser_kv_store_f16", Params: kvStoreParams},
+		{Name: "muser_rope_kv_store", Params: []Param{Ptr, Ptr, Ptr, I32, I32, I32, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32}},
 		{Name: "muser_kv_store_f32", Params: kvStoreParams},
 		{Name: "muser_attn_scores_f16", Params: scoresParams, ExactFMA: true},
 		{Name: "muser_attn_scores_f32", Params: scoresParams},
@@ -113,7 +116,7 @@ var kernelTable = func() []Kernel {
 	for _, t := range intTypes {
 		ks = append(ks,
 			Kernel{Name: "muser_mmq_" + t.name, Params: intMatMulParams, TensorCores: true},
-			Kernel{Name: "muser_mmv_" + t.name, Params: intMatMulParams},
+			Kernel{Name: "muser_mmv_" + t.name, Params: intMatVecParams},
 			Kernel{Name: "muser_embed_" + t.name, Params: embedParams})
 	}
 	for _, t := range floatTypes {
@@ -302,7 +305,7 @@ func QuantizeActs(a Act, x DevPtr, b ActBufs, n, cols int) (l Launch, ok bool, e
 		if a == ActQ8_1 {
 			s1 = b.Ext
 		}
-		l, err := launch(k, [3]int{n, 1, 1}, 256, 0, p(x), i32(n), i32(cols), p(b.Q), p(b.D), p(0), p(s1))
+		l, err := launch(k, [3]int{n, min(ceilDiv(cols/32, 8), maxGridY), 1}, 256, 0, p(x), i32(n), i32(cols), p(b.Q), p(b.D), p(0), p(s1))
 		return l, err == nil, err
 	case ActQ8_K:
 		const k = "muser_quant_q8_k"
@@ -315,7 +318,7 @@ func QuantizeActs(a Act, x DevPtr, b ActBufs, n, cols int) (l Launch, ok bool, e
 		if err := product(k, n, cols); err != nil {
 			return Launch{}, false, err
 		}
-		l, err := launch(k, [3]int{n, 1, 1}, 256, 0, p(x), i32(n), i32(cols), p(b.Q), p(b.D), p(b.Ext))
+		l, err := launch(k, [3]int{n, min(cols/256, maxGridY), 1}, 256, 0, p(x), i32(n), i32(cols), p(b.Q), p(b.D), p(b.Ext))
 		return l, err == nil, err
 	}
 	return Launch{}, false, &LaunchError{Kernel: "quantize", Err: fmt.Errorf("%w: activation form %d", ErrType, a)}
@@ -328,6 +331,13 @@ func QuantizeActs(a Act, x DevPtr, b ActBufs, n, cols int) (l Launch, ok bool, e
 // type Type in their ggml block layout at W (the GGUF bytes, base 16-byte
 // aligned), the activations are in Acts in the form ActOf(Type) (for
 // ActF32, Acts.X is x itself), and Y receives N rows of Rows floats.
+//
+// Bias and Res, when not 0, add an epilogue to the product, for the
+// launches whose Epilogue is true (the decode kernels of the integer
+// types): y[t][r] = y[t][r] + Bias[r] (Bias float [Rows]; the Q, K and V
+// biases, as AddBias), then y[t][r] = Res[t][r] + y[t][r] (Res float
+// [N][Rows]; the residual, as Add; Res may be Y). Each is the same single
+// rounding as the separate launch.
 type MatMul struct {
 	Type       ggml.Type
 	W          DevPtr
@@ -335,6 +345,23 @@ type MatMul struct {
 	Acts       ActBufs
 	Y          DevPtr
 	N          int
+	Bias, Res  DevPtr
+}
+
+// Epilogue reports whether Launch takes Bias and Res into the product:
+// the decode kernel of an integer type (N ≤ DecodeTokens). Where it does
+// not, Launch with Bias or Res set is an error, and the caller adds them
+// with AddBias and Add.
+func (m MatMul) Epilogue() bool {
+	if m.N > DecodeTokens {
+		return false
+	}
+	for _, t := range intTypes {
+		if t.t == m.Type {
+			return true
+		}
+	}
+	return false
 }
 
 // DecodeTokens is the largest batch the decode kernels (mmv, mmfv) are
@@ -355,6 +382,9 @@ func (m MatMul) Decode() (Launch, error) { return m.launch(true) }
 
 func (m MatMul) launch(decode bool) (Launch, error) {
 	op := "matmul " + m.Type.String()
+	if (m.Bias != 0 || m.Res != 0) && !(decode && MatMul{Type: m.Type}.Epilogue()) {
+		return Launch{}, shapeErr(op, "a bias or residual epilogue needs the decode kernel of an integer type")
+	}
 	if err := positive(op, m.Rows, m.Cols, m.N); err != nil {
 		return Launch{}, err
 	}
@@ -390,7 +420,7 @@ func (m MatMul) launch(decode bool) (Launch, error) {
 			if m.Type.BlockSize() == 256 {
 				r = 16
 			}
-			return launch("muser_mmv_"+t.name, [3]int{ceilDiv(m.Rows, r), ceilDiv(m.N, 8), 1}, 128, 0, args...)
+			return launch("muser_mmv_"+t.name, [3]int{ceilDiv(m.Rows, r), ceilDiv(m.N, 8), 1}, 128, 0, append(args, p(m.Bias), p(m.Res))...)
 		}
 		return launch("muser_mmq_"+t.name, [3]int{ceilDiv(m.Rows, 64), ceilDiv(m.N, 64), 1}, 128, 0, args...)
 	}
@@ -433,22 +463,75 @@ func Embed(t ggml.Type, w DevPtr, rows, cols int, tokens DevPtr, n int, x DevPtr
 // of cols floats, src = rowidx[i] (int32 [n]) or i when rowidx is 0. dst
 // may be x when rowidx is 0.
 func RMSNorm(x, rowidx, dst, w DevPtr, n, cols int, eps float32) (Launch, error) {
+	return rmsNorm(x, rowidx, dst, w, n, cols, eps, ActF32, ActBufs{})
+}
+
+// RMSNormQuant is RMSNorm that also quantizes the n rows it writes into
+// b, in form a, as QuantizeActs(a, dst, b, n, cols) would, in the same
+// launch. a must be ActQ8_0 or ActQ8_1 (FusedQuant) and cols a multiple
+// of 32.
+func RMSNormQuant(x, rowidx, dst, w DevPtr, n, cols int, eps float32, a Act, b ActBufs) (Launch, error) {
+	return rmsNorm(x, rowidx, dst, w, n, cols, eps, a, b)
+}
+
+func rmsNorm(x, rowidx, dst, w DevPtr, n, cols int, eps float32, a Act, b ActBufs) (Launch, error) {
 	const k = "muser_rmsnorm"
-	if err := positive(k, n, cols); err != nil {
+	q, d, s1, err := fusedQuant(k, a, b, n, cols)
+	if err != nil {
 		return Launch{}, err
 	}
-	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), p(rowidx), p(dst), i32(n), i32(cols), p(w), f32(eps))
+	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), p(rowidx), p(dst), i32(n), i32(cols), p(w), f32(eps), q, d, s1)
+}
+
+// FusedQuant reports whether the row operations that end in a
+// normalization (RMSNormQuant, AddRMSNormQuant) can quantize their output
+// into activation form a: Q8_0 and Q8_1.
+func FusedQuant(a Act) bool { return a == ActQ8_0 || a == ActQ8_1 }
+
+// fusedQuant checks the shape of a fused quantization into form a (ActF32:
+// none) and returns the kernel's q, d and s1 arguments.
+func fusedQuant(k string, a Act, b ActBufs, n, cols int) (q, d, s1 any, err error) {
+	if err := positive(k, n, cols); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := product(k, n, cols); err != nil {
+		return nil, nil, nil, err
+	}
+	switch {
+	case a == ActF32:
+		return p(0), p(0), p(0), nil
+	case !FusedQuant(a):
+		return nil, nil, nil, &LaunchError{Kernel: k, Err: fmt.Errorf("%w: activation form %d is not quantized in the normalization", ErrType, a)}
+	case cols%32 != 0:
+		return nil, nil, nil, shapeErr(k, "%d columns are not a multiple of 32", cols)
+	}
+	var e DevPtr
+	if a == ActQ8_1 {
+		e = b.Ext
+	}
+	return p(b.Q), p(b.D), p(e), nil
 }
 
 // AddRMSNorm returns the launch of the step after the attention output
 // product: o += bias (when bias is not 0), x += o, dst = RMSNorm(x)·w, for
 // n rows of cols floats. dst may be o.
 func AddRMSNorm(x, o, bias, w, dst DevPtr, n, cols int, eps float32) (Launch, error) {
+	return addRMSNorm(x, o, bias, w, dst, n, cols, eps, ActF32, ActBufs{})
+}
+
+// AddRMSNormQuant is AddRMSNorm that also quantizes dst into b in form a
+// (as RMSNormQuant).
+func AddRMSNormQuant(x, o, bias, w, dst DevPtr, n, cols int, eps float32, a Act, b ActBufs) (Launch, error) {
+	return addRMSNorm(x, o, bias, w, dst, n, cols, eps, a, b)
+}
+
+func addRMSNorm(x, o, bias, w, dst DevPtr, n, cols int, eps float32, a Act, b ActBufs) (Launch, error) {
 	const k = "muser_add_rmsnorm"
-	if err := positive(k, n, cols); err != nil {
+	q, d, s1, err := fusedQuant(k, a, b, n, cols)
+	if err != nil {
 		return Launch{}, err
 	}
-	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), p(o), p(bias), p(w), p(dst), i32(n), i32(cols), f32(eps))
+	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), p(o), p(bias), p(w), p(dst), i32(n), i32(cols), f32(eps), q, d, s1)
 }
 
 // RMSNormHeads returns the launch that normalizes every head of n rows in
@@ -495,6 +578,22 @@ func SiLUMul(gate, up, dst DevPtr, count int) (Launch, error) {
 	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, p(gate), p(up), p(dst), i32(count))
 }
 
+// SiLUMulQuant returns the launch of SiLUMul on n rows of cols floats
+// that also quantizes the rows of dst into b in form a, as
+// QuantizeActs(a, dst, b, n, cols) would (a as FusedQuant allows; cols a
+// multiple of 32).
+func SiLUMulQuant(gate, up, dst DevPtr, n, cols int, a Act, b ActBufs) (Launch, error) {
+	const k = "muser_silu_mul_quant"
+	if a == ActF32 {
+		return Launch{}, &LaunchError{Kernel: k, Err: fmt.Errorf("%w: no activation form to quantize into", ErrType)}
+	}
+	q, d, s1, err := fusedQuant(k, a, b, n, cols)
+	if err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{n, min(ceilDiv(cols, 256), maxGridY), 1}, 256, 0, p(gate), p(up), p(dst), i32(n), i32(cols), q, d, s1)
+}
+
 // RoPE returns the launch that rotates the first ropeDim dimensions of
 // every head of n rows in place (NeoX pairing when neox), with the cos and
 // sin table cs: float [n][ropeDim], pair k of row t at cs[t·ropeDim + 2k]
@@ -523,6 +622,38 @@ func KVStore(f16 bool, k, v DevPtr, n, kvrow int, kc, vc, pos DevPtr) (Launch, e
 		return Launch{}, err
 	}
 	return launch(name, [3]int{n, 1, 1}, 256, 0, p(k), p(v), i32(n), i32(kvrow), p(kc), p(vc), p(pos))
+}
+
+// RoPEKVStore describes the end of a layer's Q, K and V for N rows in
+// one launch: RoPE of Q (Heads heads of Dim, rows Heads·Dim apart) and of
+// K (KVHeads heads, rows KVHeads·Dim apart) in place with the cos/sin
+// table CS (as RoPE: RopeDim dimensions, NeoX pairing when NeoX), then
+// KVStore(F16, K, V, N, KVHeads·Dim, KC, VC, Pos). It computes and
+// writes what those three launches do.
+type RoPEKVStore struct {
+	F16                 bool
+	Q, K, V             DevPtr
+	N                   int
+	Heads, KVHeads, Dim int
+	RopeDim             int
+	NeoX                bool
+	CS, KC, VC, Pos     DevPtr
+}
+
+// Launch returns the launch.
+func (r RoPEKVStore) Launch() (Launch, error) {
+	const k = "muser_rope_kv_store"
+	if err := positive(k, r.N, r.Heads, r.KVHeads, r.Dim, r.RopeDim); err != nil {
+		return Launch{}, err
+	}
+	if r.RopeDim%2 != 0 || r.RopeDim > r.Dim {
+		return Launch{}, shapeErr(k, "rope dim %d of heads of %d", r.RopeDim, r.Dim)
+	}
+	if err := product(k, r.N, max(r.Heads, r.KVHeads)*r.Dim); err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{r.N, 1, 1}, 256, 0, p(r.Q), p(r.K), p(r.V), i32(r.N), i32(r.Heads), i32(r.KVHeads),
+		i32(r.Dim), i32(r.RopeDim), flag(r.NeoX), p(r.CS), p(r.KC), p(r.VC), p(r.Pos), flag(r.F16))
 }
 
 // ---------------------------------------------------------------------------

@@ -46,9 +46,14 @@ func sampleLaunches(t *testing.T) []Launch {
 	add(Add(1, 2, 3, 100))
 	add(AddBias(1, 2, 5, 896))
 	add(SiLUMul(1, 2, 3, 100))
+	add(SiLUMulQuant(1, 2, 3, 5, 4864, ActQ8_0, b))
+	add(RMSNormQuant(1, 2, 3, 4, 5, 896, 1e-6, ActQ8_1, b))
+	add(AddRMSNormQuant(1, 2, 3, 4, 5, 6, 896, 1e-6, ActQ8_0, b))
+	add(MatMul{Type: ggml.TypeQ8_0, W: 0x10, Rows: 100, Cols: 512, Acts: b, Y: 0x20, N: 3, Bias: 0x50, Res: 0x20}.Launch())
 	add(RoPE(1, 5, 14, 64, 896, 64, true, 2))
 	add(KVStore(true, 1, 2, 5, 128, 3, 4, 5))
 	add(KVStore(false, 1, 2, 5, 128, 3, 4, 5))
+	add(RoPEKVStore{F16: true, Q: 1, K: 2, V: 3, N: 5, Heads: 14, KVHeads: 2, Dim: 64, RopeDim: 64, NeoX: true, CS: 4, KC: 5, VC: 6, Pos: 7}.Launch())
 	for _, f16 := range []bool{true, false} {
 		for _, ntiles := range []int{2, 5} { // tiled; every tile one row (decode)
 			a := Attention{F16: f16, Heads: 14, KVHeads: 2, Dim: 64, N: 5, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,
@@ -110,8 +115,12 @@ func TestMatMulLaunch(t *testing.T) {
 				t.Errorf("got %s grid %v block %v shared %d, want %s grid %v block [%d 1 1] shared 0",
 					l.Kernel, l.Grid, l.Block, l.Shared, tc.kernel, tc.grid, tc.block)
 			}
-			if got := l.Args[len(l.Args)-1]; got != int32(tc.m.N) {
-				t.Errorf("last argument (n) = %v, want %d", got, tc.m.N)
+			ni := len(l.Args) - 1 // n is last, before the decode kernels' bias and res
+			if tc.m.Epilogue() {
+				ni -= 2
+			}
+			if got := l.Args[ni]; got != int32(tc.m.N) {
+				t.Errorf("argument %d (n) = %v, want %d", ni, got, tc.m.N)
 			}
 		})
 	}
@@ -131,6 +140,8 @@ func TestMatMulLaunchErrors(t *testing.T) {
 		{"int32 overflow", MatMul{Type: ggml.TypeQ8_0, Rows: 10, Cols: 1 << 20, N: 1 << 12}, ErrShape},
 		{"iq type", MatMul{Type: ggml.TypeIQ4_NL, Rows: 10, Cols: 64, N: 1}, ErrType},
 		{"activation type", MatMul{Type: ggml.TypeQ8_K, Rows: 10, Cols: 256, N: 1}, ErrType},
+		{"bias on the tiled kernel", MatMul{Type: ggml.TypeQ8_0, Rows: 10, Cols: 64, N: 9, Bias: 5}, ErrShape},
+		{"residual on a float type", MatMul{Type: ggml.TypeF16, Rows: 10, Cols: 64, N: 1, Res: 5}, ErrShape},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,6 +186,53 @@ func TestActOfAndSizes(t *testing.T) {
 	}
 	if _, err := ActOf(ggml.TypeIQ2_XXS); !errors.Is(err, ErrType) {
 		t.Errorf("ActOf(IQ2_XXS) error = %v, want ErrType", err)
+	}
+}
+
+func TestFusedQuantLaunches(t *testing.T) {
+	b := ActBufs{X: 1, Q: 2, D: 3, Ext: 4}
+	l, err := RMSNormQuant(10, 0, 11, 12, 2, 896, 1e-6, ActQ8_1, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Args[7:]; !slices.Equal(got, []any{uint64(2), uint64(3), uint64(4)}) {
+		t.Errorf("RMSNormQuant Q8_1: q, qd, s1 = %v, want [2 3 4]", got)
+	}
+	l, err = AddRMSNormQuant(10, 11, 0, 12, 11, 2, 896, 1e-6, ActQ8_0, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Args[8:]; !slices.Equal(got, []any{uint64(2), uint64(3), uint64(0)}) {
+		t.Errorf("AddRMSNormQuant Q8_0: q, qd, s1 = %v, want [2 3 0]", got)
+	}
+	l, err = RMSNorm(10, 0, 11, 12, 2, 100, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Args[7:]; !slices.Equal(got, []any{uint64(0), uint64(0), uint64(0)}) {
+		t.Errorf("RMSNorm: q, qd, s1 = %v, want none", got)
+	}
+	l, err = SiLUMulQuant(1, 2, 1, 3, 4864, ActQ8_0, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Grid != [3]uint32{3, 19, 1} {
+		t.Errorf("SiLUMulQuant grid %v, want [3 19 1]", l.Grid)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"rmsnorm q8_k", func() error { _, err := RMSNormQuant(1, 0, 2, 3, 1, 256, 1e-6, ActQ8_K, b); return err }(), ErrType},
+		{"rmsnorm ragged cols", func() error { _, err := RMSNormQuant(1, 0, 2, 3, 1, 100, 1e-6, ActQ8_0, b); return err }(), ErrShape},
+		{"add_rmsnorm f16", func() error { _, err := AddRMSNormQuant(1, 2, 0, 3, 2, 1, 64, 1e-6, ActF16, b); return err }(), ErrType},
+		{"silu f32", func() error { _, err := SiLUMulQuant(1, 2, 1, 1, 64, ActF32, b); return err }(), ErrType},
+		{"silu ragged cols", func() error { _, err := SiLUMulQuant(1, 2, 1, 1, 48, ActQ8_1, b); return err }(), ErrShape},
+	} {
+		if !errors.Is(tc.err, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.err, tc.want)
+		}
 	}
 }
 

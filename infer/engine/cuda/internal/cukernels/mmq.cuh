@@ -305,12 +305,17 @@ template <class T> struct Geom {
 } // namespace mmv
 
 // mmv_rows computes up to 8 tokens (blockIdx.y·8 …) of R rows (blockIdx.x·R …).
+// Epilogue: with bias not null, y = acc + bias[r] (the Q, K, V biases:
+// kernels.Add(q, q, bq), one rounding, as muser_add_bias); then, with res
+// not null, y = res[t·rows + r] + y (the residual: kernels.Add(x, x, o), as
+// muser_add). res may be y.
 // Launch: grid (ceil(rows/R), ceil(n/8)), block 128; R is 16 for the
 // K-quants and 4 for the other types.
 template <class T>
 __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows, int cols,
                                          const int8_t* __restrict__ aq, const float* __restrict__ ad,
-                                         const void* __restrict__ aext, float* __restrict__ y, int n) {
+                                         const void* __restrict__ aext, float* y, int n,
+                                         const float* __restrict__ bias, const float* res) {
 	using namespace mmv;
 	using Gm = Geom<T>;
 	constexpr int R = Gm::R, CB = Gm::CB, UPB = Gm::UPB;
@@ -410,7 +415,12 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 		}
 		__syncthreads();
 	}
-	if (tid < R * TOK && r0 + crow < rows && ctok < nt) y[(size_t)(t0 + ctok) * rows + r0 + crow] = acc;
+	if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
+		const size_t o = (size_t)(t0 + ctok) * rows + r0 + crow;
+		if (bias != nullptr) acc = f32add(acc, bias[r0 + crow]);
+		if (res != nullptr) acc = f32add(res[o], acc);
+		y[o] = acc;
+	}
 }
 
 #define MUSER_INT_MATMUL(name, T)                                                                          \
@@ -422,9 +432,9 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 	}                                                                                                  \
 	extern "C" __global__ void __launch_bounds__(mmv::THREADS)                                         \
 	muser_mmv_##name(const uint8_t* __restrict__ W, int rows, int cols, const int8_t* __restrict__ aq, \
-	                 const float* __restrict__ ad, const void* __restrict__ aext, float* __restrict__ y, \
-	                 int n) {                                                                          \
-		mmv_rows<T>(W, rows, cols, aq, ad, aext, y, n);                                            \
+	                 const float* __restrict__ ad, const void* __restrict__ aext, float* y, int n,     \
+	                 const float* __restrict__ bias, const float* res) {                               \
+		mmv_rows<T>(W, rows, cols, aq, ad, aext, y, n, bias, res);                                 \
 	}
 
 MUSER_INT_MATMUL(q8_0, WQ8_0)

@@ -5,17 +5,50 @@
 
 #include "common.cuh"
 
+// quant_q8_0_block quantizes one block of 32 floats, one per lane of a
+// warp (lane j holds v, element j of the block), as kernels.quantQ8_0
+// (ggml's quantize_row_q8_0_ref): amax by the sequential scan `if !(amax >
+// |x|) amax = |x|`, d = amax/127, id = 1/d (0 when d is 0), q =
+// roundAway(x·id), d stored as f16 and widened. It writes q[lane] and, from
+// lane 0, *d, *sum (Σq, when sum is not null) and *s1 (Q8_1's f16(Σq·d)
+// widened, when s1 is not null). Every lane of the warp must call it.
+MUSER_DEV void quant_q8_0_block(float v, int lane, int8_t* q, float* d, int* sum, float* s1) {
+	const float av = fabs_bits(v);
+	// The scan keeps the maximum of the values after the last NaN, or
+	// the NaN itself when it is the block's last value.
+	const unsigned nanm = __ballot_sync(0xffffffffu, is_nan(av));
+	float amax;
+	if (nanm == 0) {
+		amax = __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(av)));
+	} else {
+		const int last = 31 - __clz(nanm);
+		const unsigned m = __reduce_max_sync(0xffffffffu, lane > last ? __float_as_uint(av) : 0u);
+		const float atLast = __shfl_sync(0xffffffffu, av, 31);
+		amax = last == 31 ? atLast : __uint_as_float(m);
+	}
+	const float dd = muser_fdiv_rn(amax, 127.0f);
+	const float id = dd != 0.0f ? muser_fdiv_rn(1.0f, dd) : 0.0f;
+	const int qq = round_away(f32mul(v, id));
+	const int s = __reduce_add_sync(0xffffffffu, qq);
+	q[lane] = (int8_t)qq;
+	if (lane == 0) {
+		*d = round_f16(dd);
+		if (sum != nullptr) *sum = s;
+		if (s1 != nullptr) *s1 = round_f16(cpu_f32mul(__int2float_rn(s), dd));
+	}
+}
+
 // muser_quant_q8_0 quantizes n rows of cols floats (cols a multiple of 32)
-// in blocks of 32 as kernels.quantQ8_0 (ggml's quantize_row_q8_0_ref):
-// amax by the sequential scan `if !(amax > |x|) amax = |x|`, d = amax/127,
-// id = 1/d (0 when d is 0), q = roundAway(x·id), d stored as f16 and widened.
+// in blocks of 32 (quant_q8_0_block).
 //
 // Outputs, nb = cols/32: q int8 [n][cols]; d float [n][nb]; sum int32
 // [n][nb] (Σq of each block) when sum is not null; s1 float [n][nb]
 // (Q8_1's f16(Σq·d) widened) when s1 is not null.
 //
-// Launch: grid (n), block 256 (eight warps; warp w takes blocks w, w+8, …;
-// lane j is element j of the block).
+// Launch: grid (n, ceil(nb/8)), block 256 (eight warps; warp w of block y
+// takes blocks 8y + w, 8y + w + 8·gridDim.y, …; lane j is element j of the
+// block). Spreading a row over many thread blocks keeps a single token's
+// quantization from running on one multiprocessor.
 extern "C" __global__ void __launch_bounds__(256)
 muser_quant_q8_0(const float* __restrict__ x, int n, int cols, int8_t* __restrict__ q,
                  float* __restrict__ d, int* __restrict__ sum, float* __restrict__ s1) {
@@ -24,32 +57,10 @@ muser_quant_q8_0(const float* __restrict__ x, int n, int cols, int8_t* __restric
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int nb = cols / 32;
 	const float* xr = x + (size_t)t * cols;
-	for (int b = warp; b < nb; b += 8) {
-		const float v = xr[b * 32 + lane];
-		const float av = fabs_bits(v);
-		// The scan keeps the maximum of the values after the last NaN, or
-		// the NaN itself when it is the block's last value.
-		const unsigned nanm = __ballot_sync(0xffffffffu, is_nan(av));
-		float amax;
-		if (nanm == 0) {
-			amax = __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(av)));
-		} else {
-			const int last = 31 - __clz(nanm);
-			const unsigned m = __reduce_max_sync(0xffffffffu, lane > last ? __float_as_uint(av) : 0u);
-			const float atLast = __shfl_sync(0xffffffffu, av, 31);
-			amax = last == 31 ? atLast : __uint_as_float(m);
-		}
-		const float dd = muser_fdiv_rn(amax, 127.0f);
-		const float id = dd != 0.0f ? muser_fdiv_rn(1.0f, dd) : 0.0f;
-		const int qq = round_away(f32mul(v, id));
-		const int s = __reduce_add_sync(0xffffffffu, qq);
-		q[(size_t)t * cols + b * 32 + lane] = (int8_t)qq;
-		if (lane == 0) {
-			const size_t o = (size_t)t * nb + b;
-			d[o] = round_f16(dd);
-			if (sum != nullptr) sum[o] = s;
-			if (s1 != nullptr) s1[o] = round_f16(cpu_f32mul(__int2float_rn(s), dd));
-		}
+	for (int b = blockIdx.y * 8 + warp; b < nb; b += 8 * gridDim.y) {
+		const size_t o = (size_t)t * nb + b;
+		quant_q8_0_block(xr[b * 32 + lane], lane, q + (size_t)t * cols + b * 32, d + o,
+		                 sum != nullptr ? sum + o : nullptr, s1 != nullptr ? s1 + o : nullptr);
 	}
 }
 
@@ -62,7 +73,8 @@ muser_quant_q8_0(const float* __restrict__ x, int n, int cols, int8_t* __restric
 // Outputs, nb = cols/256: q int8 [n][cols]; d float [n][nb]; bsums int32
 // [n][cols/16] (the sums of each 16 consecutive q).
 //
-// Launch: grid (n), block 256 (thread j is element j of the block).
+// Launch: grid (n, nb), block 256 (block y takes super-blocks y, y +
+// gridDim.y, …; thread j is element j of the super-block).
 extern "C" __global__ void __launch_bounds__(256)
 muser_quant_q8_k(const float* __restrict__ x, int n, int cols, int8_t* __restrict__ q,
                  float* __restrict__ d, int* __restrict__ bsums) {
@@ -74,7 +86,7 @@ muser_quant_q8_k(const float* __restrict__ x, int n, int cols, int8_t* __restric
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int nb = cols / 256;
 	const float* xr = x + (size_t)t * cols;
-	for (int b = 0; b < nb; b++) {
+	for (int b = blockIdx.y; b < nb; b += gridDim.y) {
 		const float v = xr[b * 256 + tid];
 		const float av = fabs_bits(v);
 		// The scan `if |x| > amax { amax, mx = |x|, x }` from amax = 0: the

@@ -4,28 +4,55 @@
 #pragma once
 
 #include "weights.cuh"
+#include "quant.cuh"
 #include "mmf.cuh"
+
+// chain_sum returns sum + sq[0] + sq[1] + … + sq[m-1], added one after the
+// other in index order (one sequential chain of float64 additions). The
+// loads of the next 16 values are issued before the 16 additions of the
+// current ones, so the chain runs at the latency of the additions, not of
+// the shared-memory loads.
+MUSER_DEV double chain_sum(double sum, const double* sq, int m) {
+	constexpr int U = 16;
+	int i = 0;
+	if (m >= U) {
+		double cur[U];
+#pragma unroll
+		for (int k = 0; k < U; k++) cur[k] = sq[k];
+		for (i = U; i + U <= m; i += U) {
+			double nx[U];
+#pragma unroll
+			for (int k = 0; k < U; k++) nx[k] = sq[i + k];
+#pragma unroll
+			for (int k = 0; k < U; k++) sum = f64add(sum, cur[k]);
+#pragma unroll
+			for (int k = 0; k < U; k++) cur[k] = nx[k];
+		}
+#pragma unroll
+		for (int k = 0; k < U; k++) sum = f64add(sum, cur[k]);
+	}
+	for (; i < m; i++) sum = f64add(sum, sq[i]);
+	return sum;
+}
 
 // rms_scale returns, to every thread of the block, the RMSNorm scale of the
 // row xr of cols floats as kernels.RMSNorm computes it: squares rounded to
 // float32, summed in float64 in index order (one sequential chain, thread
-// 0), mean = sum/cols, s = 1/float32(sqrt(float64(float32(mean + eps)))).
-// sq is shared scratch of CH floats, res one shared float.
+// 0: chain_sum), mean = sum/cols, s = 1/float32(sqrt(float64(float32(mean +
+// eps)))). The squares are computed and widened by all threads first. sq
+// is shared scratch of CH doubles, res one shared float.
 template <int CH>
-__device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps, float* sq, float* res) {
+__device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps, double* sq, float* res) {
 	const int tid = threadIdx.x, nt = blockDim.x;
 	double sum = 0.0;
 	for (int c0 = 0; c0 < cols; c0 += CH) {
 		const int m = min(CH, cols - c0);
 		for (int i = tid; i < m; i += nt) {
 			const float v = xr[c0 + i];
-			sq[i] = f32mul(v, v);
+			sq[i] = (double)f32mul(v, v);
 		}
 		__syncthreads();
-		if (tid == 0) {
-#pragma unroll 8
-			for (int i = 0; i < m; i++) sum = f64add(sum, (double)sq[i]);
-		}
+		if (tid == 0) sum = chain_sum(sum, sq, m);
 		__syncthreads();
 	}
 	if (tid == 0) {
@@ -38,35 +65,61 @@ __device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps,
 	return *res;
 }
 
+// norm_out writes dr[c] = (xr[c]·s)·w[c] for c < cols (kernels.RMSNorm's
+// last loop) and, when q is not null, quantizes the row it writes as
+// muser_quant_q8_0 does (quant_q8_0_block; cols a multiple of 32 and
+// blockDim.x a multiple of 32, so that a warp's 32 consecutive columns are
+// one block): q int8 [cols], qd float [cols/32], s1 float [cols/32] when
+// not null (Q8_1).
+MUSER_DEV void norm_out(const float* xr, float s, const float* __restrict__ w, float* dr, int cols,
+                        int8_t* q, float* qd, float* s1) {
+	const int lane = threadIdx.x & 31;
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+		const float v = f32mul(f32mul(xr[c], s), w[c]);
+		dr[c] = v;
+		if (q != nullptr) {
+			const int b = c >> 5;
+			quant_q8_0_block(v, lane, q + (c - lane), qd + b, nullptr, s1 != nullptr ? s1 + b : nullptr);
+		}
+	}
+}
+
 // muser_rmsnorm sets dst[i][c] = (x[src][c]·s)·w[c] (kernels.RMSNorm) for
 // rows i < n of cols floats, where src = rowidx[i], or i when rowidx is
 // null (the final norm of the rows that want logits gathers them this way).
-// dst may be x when rowidx is null.
+// dst may be x when rowidx is null. When q is not null it also quantizes
+// each row i of dst as muser_quant_q8_0 (q int8 [n][cols], qd float
+// [n][cols/32], s1 float [n][cols/32] when not null), which needs cols a
+// multiple of 32.
 //
 // Launch: grid (n), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_rmsnorm(const float* x, const int* __restrict__ rowidx, float* dst, int n, int cols,
-              const float* __restrict__ w, float eps) {
-	__shared__ float sq[1024];
+              const float* __restrict__ w, float eps, int8_t* __restrict__ q, float* __restrict__ qd,
+              float* __restrict__ s1) {
+	__shared__ double sq[1024];
 	__shared__ float res;
 	const int i = blockIdx.x;
 	if (i >= n) return;
 	const int src = rowidx != nullptr ? rowidx[i] : i;
 	const float* xr = x + (size_t)src * cols;
 	const float s = rms_scale<1024>(xr, cols, eps, sq, &res);
-	float* dr = dst + (size_t)i * cols;
-	for (int c = threadIdx.x; c < cols; c += blockDim.x) dr[c] = f32mul(f32mul(xr[c], s), w[c]);
+	const size_t nb = (size_t)(cols / 32);
+	norm_out(xr, s, w, dst + (size_t)i * cols, cols, q != nullptr ? q + (size_t)i * cols : nullptr,
+	         q != nullptr ? qd + i * nb : nullptr, s1 != nullptr ? s1 + i * nb : nullptr);
 }
 
 // muser_add_rmsnorm is the step after the attention output product
 // (infer/engine/cpu): o = o + bias (when bias is not null), x = x + o, then
-// dst = RMSNorm(x)·w, for rows i < n of cols floats. dst may be o.
+// dst = RMSNorm(x)·w, for rows i < n of cols floats. dst may be o. q, qd
+// and s1 quantize dst as in muser_rmsnorm.
 //
 // Launch: grid (n), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, const float* __restrict__ w,
-                  float* dst, int n, int cols, float eps) {
-	__shared__ float sq[1024];
+                  float* dst, int n, int cols, float eps, int8_t* __restrict__ q, float* __restrict__ qd,
+                  float* __restrict__ s1) {
+	__shared__ double sq[1024];
 	__shared__ float res;
 	const int i = blockIdx.x;
 	if (i >= n) return;
@@ -79,8 +132,9 @@ muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, cons
 	}
 	__syncthreads();
 	const float s = rms_scale<1024>(xr, cols, eps, sq, &res);
-	float* dr = dst + (size_t)i * cols;
-	for (int c = threadIdx.x; c < cols; c += blockDim.x) dr[c] = f32mul(f32mul(xr[c], s), w[c]);
+	const size_t nb = (size_t)(cols / 32);
+	norm_out(xr, s, w, dst + (size_t)i * cols, cols, q != nullptr ? q + (size_t)i * cols : nullptr,
+	         q != nullptr ? qd + i * nb : nullptr, s1 != nullptr ? s1 + i * nb : nullptr);
 }
 
 // muser_rmsnorm_heads normalizes each head of each row in place, with one
@@ -90,7 +144,7 @@ muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, cons
 // Launch: grid (n, heads), block 32.
 extern "C" __global__ void __launch_bounds__(32)
 muser_rmsnorm_heads(float* x, int n, int heads, int dim, int stride, const float* __restrict__ w, float eps) {
-	__shared__ float sq[256];
+	__shared__ double sq[256];
 	__shared__ float res;
 	const int i = blockIdx.x, h = blockIdx.y;
 	if (i >= n || h >= heads) return;
@@ -131,6 +185,31 @@ muser_silu_mul(const float* gate, const float* up, float* dst, int count) {
 	dst[i] = f32mul(muser_fdiv_rn(g, f32add(1.0f, exp32(-g))), up[i]);
 }
 
+// muser_silu_mul_quant is muser_silu_mul on n rows of cols floats (cols a
+// multiple of 32) followed by the quantization of each row of dst as
+// muser_quant_q8_0 (quant_q8_0_block) in the same launch: q int8
+// [n][cols], qd float [n][cols/32], s1 float [n][cols/32] when not null
+// (Q8_1). dst may be gate or up.
+//
+// Launch: grid (n, ceil(cols/256)), block 256 (warp w of block y takes the
+// 32-value blocks 8y + w, 8y + w + 8·gridDim.y, …; lane j is element j).
+extern "C" __global__ void __launch_bounds__(256)
+muser_silu_mul_quant(const float* gate, const float* up, float* dst, int n, int cols, int8_t* __restrict__ q,
+                     float* __restrict__ qd, float* __restrict__ s1) {
+	const int t = blockIdx.x;
+	if (t >= n) return;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int nb = cols / 32;
+	for (int b = blockIdx.y * 8 + warp; b < nb; b += 8 * gridDim.y) {
+		const size_t c = (size_t)t * cols + b * 32 + lane;
+		const float g = gate[c];
+		const float v = f32mul(muser_fdiv_rn(g, f32add(1.0f, exp32(-g))), up[c]);
+		dst[c] = v;
+		const size_t o = (size_t)t * nb + b;
+		quant_q8_0_block(v, lane, q + (c - lane), qd + o, nullptr, s1 != nullptr ? s1 + o : nullptr);
+	}
+}
+
 // muser_rope rotates the first ropeDim dimensions of every head of every
 // row in place (the CPU engine's rotate): pair k of row t has cos = cs[t·ropeDim +
 // 2k], sin = cs[t·ropeDim + 2k + 1] (the host computes the table with
@@ -153,6 +232,59 @@ muser_rope(float* x, int n, int heads, int dim, int stride, int ropeDim, int neo
 		const float x0 = xh[a], x1 = xh[b];
 		xh[a] = f32sub(f32mul(x0, co), f32mul(x1, s));
 		xh[b] = f32add(f32mul(x0, s), f32mul(x1, co));
+	}
+}
+
+// rope_pairs rotates the first ropeDim dimensions of each of the heads
+// (dim apart) at xr in place, as muser_rope does for one row; cs is the
+// row's cos/sin table; the block's threads share the pairs.
+MUSER_DEV void rope_pairs(float* xr, int heads, int dim, int ropeDim, int neox, const float* __restrict__ cs) {
+	const int half = ropeDim / 2;
+	for (int it = threadIdx.x; it < heads * half; it += blockDim.x) {
+		const int h = it / half, k = it % half;
+		const float co = cs[2 * k], s = cs[2 * k + 1];
+		const int a = neox ? k : 2 * k, b = neox ? k + half : 2 * k + 1;
+		float* xh = xr + (size_t)h * dim;
+		const float x0 = xh[a], x1 = xh[b];
+		xh[a] = f32sub(f32mul(x0, co), f32mul(x1, s));
+		xh[b] = f32add(f32mul(x0, s), f32mul(x1, co));
+	}
+}
+
+// muser_rope_kv_store is, for each row t < n, muser_rope on the row's
+// heads of q (row stride heads·dim) and on its kvheads of k (row stride
+// kvrow = kvheads·dim), then muser_kv_store_f16 (f16 ≠ 0) or _f32 of the
+// rotated k and of v, in one launch: the same values, written to the same
+// places (q and k in place, then the caches).
+//
+// Launch: grid (n), block 256.
+extern "C" __global__ void __launch_bounds__(256)
+muser_rope_kv_store(float* q, float* k, const float* __restrict__ v, int n, int heads, int kvheads, int dim,
+                    int ropeDim, int neox, const float* __restrict__ cs, const unsigned long long* __restrict__ kc,
+                    const unsigned long long* __restrict__ vc, const int* __restrict__ pos, int f16) {
+	const int t = blockIdx.x;
+	if (t >= n) return;
+	const int kvrow = kvheads * dim;
+	const float* c = cs + (size_t)t * ropeDim;
+	rope_pairs(q + (size_t)t * heads * dim, heads, dim, ropeDim, neox, c);
+	float* kr = k + (size_t)t * kvrow;
+	rope_pairs(kr, kvheads, dim, ropeDim, neox, c);
+	__syncthreads(); // the rotated k row, written by other threads of the block
+	const float* vr = v + (size_t)t * kvrow;
+	if (f16) {
+		uint16_t* kd = (uint16_t*)kc[t] + (size_t)pos[t] * kvrow;
+		uint16_t* vd = (uint16_t*)vc[t] + (size_t)pos[t] * kvrow;
+		for (int i = threadIdx.x; i < kvrow; i += blockDim.x) {
+			kd[i] = (uint16_t)f32_to_f16(kr[i]);
+			vd[i] = (uint16_t)f32_to_f16(vr[i]);
+		}
+	} else {
+		float* kd = (float*)kc[t] + (size_t)pos[t] * kvrow;
+		float* vd = (float*)vc[t] + (size_t)pos[t] * kvrow;
+		for (int i = threadIdx.x; i < kvrow; i += blockDim.x) {
+			kd[i] = kr[i];
+			vd[i] = vr[i];
+		}
 	}
 }
 

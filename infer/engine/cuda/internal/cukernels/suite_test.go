@@ -395,7 +395,11 @@ func checkMatMul(t *testing.T, d device, pool *kernels.Pool, rng *rand.Rand, typ
 	}
 	qa := refQuantize(act, x, n, cols)
 	want := refMatMul(t, pool, typ, w, rows, cols, x, qa, n)
-	var dec, til []byte
+	// The decode kernel's epilogue (integer types): y = res + (acc + bias),
+	// res being y itself.
+	epi := MatMul{Type: typ, N: n}.Epilogue()
+	bias, res := randomActs(rng, 1, rows), randomActs(rng, n, rows)
+	var dec, til, fused []byte
 	d.run(t, func(s *session) {
 		dw, dx := s.up(w), s.up(f32Bytes(x))
 		xs, qs, ds, es := ActSizes(act, n, cols)
@@ -413,10 +417,25 @@ func checkMatMul(t *testing.T, d device, pool *kernels.Pool, rng *rand.Rand, typ
 		m.Y = y2
 		s.launch(m.Tiled())
 		dec, til = s.down(y1, 4*n*rows), s.down(y2, 4*n*rows)
+		if epi {
+			y3 := s.up(f32Bytes(res))
+			m.Y, m.Bias, m.Res = y3, s.up(f32Bytes(bias)), y3
+			s.launch(m.Decode())
+			fused = s.down(y3, 4*n*rows)
+		}
 	})
 	shape := fmt.Sprintf("%s %d rows × %d cols × %d tokens on %v (index = token·rows + row)", typ, rows, cols, n, d)
 	sameBits(t, "decode kernel, "+shape, bytesF32(dec), want)
 	sameBits(t, "tiled kernel, "+shape, bytesF32(til), want)
+	if epi {
+		wf := slices.Clone(want)
+		for tok := range n {
+			row := wf[tok*rows : (tok+1)*rows]
+			kernels.Add(row, row, bias)
+			kernels.Add(row, res[tok*rows:(tok+1)*rows], row)
+		}
+		sameBits(t, "decode kernel with bias and residual epilogue, "+shape, bytesF32(fused), wf)
+	}
 }
 
 // ---------------------------------------------------------------------------
@@ -536,6 +555,63 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 			sameBits(t, fmt.Sprintf("normalized (written over o), %d × %d on %v", n, cols, d), bytesF32(gd), wd)
 		})
 	}
+	// The normalizations that quantize what they write (RMSNormQuant,
+	// AddRMSNormQuant): the normalized rows and their Q8_0 or Q8_1 form,
+	// each bit for bit as RMSNorm followed by QuantizeActs.
+	for _, cols := range sz.cols {
+		if cols%32 != 0 {
+			continue
+		}
+		for _, act := range []Act{ActQ8_0, ActQ8_1} {
+			t.Run(fmt.Sprintf("rmsnorm_quant/%s/%d", actName(act), cols), func(t *testing.T) {
+				x, o, b, w := wideFloats(rng, n*cols), wideFloats(rng, n*cols), wideFloats(rng, cols), wideFloats(rng, cols)
+				rowidx := []int{n - 1, 0, n / 2}
+				m := len(rowidx)
+				_, qs, ds, es := ActSizes(act, n, cols)
+				var gy, gq, gd, ge, ax, ay, aq, ad, ae []byte
+				d.run(t, func(s *session) {
+					dx, do, db, dw, dr := s.up(f32Bytes(x)), s.up(f32Bytes(o)), s.up(f32Bytes(b)), s.up(f32Bytes(w)), s.up(i32s(rowidx))
+					y := s.alloc(4 * m * cols)
+					bufs := ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
+					s.launch(RMSNormQuant(dx, dr, y, dw, m, cols, eps, act, bufs))
+					gy, gq, gd, ge = s.down(y, 4*m*cols), s.down(bufs.Q, m*cols), s.down(bufs.D, 4*m*cols/32), s.down(bufs.Ext, int(es)*m/n)
+					abufs := ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
+					s.launch(AddRMSNormQuant(dx, do, db, dw, do, n, cols, eps, act, abufs))
+					ax, ay = s.down(dx, 4*n*cols), s.down(do, 4*n*cols)
+					aq, ad, ae = s.down(abufs.Q, int(qs)), s.down(abufs.D, int(ds)), s.down(abufs.Ext, int(es))
+				})
+				shape := fmt.Sprintf("%s, %d × %d on %v", actName(act), n, cols, d)
+				// RMSNormQuant of the gathered rows.
+				want := make([]float32, m*cols)
+				for j, r := range rowidx {
+					kernels.RMSNorm(want[j*cols:(j+1)*cols], x[r*cols:(r+1)*cols], w, eps)
+				}
+				wq := refQuantize(act, want, m, cols)
+				sameBits(t, "RMSNormQuant rows, "+shape, bytesF32(gy), want)
+				sameBytes(t, "RMSNormQuant q, "+shape, gq, i8Bytes(wq.q))
+				sameBits(t, "RMSNormQuant d, "+shape, bytesF32(gd), wq.d)
+				if act == ActQ8_1 {
+					sameBytes(t, "RMSNormQuant s, "+shape, ge, wq.ext)
+				}
+				// AddRMSNormQuant with a bias, written over o.
+				wx, wd := slices.Clone(x), slices.Clone(o)
+				for i := range n {
+					xi, oi := wx[i*cols:(i+1)*cols], wd[i*cols:(i+1)*cols]
+					kernels.Add(oi, oi, b)
+					kernels.Add(xi, xi, oi)
+					kernels.RMSNorm(oi, xi, w, eps)
+				}
+				wa := refQuantize(act, wd, n, cols)
+				sameBits(t, "AddRMSNormQuant residual x, "+shape, bytesF32(ax), wx)
+				sameBits(t, "AddRMSNormQuant rows, "+shape, bytesF32(ay), wd)
+				sameBytes(t, "AddRMSNormQuant q, "+shape, aq, i8Bytes(wa.q))
+				sameBits(t, "AddRMSNormQuant d, "+shape, bytesF32(ad), wa.d)
+				if act == ActQ8_1 {
+					sameBytes(t, "AddRMSNormQuant s, "+shape, ae, wa.ext)
+				}
+			})
+		}
+	}
 	for _, c := range sz.heads {
 		heads, dim := c[0], c[1]
 		t.Run(fmt.Sprintf("rmsnorm_heads/%dx%d", heads, dim), func(t *testing.T) {
@@ -581,6 +657,30 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 		sameBits(t, "SiLUMul, "+shape, bytesF32(silu), wsl)
 		sameBits(t, "AddBias, "+shape, bytesF32(biased), wb)
 	})
+	for _, act := range []Act{ActQ8_0, ActQ8_1} {
+		cols := sz.ffn &^ 31
+		t.Run(fmt.Sprintf("silu_mul_quant/%s/%d", actName(act), cols), func(t *testing.T) {
+			a, b := wideFloats(rng, n*cols), wideFloats(rng, n*cols)
+			_, qs, ds, es := ActSizes(act, n, cols)
+			var gy, gq, gd, ge []byte
+			d.run(t, func(s *session) {
+				da, db := s.up(f32Bytes(a)), s.up(f32Bytes(b))
+				bufs := ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
+				s.launch(SiLUMulQuant(da, db, da, n, cols, act, bufs)) // dst over gate, as the engine runs it
+				gy, gq, gd, ge = s.down(da, 4*n*cols), s.down(bufs.Q, int(qs)), s.down(bufs.D, int(ds)), s.down(bufs.Ext, int(es))
+			})
+			want := make([]float32, n*cols)
+			kernels.SiLUMul(want, a, b)
+			wq := refQuantize(act, want, n, cols)
+			shape := fmt.Sprintf("%s, %d × %d on %v", actName(act), n, cols, d)
+			sameBits(t, "SiLUMulQuant values, "+shape, bytesF32(gy), want)
+			sameBytes(t, "SiLUMulQuant q, "+shape, gq, i8Bytes(wq.q))
+			sameBits(t, "SiLUMulQuant d, "+shape, bytesF32(gd), wq.d)
+			if act == ActQ8_1 {
+				sameBytes(t, "SiLUMulQuant s, "+shape, ge, wq.ext)
+			}
+		})
+	}
 	for _, c := range sz.ropeDim {
 		for _, neox := range []bool{true, false} {
 			heads, dim, ropeDim := c[0], c[1], c[2]
@@ -655,6 +755,85 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 				}
 			}
 		})
+	}
+}
+
+// runRoPEKVStore checks RoPEKVStore against refRotate of q and k and the
+// caches KVStore's definition writes (kernels.F32ToF16 or a copy).
+func runRoPEKVStore(t *testing.T, d device) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	const n, capTok = 5, 12
+	pos := []int{3, 4, 0, 11, 5}
+	seq := []int{0, 0, 1, 1, 0}
+	for _, c := range []struct{ heads, kvheads, dim, ropeDim int }{{4, 2, 64, 64}, {6, 2, 72, 32}} {
+		for _, f16 := range []bool{true, false} {
+			for _, neox := range []bool{true, false} {
+				name := fmt.Sprintf("rope_kv_store/%d,%d×%d/rot%d/f16=%v/neox=%v", c.heads, c.kvheads, c.dim, c.ropeDim, f16, neox)
+				t.Run(name, func(t *testing.T) {
+					qs, kvrow := c.heads*c.dim, c.kvheads*c.dim
+					q, k, v := wideFloats(rng, n*qs), wideFloats(rng, n*kvrow), wideFloats(rng, n*kvrow)
+					cs := make([]float32, n*c.ropeDim)
+					for i := range cs {
+						cs[i] = float32(math.Sin(rng.Float64() * 7))
+					}
+					es := 4
+					if f16 {
+						es = 2
+					}
+					var gq, gk []byte
+					var caches [2][2][]byte
+					d.run(t, func(s *session) {
+						var bufs [2][2]DevPtr
+						for sq := range 2 {
+							bufs[sq][0], bufs[sq][1] = s.alloc(es*capTok*kvrow), s.alloc(es*capTok*kvrow)
+						}
+						var kc, vc []uint64
+						for i := range n {
+							kc, vc = append(kc, uint64(bufs[seq[i]][0])), append(vc, uint64(bufs[seq[i]][1]))
+						}
+						dq, dk, dv, dc := s.up(f32Bytes(q)), s.up(f32Bytes(k)), s.up(f32Bytes(v)), s.up(f32Bytes(cs))
+						dkc, dvc, dpos := s.up(u64Bytes(kc)), s.up(u64Bytes(vc)), s.up(i32s(pos))
+						s.launch(RoPEKVStore{F16: f16, Q: dq, K: dk, V: dv, N: n, Heads: c.heads, KVHeads: c.kvheads, Dim: c.dim,
+							RopeDim: c.ropeDim, NeoX: neox, CS: dc, KC: dkc, VC: dvc, Pos: dpos}.Launch())
+						gq, gk = s.down(dq, 4*n*qs), s.down(dk, 4*n*kvrow)
+						for sq := range 2 {
+							caches[sq][0], caches[sq][1] = s.down(bufs[sq][0], es*capTok*kvrow), s.down(bufs[sq][1], es*capTok*kvrow)
+						}
+					})
+					wq, wk := slices.Clone(q), slices.Clone(k)
+					for i := range n {
+						row := cs[i*c.ropeDim : (i+1)*c.ropeDim]
+						for h := range c.heads {
+							refRotate(wq[i*qs+h*c.dim:i*qs+(h+1)*c.dim], row, c.ropeDim, neox)
+						}
+						for h := range c.kvheads {
+							refRotate(wk[i*kvrow+h*c.dim:i*kvrow+(h+1)*c.dim], row, c.ropeDim, neox)
+						}
+					}
+					sameBits(t, name+": q on "+d.String(), bytesF32(gq), wq)
+					sameBits(t, name+": k on "+d.String(), bytesF32(gk), wk)
+					for sq := range 2 {
+						for kv, src := range [2][]float32{wk, v} {
+							want := slices.Repeat([]byte{0xff}, es*capTok*kvrow)
+							for i := range n {
+								if seq[i] != sq {
+									continue
+								}
+								r := src[i*kvrow : (i+1)*kvrow]
+								b := f32Bytes(r)
+								if f16 {
+									h := make([]uint16, kvrow)
+									kernels.F32ToF16(h, r)
+									b = u16Bytes(h)
+								}
+								copy(want[es*pos[i]*kvrow:], b)
+							}
+							sameBytes(t, fmt.Sprintf("%s: sequence %d's %c cache on %v", name, sq, "KV"[kv], d), caches[sq][kv], want)
+						}
+					}
+				})
+			}
+		}
 	}
 }
 

@@ -63,7 +63,7 @@ template <class... A> Invoker wrap(void (*fn)(A...)) {
 const std::map<std::string, Invoker> kernels = {
 	K(muser_quant_q8_0), K(muser_quant_q8_k), K(muser_round_f16), K(muser_round_bf16),
 	K(muser_rmsnorm), K(muser_add_rmsnorm), K(muser_rmsnorm_heads), K(muser_add), K(muser_add_bias),
-	K(muser_silu_mul), K(muser_rope), K(muser_kv_store_f16), K(muser_kv_store_f32),
+	K(muser_silu_mul), K(muser_silu_mul_quant), K(muser_rope), K(muser_kv_store_f16), K(muser_kv_store_f32), K(muser_rope_kv_store),
 	K(muser_attn_scores_f16), K(muser_attn_scores_f32), K(muser_attn_softmax), K(muser_attn_softmax8), K(muser_attn_wsum_f16), K(muser_attn_wsum_f32),
 	K(muser_attn_wsum_rows_f16), K(muser_attn_wsum_rows_f32), K(muser_attn_scores_rows_f16), K(muser_attn_scores_rows_f32),
 	K(muser_test_exp32), K(muser_test_f32_bits), K(muser_test_small_tables),

@@ -1,0 +1,4 @@
+package store
+
+// PrefetchAhead exports prefetchAhead to the tests.
+const PrefetchAhead = prefetchAhead
