@@ -52,6 +52,10 @@ constexpr int SMEMF = 12288; // floats of shared memory the scores kernel may st
 constexpr int WKT = 32;      // positions per weighted-sum tile
 constexpr int WDB = 64;      // dimensions per weighted-sum block
 constexpr int WLD = 68;      // padded row of the staged weights
+constexpr int SMT = 512;     // threads of the decode softmax
+constexpr int SMC = 2048;    // positions per chunk of the decode softmax's sums
+constexpr int RCH = 256;     // positions per chunk of the decode weighted sum
+constexpr int RWT = 288;     // threads of the decode weighted sum (a chain warp, 256 staging)
 } // namespace attn
 
 // attn_rows4 is the number of values of one lane group: the dimensions i
@@ -237,17 +241,151 @@ muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int d
                       const int* __restrict__ tiles, float* __restrict__ S, int ld, float scale) {
 	attn_scores<false>(q, heads, kvheads, dim, kc, pos, tiles, S, ld, scale);
 }
+// attn_scores_rows: grid (ceil((max pos + 1)/128), n, kvheads·ceil(group/8)),
+// block 128: the scores of a batch whose tiles are single rows (decode),
+// head dimension at most 128. A thread takes one key j of row blockIdx.y
+// and up to 8 query heads of one KV head: it converts its K row once into
+// registers (zeros past dim) and computes each head's DotF16 (Dot) in its
+// own order, 16 lane accumulators (lane i mod 16, i ascending) then the
+// tree +8, +4, +2, +1, against the block's queries staged in shared memory
+// (rounded to f16 for an f16 cache, zeros past dim). The tiled scores
+// kernel stages 64 queries per block where a decode row has a group's
+// few; this one reads each K row once and wastes no lanes.
+template <bool F16, int DM>
+__device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, int heads, int kvheads, int dim,
+                                                   const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
+                                                   float* __restrict__ S, int ld, float scale, float (*Qs)[128]) {
+	constexpr int HB = 8;
+	const int i = blockIdx.y, group = heads / kvheads, hch = (group + HB - 1) / HB;
+	const int kvh = blockIdx.z / hch, g0 = (blockIdx.z % hch) * HB, gn = min(HB, group - g0);
+	const int m = pos[i] + 1;
+	const int j = blockIdx.x * 128 + threadIdx.x;
+	const int kvrow = kvheads * dim;
+	// The queries: heads g0.. of the group, f16-rounded, zeros past dim.
+	for (int e = threadIdx.x; e < HB * DM; e += 128) {
+		const int x = e / DM, d = e % DM;
+		float v = 0.0f;
+		if (x < gn && d < dim) {
+			v = q[(size_t)i * heads * dim + (size_t)(kvh * group + g0 + x) * dim + d];
+			if (F16) v = round_f16(v);
+		}
+		Qs[x][d] = v;
+	}
+	__syncthreads();
+	if (j >= m) return;
+	float kr[DM];
+	{
+		const size_t e0 = (size_t)j * kvrow + (size_t)kvh * dim;
+		const unsigned short* k16 = (const unsigned short*)kc[i] + e0;
+		const float* k32 = (const float*)kc[i] + e0;
+		const bool vec = dim == DM && ((F16 ? (unsigned long long)k16 : (unsigned long long)k32) & 15) == 0;
+		if (vec) {
+			// Every load first, then the conversions (which would
+			// otherwise wait on each load in turn).
+			constexpr int NV = F16 ? DM / 8 : DM / 4, NB = 8; // 16-byte loads, in batches of 8
+#pragma unroll
+			for (int u0 = 0; u0 < NV; u0 += NB) {
+			uint4 raw[NB];
+#pragma unroll
+			for (int u = 0; u < NB; u++) raw[u] = F16 ? ((const uint4*)k16)[u0 + u] : ((const uint4*)k32)[u0 + u];
+#pragma unroll
+			for (int uu = 0; uu < NB; uu++) {
+				const int u = u0 + uu;
+				const unsigned w[4] = {raw[uu].x, raw[uu].y, raw[uu].z, raw[uu].w};
+#pragma unroll
+				for (int c = 0; c < 4; c++) {
+					if (F16) {
+						kr[8 * u + 2 * c] = f16_to_f32_nb(w[c] & 0xffffu);
+						kr[8 * u + 2 * c + 1] = f16_to_f32_nb(w[c] >> 16);
+					} else {
+						kr[4 * u + c] = __uint_as_float(w[c]);
+					}
+				}
+			}
+			}
+		} else {
+#pragma unroll
+			for (int d = 0; d < DM; d++) kr[d] = d < dim ? (F16 ? f16_to_f32_nb(k16[d]) : k32[d]) : 0.0f;
+		}
+	}
+	float* out = S + ((size_t)i * heads + kvh * group + g0) * ld + j;
+	for (int x = 0; x < gn; x++) {
+		float acc[16];
+#pragma unroll
+		for (int l = 0; l < 16; l++) acc[l] = 0.0f;
+		const float4* qx = (const float4*)Qs[x];
+#pragma unroll
+		for (int d4 = 0; d4 < DM / 4; d4++) {
+			const float4 qv = qx[d4];
+			const float qa[4] = {qv.x, qv.y, qv.z, qv.w};
+#pragma unroll
+			for (int c = 0; c < 4; c++) {
+				const int d = 4 * d4 + c;
+				float& a = acc[d % 16];
+				a = F16 ? __fmaf_rn(kr[d], qa[c], a) : f32add(a, f32mul(kr[d], qa[c]));
+			}
+		}
+#pragma unroll
+		for (int l = 0; l < 8; l++) acc[l] = f32add(acc[l], acc[l + 8]);
+#pragma unroll
+		for (int l = 0; l < 4; l++) acc[l] = f32add(acc[l], acc[l + 4]);
+		acc[0] = f32add(acc[0], acc[2]);
+		acc[1] = f32add(acc[1], acc[3]);
+		out[(size_t)x * ld] = f32mul(f32add(acc[0], acc[1]), scale);
+	}
+}
+
+template <bool F16>
+__device__ __forceinline__ void attn_scores_rows(const float* __restrict__ q, int heads, int kvheads, int dim,
+                                                 const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
+                                                 float* __restrict__ S, int ld, float scale) {
+	__shared__ __align__(16) float Qs[8][128];
+	if (blockIdx.x * 128 > pos[blockIdx.y]) return;
+	if (dim <= 64) attn_scores_rows_d<F16, 64>(q, heads, kvheads, dim, kc, pos, S, ld, scale, Qs);
+	else attn_scores_rows_d<F16, 128>(q, heads, kvheads, dim, kc, pos, S, ld, scale, Qs);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+muser_attn_scores_rows_f16(const float* __restrict__ q, int heads, int kvheads, int dim,
+                           const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
+                           float* __restrict__ S, int ld, float scale) {
+	attn_scores_rows<true>(q, heads, kvheads, dim, kc, pos, S, ld, scale);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+muser_attn_scores_rows_f32(const float* __restrict__ q, int heads, int kvheads, int dim,
+                           const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
+                           float* __restrict__ S, int ld, float scale) {
+	attn_scores_rows<false>(q, heads, kvheads, dim, kc, pos, S, ld, scale);
+}
+
 // muser_attn_softmax replaces each row i, head h's scores s_0..s_pos[i] in S
 // by kernels.Softmax of them: e_j = Exp32(s_j − max); the e_j summed in
 // float64 with 8 accumulators (j into accumulator j mod 8, in order, one
 // thread each) reduced by the tree +4, +2, +1; then e_j·float32(1/sum),
-// rounded to f16 when round ≠ 0 (the f16-cache weights).
+// rounded to f16 when round ≠ 0 (the f16-cache weights). It is the decode
+// softmax (a batch of few rows, each as long as its context).
 //
-// Launch: grid (n, heads), block 256.
-extern "C" __global__ void __launch_bounds__(256)
+// Launch: grid (n, heads), block attn::SMT = 512.
+//
+// A block takes one row and head. Pass 1: the maximum (sixteen loads in
+// flight per thread). Pass 2 is a pipeline over chunks of attn::SMC
+// positions: warps 1.. compute the exponentials of chunk k+1 (storing
+// them to S and to a shared buffer) and load chunk k+2's scores while
+// lanes 0..7 of warp 0 add chunk k's, from the other buffer, to their
+// float64 chains (lane c: positions
+// ≡ c mod 8, in order; SMC is a multiple of 8, so a chunk keeps each
+// position's chain); the tree by shuffles in warp 0. Pass 3 scales (and
+// rounds) every e_j. Only the eight chains are serial, and they read
+// shared memory already filled, so the exponentials and the loads stay
+// off their path.
+extern "C" __global__ void __launch_bounds__(512, 1)
 muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int heads, int round) {
-	__shared__ float wmax[8];
-	__shared__ double part[8];
+	using namespace attn;
+	constexpr int NW = SMT / 32;       // warps
+	constexpr int ET = SMT - 32;       // threads computing exponentials
+	__shared__ __align__(16) float E[2][SMC];
+	__shared__ float wmax[NW];
 	__shared__ float inv;
 	const int i = blockIdx.x, h = blockIdx.y;
 	if (i >= n) return;
@@ -257,59 +395,119 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 
 	// The maximum. For rows without NaN it is exact whatever the order
 	// (max(+0, −0) may differ from the CPU's, which changes no x − max);
-	// a NaN anywhere makes every output NaN on both sides.
+	// a NaN anywhere makes every output NaN on both sides (the CPU's max
+	// is then the sequential scan's, which the result does not depend on:
+	// every e_j sum is NaN).
 	float mx = -__uint_as_float(0x7f800000u);
-	for (int j = tid; j < m; j += 256) mx = fmaxf(mx, s[j]);
+	{
+		int j = tid;
+		for (; j + 15 * SMT < m; j += 16 * SMT) {
+			float v[16];
+#pragma unroll
+			for (int u = 0; u < 16; u++) v[u] = s[j + SMT * u];
+#pragma unroll
+			for (int u = 0; u < 16; u++) mx = fmaxf(mx, v[u]);
+		}
+		for (; j < m; j += SMT) mx = fmaxf(mx, s[j]);
+	}
 #pragma unroll
 	for (int off = 16; off >= 1; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
 	if (lane == 0) wmax[warp] = mx;
 	__syncthreads();
 	mx = wmax[0];
-	for (int w = 1; w < 8; w++) mx = fmaxf(mx, wmax[w]);
-	// A NaN score: the CPU's max is then the sequential scan's, which the
-	// result does not depend on (every e_j sum is NaN), so nothing to do.
-	// Four loads in flight, then their exponentials (which branch).
-	{
-		int j = tid;
-		for (; j + 3 * 256 < m; j += 4 * 256) {
-			float v[4];
+	for (int w = 1; w < NW; w++) mx = fmaxf(mx, wmax[w]);
+
+	// The exponentials of chunk k, by threads 32..: thread x holds the
+	// scores x, x + ET, … of a chunk in registers, loaded one chunk ahead
+	// (while the chains add the chunk before), then computes and stores
+	// their exponentials.
+	constexpr int PER = (SMC + ET - 1) / ET;
+	const int nc = (m + SMC - 1) / SMC;
+	const int ex = tid - 32;
+	float nv[PER];
+	auto load = [&](int k) {
+		const int j0 = k * SMC, cnt = k < nc ? min(SMC, m - j0) : 0;
 #pragma unroll
-			for (int u = 0; u < 4; u++) v[u] = s[j + 256 * u];
-#pragma unroll
-			for (int u = 0; u < 4; u++) s[j + 256 * u] = exp32(f32sub(v[u], mx));
+		for (int u = 0; u < PER; u++) {
+			const int x = ex + ET * u;
+			nv[u] = x < cnt ? s[j0 + x] : 0.0f;
 		}
-		for (; j < m; j += 256) s[j] = exp32(f32sub(s[j], mx));
+	};
+	auto expChunk = [&](int k) {
+		const int j0 = k * SMC, cnt = min(SMC, m - j0);
+		float* e = E[k & 1];
+#pragma unroll
+		for (int u = 0; u < PER; u++) {
+			const int x = ex + ET * u;
+			if (x < cnt) {
+				const float ev = exp32(f32sub(nv[u], mx));
+				e[x] = ev;
+				s[j0 + x] = ev;
+			}
+		}
+	};
+	double sum = 0.0;
+	if (warp > 0) {
+		load(0);
+		expChunk(0);
+		load(1);
 	}
 	__syncthreads();
-	if (tid < 8) {
-		double sum = 0.0;
-#pragma unroll 16
-		for (int j = tid; j < m; j += 8) sum = f64add(sum, (double)s[j]);
-		part[tid] = sum;
+	for (int k = 0; k < nc; k++) {
+		if (warp > 0) {
+			if (k + 1 < nc) {
+				expChunk(k + 1);
+				load(k + 2);
+			}
+		} else if (lane < 8) {
+			const float* e = E[k & 1];
+			const int cnt = min(SMC, m - k * SMC);
+			// Sixteen elements are loaded while the previous sixteen
+			// are added.
+			int x = lane;
+			if (x + 8 * 15 < cnt) {
+				float v[16], w[16];
+#pragma unroll
+				for (int u = 0; u < 16; u++) v[u] = e[x + 8 * u];
+				for (; x + 8 * 31 < cnt; x += 8 * 16) {
+#pragma unroll
+					for (int u = 0; u < 16; u++) w[u] = e[x + 8 * (16 + u)];
+#pragma unroll
+					for (int u = 0; u < 16; u++) sum = f64add(sum, (double)v[u]);
+#pragma unroll
+					for (int u = 0; u < 16; u++) v[u] = w[u];
+				}
+#pragma unroll
+				for (int u = 0; u < 16; u++) sum = f64add(sum, (double)v[u]);
+				x += 8 * 16;
+			}
+			for (; x < cnt; x += 8) sum = f64add(sum, (double)e[x]);
+		}
+		__syncthreads();
 	}
-	__syncthreads();
-	if (tid == 0) {
-		// The tree +4, +2, +1.
-		const double s0 = f64add(part[0], part[4]), s1 = f64add(part[1], part[5]);
-		const double s2 = f64add(part[2], part[6]), s3 = f64add(part[3], part[7]);
-		const double sum = f64add(f64add(s0, s2), f64add(s1, s3));
-		inv = __double2float_rn(muser_ddiv_rn(1.0, sum));
+	if (warp == 0) {
+		// The tree +4, +2, +1: lane 0 ends with ((p0+p4)+(p2+p6)) +
+		// ((p1+p5)+(p3+p7)) (float64 addition is commutative).
+		sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 4));
+		sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+		sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+		if (lane == 0) inv = __double2float_rn(muser_ddiv_rn(1.0, sum));
 	}
 	__syncthreads();
 	const float iv = inv;
 	int j = tid;
-	for (; j + 3 * 256 < m; j += 4 * 256) {
-		float v[4];
+	for (; j + 15 * SMT < m; j += 16 * SMT) {
+		float v[16];
 #pragma unroll
-		for (int u = 0; u < 4; u++) v[u] = s[j + 256 * u];
+		for (int u = 0; u < 16; u++) v[u] = s[j + SMT * u];
 #pragma unroll
-		for (int u = 0; u < 4; u++) {
+		for (int u = 0; u < 16; u++) {
 			float x = f32mul(v[u], iv);
 			if (round) x = round_f16(x);
-			s[j + 256 * u] = x;
+			s[j + SMT * u] = x;
 		}
 	}
-	for (; j < m; j += 256) {
+	for (; j < m; j += SMT) {
 		float x = f32mul(s[j], iv);
 		if (round) x = round_f16(x);
 		s[j] = x;
@@ -539,86 +737,158 @@ muser_attn_wsum_f32(const float* __restrict__ S, int ld, const unsigned long lon
 	attn_wsum<false>(S, ld, vc, pos, tiles, out, heads, kvheads, dim);
 }
 
-// attn_wsum_rows: grid (n, kvheads·ceil(group/16), ceil(dim/8)), block
-// 128: the weighted sums of a batch whose tiles are single rows (decode).
-// A block takes row blockIdx.x, up to 16 query heads of one KV head and 8
-// dimensions; thread (t/8, t%8) walks the chain of one head and
-// dimension over positions 0..pos in order. The block stages 64
-// positions' weights and V rows at a time in shared memory, the next 64
-// loading into registers while the current ones are added: the chains
-// are as long as the context and cannot be split, so the work is spread
-// over heads × dimensions and the loads are kept in flight.
+// attn_wsum_rows: grid (n, kvheads·ceil(group/8), ceil(dim/8)), block
+// attn::RWT = 288: the weighted sums of a batch whose tiles are single
+// rows (decode). A block takes row blockIdx.x, up to 8 query heads of one
+// KV head and 8 dimensions: 64 output chains, each walked over positions
+// 0..pos in order, two per thread of warp 0 (lane t: head t/4, dimensions
+// 2(t%4) and 2(t%4)+1, the two chains' additions interleaved). The
+// chains are as long as the context and cannot be split, so everything
+// else is kept off them: warps 1–8 (one position each of a chunk of
+// attn::RCH = 256) load the weights and V rows two chunks ahead into
+// registers, convert them and store them transposed ([head][position],
+// [dimension][position]) in one of two shared buffers while warp 0 adds
+// the other buffer's chunk, four positions per shared load (three loads
+// per four positions of two chains: the shared-memory bandwidth stays
+// under the chains' own rate). Positions past pos are staged as zeros
+// (weight and V): a chain at +0 or beyond adds +0 products without change
+// (attention.cuh's header), so every chunk is walked whole.
 template <bool F16>
 __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                                                const int* __restrict__ pos, float* __restrict__ out,
                                                int heads, int kvheads, int dim) {
-	constexpr int CH = 64, HB = 16, DB = 8;
-	constexpr int VN = CH * DB / 128, WN = HB * CH / 128;
-	__shared__ float Ws[2][HB][CH + 4];
-	__shared__ float Vs[2][CH][DB];
+	using namespace attn;
+	constexpr int CH = RCH, HB = 8, DB = 8, LD = RCH + 4;
+	constexpr int VW = F16 ? 4 : 8; // 32-bit words of a position's 8 V elements
+	__shared__ __align__(16) float Ws[2][HB][LD];
+	__shared__ __align__(16) float Vs[2][DB][LD];
 	const int i = blockIdx.x, group = heads / kvheads, hch = (group + HB - 1) / HB;
 	const int kvh = blockIdx.y / hch, g0 = (blockIdx.y % hch) * HB, gn = min(HB, group - g0);
-	const int d0 = blockIdx.z * DB;
-	const int t = threadIdx.x, hh = t / DB, dd = t % DB;
+	const int d0 = blockIdx.z * DB, dn = min(DB, dim - d0);
+	const int t = threadIdx.x;
 	const int m = pos[i] + 1;
+	const int nc = (m + CH - 1) / CH;
 	const int kvrow = kvheads * dim;
-	const unsigned short* v16 = (const unsigned short*)vc[i] + (size_t)kvh * dim;
-	const float* v32 = (const float*)vc[i] + (size_t)kvh * dim;
+	const unsigned short* v16 = (const unsigned short*)vc[i] + (size_t)kvh * dim + d0;
+	const float* v32 = (const float*)vc[i] + (size_t)kvh * dim + d0;
 	const float* w = S + ((size_t)i * heads + kvh * group + g0) * ld;
-	// Staging: V positions t/8 + 16k, dimension d0 + t%8; weights of head
-	// g0 + t/64 + 2k, position t%64.
-	const int vj = t / DB, vd = d0 + t % DB, wx = t / CH, wj = t % CH;
-	const bool vok = vd < dim;
-	unsigned rv[VN];
-	float rw[WN];
-	auto fetch = [&](int j0) {
+	// Whole 16-byte loads of a position's 8 elements where the layout
+	// allows them.
+	const bool vec = dn == DB && ((F16 ? (unsigned long long)v16 : (unsigned long long)v32) & 15) == 0 &&
+	                 kvrow % (F16 ? 8 : 4) == 0;
+	const int st = t - 32; // staging thread: position j0 + st
+
+	struct Raw {
+		unsigned v[VW];
+		float w[HB];
+	};
+	auto fetch = [&](Raw& r, int k) {
+		const int j = k * CH + st;
+		const bool ok = j < m;
 #pragma unroll
-		for (int k = 0; k < VN; k++) {
-			const int j = j0 + vj + 16 * k;
-			unsigned v = 0;
-			if (vok && j < m) {
-				const size_t e = (size_t)j * kvrow + vd;
-				v = F16 ? (unsigned)v16[e] : __float_as_uint(v32[e]);
+		for (int u = 0; u < VW; u++) r.v[u] = 0;
+		if (ok) {
+			const size_t e = (size_t)j * kvrow;
+			if (vec) {
+				const uint4 a = *(const uint4*)(F16 ? (const void*)(v16 + e) : (const void*)(v32 + e));
+				r.v[0] = a.x, r.v[1] = a.y, r.v[2] = a.z, r.v[3] = a.w;
+				if (!F16) {
+					const uint4 b = *(const uint4*)(v32 + e + 4);
+					r.v[VW - 4] = b.x, r.v[VW - 3] = b.y, r.v[VW - 2] = b.z, r.v[VW - 1] = b.w;
+				}
+			} else {
+#pragma unroll
+				for (int d = 0; d < DB; d++) {
+					if (d < dn) {
+						if (F16) r.v[d / 2] |= (unsigned)v16[e + d] << (16 * (d % 2));
+						else r.v[d % VW] = __float_as_uint(v32[e + d]);
+					}
+				}
 			}
-			rv[k] = v;
 		}
 #pragma unroll
-		for (int k = 0; k < WN; k++) {
-			const int x = wx + 2 * k, j = j0 + wj;
-			rw[k] = x < gn && j < m ? w[(size_t)x * ld + j] : 0.0f;
+		for (int x = 0; x < HB; x++) r.w[x] = ok && x < gn ? w[(size_t)x * ld + j] : 0.0f;
+	};
+	auto stage = [&](const Raw& r, int b) {
+#pragma unroll
+		for (int d = 0; d < DB; d++)
+			Vs[b][d][st] = F16 ? f16_to_f32_nb((r.v[d / 2] >> (16 * (d % 2))) & 0xffffu) : __uint_as_float(r.v[d % VW]);
+#pragma unroll
+		for (int x = 0; x < HB; x++) Ws[b][x][st] = r.w[x];
+	};
+	const int hh = t / 4, dp = 2 * (t % 4);
+	float y0 = 0.0f, y1 = 0.0f;
+	// The chains over one staged chunk: 16 positions' weights and V values
+	// are loaded (four float4 each) while the previous 16 are added, so
+	// that no shared-memory load waits on an addition or an addition on
+	// a load.
+	auto walk = [&](int b) {
+		const float4* wp = (const float4*)Ws[b][hh];
+		const float4* p0 = (const float4*)Vs[b][dp];
+		const float4* p1 = (const float4*)Vs[b][dp + 1];
+		auto madd = [&](float& y, float a, float v) { y = F16 ? __fmaf_rn(a, v, y) : f32add(y, f32mul(a, v)); };
+		auto add = [&](const float4 (&a)[4], const float4 (&u0)[4], const float4 (&u1)[4]) {
+#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				madd(y0, a[u].x, u0[u].x), madd(y1, a[u].x, u1[u].x);
+				madd(y0, a[u].y, u0[u].y), madd(y1, a[u].y, u1[u].y);
+				madd(y0, a[u].z, u0[u].z), madd(y1, a[u].z, u1[u].z);
+				madd(y0, a[u].w, u0[u].w), madd(y1, a[u].w, u1[u].w);
+			}
+		};
+		float4 a0[4], b0[4], c0[4], a1[4], b1[4], c1[4];
+#pragma unroll
+		for (int u = 0; u < 4; u++) a0[u] = wp[u], b0[u] = p0[u], c0[u] = p1[u];
+#pragma unroll
+		for (int q = 0; q < CH / 4; q += 8) {
+#pragma unroll
+			for (int u = 0; u < 4; u++) a1[u] = wp[q + 4 + u], b1[u] = p0[q + 4 + u], c1[u] = p1[q + 4 + u];
+			add(a0, b0, c0);
+			if (q + 8 < CH / 4) {
+#pragma unroll
+				for (int u = 0; u < 4; u++) a0[u] = wp[q + 8 + u], b0[u] = p0[q + 8 + u], c0[u] = p1[q + 8 + u];
+			}
+			add(a1, b1, c1);
 		}
 	};
-	float y = 0.0f;
-	fetch(0);
-	int b = 0;
-	for (int j0 = 0; j0 < m; j0 += CH, b ^= 1) {
-#pragma unroll
-		for (int k = 0; k < VN; k++) Vs[b][vj + 16 * k][t % DB] = F16 ? f16_to_f32(rv[k]) : __uint_as_float(rv[k]);
-#pragma unroll
-		for (int k = 0; k < WN; k++) Ws[b][wx + 2 * k][wj] = rw[k];
-		__syncthreads();
-		if (j0 + CH < m) fetch(j0 + CH);
-		const float* wp = Ws[b][hh];
-		const int cnt = min(CH, m - j0);
-		if (cnt == CH) {
-#pragma unroll 16
-			for (int jj = 0; jj < CH; jj++)
-				y = F16 ? __fmaf_rn(wp[jj], Vs[b][jj][dd], y) : f32add(y, f32mul(wp[jj], Vs[b][jj][dd]));
-		} else {
-			for (int jj = 0; jj < cnt; jj++)
-				y = F16 ? __fmaf_rn(wp[jj], Vs[b][jj][dd], y) : f32add(y, f32mul(wp[jj], Vs[b][jj][dd]));
-		}
+	// Chunk k is in buffer k%2 when step k begins; step k stages chunk
+	// k+1 (fetched two steps before) and fetches chunk k+3 into the same
+	// registers.
+	Raw r0, r1;
+	if (st >= 0) {
+		fetch(r1, 0);
+		stage(r1, 0);
+		fetch(r0, 1);
+		fetch(r1, 2);
 	}
-	if (hh < gn && d0 + dd < dim) out[(size_t)i * heads * dim + (size_t)(kvh * group + g0 + hh) * dim + d0 + dd] = y;
+	__syncthreads();
+	auto step = [&](int k, Raw& r) {
+		if (st >= 0) {
+			stage(r, (k + 1) & 1);
+			fetch(r, k + 3);
+		} else {
+			walk(k & 1);
+		}
+		__syncthreads();
+	};
+	for (int k = 0; k < nc; k += 2) {
+		step(k, r0);
+		if (k + 1 < nc) step(k + 1, r1);
+	}
+	if (st < 0 && hh < gn) {
+		float* o = out + (size_t)i * heads * dim + (size_t)(kvh * group + g0 + hh) * dim + d0;
+		if (dp < dn) o[dp] = y0;
+		if (dp + 1 < dn) o[dp + 1] = y1;
+	}
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(288, 1)
 muser_attn_wsum_rows_f16(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                          const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
 	attn_wsum_rows<true>(S, ld, vc, pos, out, heads, kvheads, dim);
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(288, 1)
 muser_attn_wsum_rows_f32(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                          const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
 	attn_wsum_rows<false>(S, ld, vc, pos, out, heads, kvheads, dim);

@@ -67,6 +67,19 @@ MUSER_DEV float f16_to_f32(uint32_t h) {
 	return __uint_as_float(__float_as_uint(v) | sign);
 }
 
+// f16_to_f32_nb is f16_to_f32 (every input, NaN included) with the
+// finite values converted without branches: the f16's exponent and
+// mantissa shifted into a float32 are the value times 2^-112 (its
+// subnormals become float32 subnormals), so one exact multiplication by
+// 2^112 restores it (exact in every case: a power of two, no overflow,
+// no subnormal result but from a subnormal input scaled up).
+MUSER_DEV float f16_to_f32_nb(uint32_t h) {
+	const uint32_t em = h & 0x7fffu;
+	if (em >= 0x7c00u) return f16_to_f32(h);
+	const float v = f32mul(__uint_as_float(em << 13), 0x1p112f);
+	return __uint_as_float(__float_as_uint(v) | ((h & 0x8000u) << 16));
+}
+
 // f32_to_f16 is ggml.F32ToF16: round to nearest, ties to even; overflow to
 // infinity; subnormals kept; every NaN becomes 0x7E00 with the input's sign.
 MUSER_DEV uint32_t f32_to_f16(float f) {

@@ -115,7 +115,8 @@
 //     muser_kv_store_f16/_f32 (the infer/kvcache layout, ggml.F32ToF16),
 //     muser_rope_kv_store (muser_rope of q and k, then the KV store),
 //     muser_embed_<type> (ggml.Dequantize of one row per token).
-//   - attention.cuh: muser_attn_scores_f16/_f32, muser_attn_softmax and
+//   - attention.cuh: muser_attn_scores_f16/_f32 and
+//     muser_attn_scores_rows_f16/_f32, muser_attn_softmax and
 //     muser_attn_softmax8, muser_attn_wsum_f16/_f32 and
 //     muser_attn_wsum_rows_f16/_f32: the CPU engine's attendTile (kernels.RoundF16s,
 //     DotF16Rows, Softmax, AXPYF16Rows, or Dot and AXPY for an f32 cache),
@@ -157,7 +158,10 @@
 //	                         p q, i heads, i kvheads, i dim, p kc, p pos, p tiles, p S, i ld, f scale
 //	                         ntiles × kvheads·⌈group/gh⌉ × ⌈(max pos+1)/64⌉, 256,
 //	                         shared 2·G·⌈dim/4⌉·68·4 bytes (G = 4, 2 or 1 lane groups, as fit in 48 KiB)
-//	muser_attn_softmax       p S, i ld, p pos, i n, i heads, i round        n×heads, 256
+//	muser_attn_scores_rows_f16, _f32
+//	                         p q, i heads, i kvheads, i dim, p kc, p pos, p S, i ld, f scale
+//	                         ⌈(max pos+1)/128⌉ × n × kvheads·⌈group/8⌉, 128 (dim ≤ 128)
+//	muser_attn_softmax       p S, i ld, p pos, i n, i heads, i round        n×heads, 512
 //	muser_attn_softmax8      as muser_attn_softmax                          ⌈n·heads/32⌉, 256
 //	muser_attn_wsum_f16, _f32
 //	                         p S, i ld, p vc, p pos, p tiles, p out, i heads, i kvheads, i dim
@@ -165,16 +169,16 @@
 //	                         shared 2·32·(64 + 68)·4 bytes
 //	muser_attn_wsum_rows_f16, _f32
 //	                         p S, i ld, p vc, p pos, p out, i heads, i kvheads, i dim
-//	                         n × kvheads·⌈group/16⌉ × ⌈dim/8⌉, 128
+//	                         n × kvheads·⌈group/8⌉ × ⌈dim/8⌉, 288
 //	muser_test_exp32         p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni     ⌈count/256⌉, 256
 //	muser_test_small_tables  p f16, p ue                                    256, 256
 //
 // For the attention, group = heads/kvheads, gh = min(group,
 // AttnQueries(dim)) (64); the batch-of-rows ABI (kc, vc, pos, tiles, S)
-// is attention.cuh's and Attention's, which launches the _rows weighted
-// sum and muser_attn_softmax when every tile is one row (decode), the
-// tiled ones otherwise.
+// is attention.cuh's and Attention's, which launches the _rows scores
+// (head dimension ≤ 128) and weighted sum and muser_attn_softmax when
+// every tile is one row (decode), the tiled ones otherwise.
 //
 // The activations of a product are quantized per token row as ActOf says
 // (QuantizeActs); every kernel's result for a token depends on that token's

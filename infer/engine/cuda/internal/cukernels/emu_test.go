@@ -202,3 +202,24 @@ func TestEmuAttention(t *testing.T) {
 		batchOf([3]int{0, 0, 20}, [3]int{1, 40, 3}, [3]int{2, 70, 1}, [3]int{3, 0, 1}))
 	runAttention(t, e, []attnCase{{"group over a block", 32, 2, 256}, {"group over 64", 160, 2, 16}}, batchOf([3]int{0, 0, 2}, [3]int{1, 40, 1}))
 }
+
+// emuDecodeBatch: single decode rows (one per sequence) at the depths
+// where the decode kernels' chunks end: a first token, the weighted sum's
+// 256-position chunks, the softmax's 2,048-position chunks, and past
+// 8,192. Sequence 2's K has infinities at key 100 (its rows' +Inf score
+// makes the softmax NaN), sequence 3's at its own position (a −Inf score
+// only, for a head whose query sign gives it: a zero weight).
+var emuDecodeBatch = attnBatch{
+	seq: []int{0, 1, 2, 3, 4, 5, 6, 7, 8},
+	pos: []int{0, 1, 255, 256, 257, 4095, 4097, 8200, 8448},
+	inf: map[int][]int{2: {100}, 3: {256}},
+}
+
+func TestEmuAttentionDecode(t *testing.T) {
+	e := emu(t)
+	cases := []attnCase{{"qwen2.5-0.5b", 14, 2, 64}, {"group 10, dim 20 (unaligned V rows)", 20, 2, 20}}
+	if testing.Short() {
+		cases = cases[:1]
+	}
+	runAttention(t, e, cases, emuDecodeBatch)
+}

@@ -266,6 +266,15 @@ func TestGPURoPEKVStore(t *testing.T) { runRoPEKVStore(t, gpu(t, "")) }
 
 func TestGPUAttention(t *testing.T) { runAttention(t, gpu(t, ""), attnCases, gpuAttnBatch) }
 
+// TestGPUAttentionDecode runs the decode kernels at depth: single rows
+// at the chunk edges up to 8,448 positions (emu_test.go's batch, with
+// its infinite keys), and one row at 32,767 on the Qwen2.5-0.5B shape.
+func TestGPUAttentionDecode(t *testing.T) {
+	g := gpu(t, "")
+	runAttention(t, g, append(attnCases, attnCase{"group 10, dim 20 (unaligned V rows)", 20, 2, 20}), emuDecodeBatch)
+	runAttention(t, g, attnCases[:1], batchOf([3]int{0, 32767, 1}))
+}
+
 // TestGPUPTXImage loads the PTX (JIT-compiled by the driver with its
 // default options, fused multiply-adds allowed) and runs a part of the
 // suite through it: the explicit rounding modes of the PTX must keep every
@@ -449,42 +458,52 @@ func BenchmarkGPUAttention(b *testing.B) {
 		attnCase
 		rows, first int
 	}{
-		{attnCases[0], 2048, 0}, {attnCases[0], 1, 8191}, {attnCases[1], 2048, 0},
+		{attnCases[0], 2048, 0}, {attnCases[0], 1, 2047}, {attnCases[0], 1, 8191}, {attnCases[0], 1, 32767}, {attnCases[1], 2048, 0},
 	} {
-		b.Run(fmt.Sprintf("%s/rows=%d/from=%d", c.name, c.rows, c.first), func(b *testing.B) {
-			Q, kvrow := c.heads*c.dim, c.kvheads*c.dim
-			ntok := c.first + c.rows
-			kv := make([]uint16, ntok*kvrow)
-			for i := range kv {
-				kv[i] = ggml.F32ToF16(float32(rng.NormFloat64()))
-			}
-			q := make([]float32, c.rows*Q)
-			for i := range q {
-				q[i] = float32(rng.NormFloat64())
-			}
-			benchLaunches(b, g, func(s *session) []Launch {
-				dk, dv := s.up(u16Bytes(kv)), s.up(u16Bytes(kv))
-				kc, vc, pos := make([]uint64, c.rows), make([]uint64, c.rows), make([]int32, c.rows)
-				p := make([]int, c.rows)
-				for i := range c.rows {
-					kc[i], vc[i], pos[i], p[i] = uint64(dk), uint64(dv), int32(c.first+i), c.first+i
+		// part: all three launches, or one of them alone (after the
+		// ones before it, once, so that it reads what it would).
+		for part, pname := range []string{"scores", "softmax", "wsum", "all"} {
+			b.Run(fmt.Sprintf("%s/rows=%d/from=%d/%s", c.name, c.rows, c.first, pname), func(b *testing.B) {
+				Q, kvrow := c.heads*c.dim, c.kvheads*c.dim
+				ntok := c.first + c.rows
+				kv := make([]uint16, ntok*kvrow)
+				for i := range kv {
+					kv[i] = ggml.F32ToF16(float32(rng.NormFloat64()))
 				}
-				tiles := AttnTiles(kc, pos, c.heads, c.kvheads, c.dim)
-				tl := make([]int, len(tiles))
-				for i, x := range tiles {
-					tl[i] = int(x)
+				q := make([]float32, c.rows*Q)
+				for i := range q {
+					q[i] = float32(rng.NormFloat64())
 				}
-				ld := (ntok + 3) &^ 3
-				a := Attention{F16: true, Heads: c.heads, KVHeads: c.kvheads, Dim: c.dim, N: c.rows,
-					Q: s.up(f32Bytes(q)), Out: s.alloc(4 * c.rows * Q), KC: s.up(u64Bytes(kc)), VC: s.up(u64Bytes(vc)),
-					Pos: s.up(i32s(p)), Tiles: s.up(i32s(tl)), NTiles: len(tiles) - 1, MaxPos: ntok - 1,
-					S: s.alloc(4 * c.rows * c.heads * ld), LD: ld}
-				ls, err := a.Launches()
-				if err != nil && s.err == nil {
-					s.err = err
-				}
-				return ls[:]
+				benchLaunches(b, g, func(s *session) []Launch {
+					dk, dv := s.up(u16Bytes(kv)), s.up(u16Bytes(kv))
+					kc, vc, pos := make([]uint64, c.rows), make([]uint64, c.rows), make([]int32, c.rows)
+					p := make([]int, c.rows)
+					for i := range c.rows {
+						kc[i], vc[i], pos[i], p[i] = uint64(dk), uint64(dv), int32(c.first+i), c.first+i
+					}
+					tiles := AttnTiles(kc, pos, c.heads, c.kvheads, c.dim)
+					tl := make([]int, len(tiles))
+					for i, x := range tiles {
+						tl[i] = int(x)
+					}
+					ld := (ntok + 3) &^ 3
+					a := Attention{F16: true, Heads: c.heads, KVHeads: c.kvheads, Dim: c.dim, N: c.rows,
+						Q: s.up(f32Bytes(q)), Out: s.alloc(4 * c.rows * Q), KC: s.up(u64Bytes(kc)), VC: s.up(u64Bytes(vc)),
+						Pos: s.up(i32s(p)), Tiles: s.up(i32s(tl)), NTiles: len(tiles) - 1, MaxPos: ntok - 1,
+						S: s.alloc(4 * c.rows * c.heads * ld), LD: ld}
+					ls, err := a.Launches()
+					if err != nil && s.err == nil {
+						s.err = err
+					}
+					if part == 3 {
+						return ls[:]
+					}
+					for _, l := range ls[:part] {
+						s.launch(l, nil)
+					}
+					return ls[part : part+1]
+				})
 			})
-		})
+		}
 	}
 }

@@ -60,6 +60,7 @@ var (
 	scoresParams      = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, F32}
 	wsumParams        = []Param{Ptr, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32}
 	wsumRowsParams    = []Param{Ptr, I32, Ptr, Ptr, Ptr, I32, I32, I32}
+	scoresRowsParams  = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, I32, F32}
 	kvStoreParams     = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}
 )
 
@@ -100,6 +101,8 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_kv_store_f32", Params: kvStoreParams},
 		{Name: "muser_attn_scores_f16", Params: scoresParams, ExactFMA: true},
 		{Name: "muser_attn_scores_f32", Params: scoresParams},
+		{Name: "muser_attn_scores_rows_f16", Params: scoresRowsParams, ExactFMA: true},
+		{Name: "muser_attn_scores_rows_f32", Params: scoresRowsParams},
 		{Name: "muser_attn_softmax", Params: []Param{Ptr, I32, Ptr, I32, I32, I32}},
 		{Name: "muser_attn_softmax8", Params: []Param{Ptr, I32, Ptr, I32, I32, I32}},
 		{Name: "muser_attn_wsum_f16", Params: wsumParams, ExactFMA: true},
@@ -668,6 +671,10 @@ const (
 	attnWKT   = 32
 	attnWDB   = 64
 	attnWLD   = 68
+	attnSMT   = 512 // threads of the decode softmax
+	attnRWT   = 288 // threads of the decode weighted sum
+
+	attnRowsScoresDim = 128 // the largest head dimension of the decode scores kernel
 )
 
 // MaxAttnDim is the largest head dimension the attention kernels take.
@@ -740,14 +747,16 @@ type Attention struct {
 // Launches returns the three launches of the attention, to run in order:
 // the scores, the softmax (and, with an f16 cache, the rounding of the
 // weights to f16), the weighted sum of V rows. A batch whose tiles are all
-// single rows (decode) gets the softmax and weighted-sum kernels made for
-// few rows (muser_attn_softmax, muser_attn_wsum_rows_*), any other the
-// tiled ones (muser_attn_softmax8, muser_attn_wsum_*); both compute the
-// same bits.
+// single rows (decode) gets the kernels made for few rows
+// (muser_attn_scores_rows_* up to head dimension 128, muser_attn_softmax,
+// muser_attn_wsum_rows_*), any other the tiled ones (muser_attn_scores_*,
+// muser_attn_softmax8, muser_attn_wsum_*); both compute the same bits.
 func (a Attention) Launches() ([3]Launch, error) {
 	sk, wk, rk := "muser_attn_scores_f32", "muser_attn_wsum_f32", "muser_attn_wsum_rows_f32"
+	srk := "muser_attn_scores_rows_f32"
 	if a.F16 {
 		sk, wk, rk = "muser_attn_scores_f16", "muser_attn_wsum_f16", "muser_attn_wsum_rows_f16"
+		srk = "muser_attn_scores_rows_f16"
 	}
 	var ls [3]Launch
 	if err := positive(sk, a.Heads, a.KVHeads, a.Dim, a.N, a.NTiles, a.LD); err != nil {
@@ -771,14 +780,25 @@ func (a Attention) Launches() ([3]Launch, error) {
 		return ls, err
 	}
 	if a.NTiles == a.N {
+		if a.Dim <= attnRowsScoresDim {
+			// A thread per key and up to 8 heads (the tiled kernel's
+			// 64-query blocks would hold a group's few).
+			ls[0], err = launch(srk, [3]int{ceilDiv(a.MaxPos+1, 128), a.N, a.KVHeads * ceilDiv(group, 8)}, 128, 0,
+				p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.S), i32(a.LD), f32(AttnScale(a.Dim)))
+			if err != nil {
+				return ls, err
+			}
+		}
 		// Every tile one row (decode): a block per row and head for the
-		// softmax, a thread per output chain for the weighted sums.
-		ls[1], err = launch("muser_attn_softmax", [3]int{a.N, a.Heads, 1}, 256, 0,
+		// softmax (its float64 chains fed from shared memory), a thread
+		// per output chain for the weighted sums, 8 heads × 8 dimensions
+		// a block, fed by staging warps.
+		ls[1], err = launch("muser_attn_softmax", [3]int{a.N, a.Heads, 1}, attnSMT, 0,
 			p(a.S), i32(a.LD), p(a.Pos), i32(a.N), i32(a.Heads), flag(a.F16))
 		if err != nil {
 			return ls, err
 		}
-		ls[2], err = launch(rk, [3]int{a.N, a.KVHeads * ceilDiv(group, 16), ceilDiv(a.Dim, 8)}, 128, 0,
+		ls[2], err = launch(rk, [3]int{a.N, a.KVHeads * ceilDiv(group, 8), ceilDiv(a.Dim, 8)}, attnRWT, 0,
 			p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
 		return ls, err
 	}

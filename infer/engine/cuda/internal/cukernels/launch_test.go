@@ -343,7 +343,7 @@ func TestAttentionLaunches(t *testing.T) {
 		t.Errorf("scale argument %v, want 0.125", got)
 	}
 	// Every tile one row (decode): the softmax per row and head, the
-	// weighted sums per 16 heads × 8 dimensions.
+	// weighted sums per 8 heads × 8 dimensions.
 	d := a
 	d.N, d.NTiles, d.MaxPos, d.LD = 3, 3, 700, 704
 	ls, err = d.Launches()
@@ -351,12 +351,12 @@ func TestAttentionLaunches(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(ls, []launchWant{
-		{"muser_attn_scores_f16", [3]uint32{3, 2, 11}, 256, 4 * 2 * 16 * 68 * 4}, // ⌈701/64⌉ key blocks
-		{"muser_attn_softmax", [3]uint32{3, 14, 1}, 256, 0},
-		{"muser_attn_wsum_rows_f16", [3]uint32{3, 2, 8}, 128, 0},
+		{"muser_attn_scores_rows_f16", [3]uint32{6, 3, 2}, 128, 0}, // ⌈701/128⌉ key blocks, rows, KV heads
+		{"muser_attn_softmax", [3]uint32{3, 14, 1}, 512, 0},
+		{"muser_attn_wsum_rows_f16", [3]uint32{3, 2, 8}, 288, 0},
 	})
 	// A group larger than a block's 64 queries: heads split over
-	// blockIdx.y (and over 16-head blocks in the decode sums).
+	// blockIdx.y (and over 8-head blocks in the decode sums).
 	a.Heads, a.KVHeads, a.Dim = 160, 1, 256
 	ls, err = a.Launches()
 	if err != nil {
@@ -370,8 +370,11 @@ func TestAttentionLaunches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := ls[2].Grid; g != [3]uint32{3, 10, 32} { // ⌈160/16⌉, ⌈256/8⌉
-		t.Errorf("decode weighted-sum grid %v, want [3 10 32]", g)
+	if g := ls[2].Grid; g != [3]uint32{3, 20, 32} { // ⌈160/8⌉, ⌈256/8⌉
+		t.Errorf("decode weighted-sum grid %v, want [3 20 32]", g)
+	}
+	if ls[0].Kernel != "muser_attn_scores_f16" { // dim 256: past the decode scores kernel's 128
+		t.Errorf("decode scores of dim 256 launch %s, want muser_attn_scores_f16", ls[0].Kernel)
 	}
 	for _, bad := range []Attention{
 		{F16: true, Heads: 14, KVHeads: 3, Dim: 64, N: 1, NTiles: 1, LD: 1},
