@@ -60,40 +60,37 @@ func (s *Store) ChunkWrites() ChunkWriteMode {
 }
 
 // setBuffered records that received chunks go through the page cache,
-// and why; the first such decision is logged (Options.Logger, else
-// slog.Default).
-func (s *Store) setBuffered(why string) {
-	s.direct.mu.Lock()
-	first := !s.direct.mode.Known
-	if first {
-		s.direct.mode = ChunkWriteMode{Known: true, Fallback: why}
-	}
-	s.direct.mu.Unlock()
-	if first {
-		log := s.opts.Logger
-		if log == nil {
-			log = slog.Default()
-		}
-		log.Info("store: received chunks are written through the page cache", "dir", s.dir, "reason", why)
-	}
-}
+// and why, unless the store had already decided; the decision is logged
+// once (Options.Logger, else slog.Default).
+func (s *Store) setBuffered(why string) { s.fallBack(why, false) }
 
 // directRefused records that a direct write failed with EINVAL on a
 // file the file system opened with O_DIRECT: the store writes received
-// chunks through the page cache from now on (logged once).
+// chunks through the page cache from now on, even if it had decided on
+// direct writes (logged once).
 func (s *Store) directRefused(err error) {
-	why := "a direct write was refused: " + err.Error()
+	s.fallBack("a direct write was refused: "+err.Error(), true)
+}
+
+// fallBack switches received chunks to page-cache writes for reason why
+// when the store has not decided yet, or (overrideDirect) when it had
+// decided on direct writes, and logs the switch.
+func (s *Store) fallBack(why string, overrideDirect bool) {
 	s.direct.mu.Lock()
-	first := s.direct.mode.Direct || !s.direct.mode.Known
-	s.direct.mode = ChunkWriteMode{Known: true, Fallback: why}
-	s.direct.mu.Unlock()
-	if first {
-		log := s.opts.Logger
-		if log == nil {
-			log = slog.Default()
-		}
-		log.Info("store: received chunks are written through the page cache", "dir", s.dir, "reason", why)
+	m := s.direct.mode
+	change := !m.Known || overrideDirect && m.Direct
+	if change {
+		s.direct.mode = ChunkWriteMode{Known: true, Fallback: why}
 	}
+	s.direct.mu.Unlock()
+	if !change {
+		return
+	}
+	log := s.opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Info("store: received chunks are written through the page cache", "dir", s.dir, "reason", why)
 }
 
 // createChunkTemp creates the temporary file for a received chunk of
