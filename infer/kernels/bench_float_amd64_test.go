@@ -117,3 +117,38 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 		}
 	}
 }
+
+// BenchmarkFloatPrefill measures prefill MatMul (n=512) of F16 and BF16
+// weights at the Qwen2.5-0.5B shapes (not the output matrix, which a
+// prefill multiplies by its last token only) in GFLOP per CPU-second
+// (2·rows·cols·n per op). kind=BF16-mul is BF16 with the fused kernels
+// off (the multiply-then-add kernels, as before them); kind=F16 is the
+// same-shape peer. Each shape and thread count runs its cases back to
+// back.
+func BenchmarkFloatPrefill(b *testing.B) {
+	const n = 512
+	for _, sh := range benchShapes[:3] {
+		for _, th := range []int{1, 2} {
+			for _, kind := range []string{"F16", "BF16", "BF16-mul"} {
+				b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
+					p := NewPool(th)
+					defer p.Close()
+					typ := ggml.TypeF16
+					if strings.HasPrefix(kind, "BF16") {
+						typ = ggml.TypeBF16
+					}
+					defer func(on bool) { bf16FMA = on }(bf16FMA)
+					bf16FMA = kind != "BF16-mul"
+					m := benchMatrix(b, typ, sh.rows, sh.cols)
+					x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
+					y := make([]float32, n*sh.rows)
+					cpu := startCPU(b)
+					for b.Loop() {
+						p.MatMul(y, m, x, n)
+					}
+					cpu.report(2*float64(sh.rows*sh.cols*n)/1e9, "GFLOP")
+				})
+			}
+		}
+	}
+}

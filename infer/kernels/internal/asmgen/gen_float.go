@@ -10,13 +10,17 @@ import "fmt"
 // acc[r*nt+t] — and Go adds the columns past the last whole
 // 16 and runs the fixed reduction tree. F16 products are exact in float32,
 // so a fused multiply-add equals the canonical multiply-then-add; F32 and
-// BF16 multiply and add separately.
+// BF16 multiply and add separately. "BF16F" is BF16 with fused
+// multiply-adds, for callers that have checked that every product of the
+// call is exact in float32 (matmulFloatAVX512: bf16 × bf16 has at most 16
+// significant bits, so only a product outside float32's normal range can
+// round), where it gives the same bits.
 func genFloat(typ string, nt int, reduce bool) {
 	suffix := ""
 	if reduce {
 		suffix = "R"
 	}
-	name := fmt.Sprintf("%sDot4x%d%sAVX512", map[string]string{"F16": "f16", "F32": "f32", "BF16": "bf16"}[typ], nt, suffix)
+	name := fmt.Sprintf("%sDot4x%d%sAVX512", map[string]string{"F16": "f16", "F32": "f32", "BF16": "bf16", "BF16F": "bf16f"}[typ], nt, suffix)
 	step := 32 // weight bytes per 16 columns
 	if typ == "F32" {
 		step = 64
@@ -53,7 +57,7 @@ func genFloat(typ string, nt int, reduce bool) {
 			emit("\tVCVTPH2PS %s, Z%d", row(r, 0), 16+r)
 		case "F32":
 			emit("\tVMOVUPS %s, Z%d", row(r, 0), 16+r)
-		case "BF16":
+		case "BF16", "BF16F":
 			emit("\tVPMOVZXWD %s, Z%d", row(r, 0), 16+r)
 			emit("\tVPSLLD $16, Z%d, Z%d", 16+r, 16+r)
 		}
@@ -65,7 +69,7 @@ func genFloat(typ string, nt int, reduce bool) {
 	for r := 0; r < 4; r++ {
 		for t := 0; t < nt; t++ {
 			a := r*4 + t
-			if typ == "F16" {
+			if typ == "F16" || typ == "BF16F" {
 				emit("\tVFMADD231PS Z%d, Z%d, Z%d", 20+t, 16+r, a)
 			} else {
 				emit("\tVMULPS Z%d, Z%d, Z%d", 20+t, 16+r, tmp)

@@ -85,6 +85,10 @@ func generate() string {
 		genFloatAVX2(typ, false)
 		genFloatAVX2(typ, true)
 	}
+	for nt := 1; nt <= 4; nt++ {
+		genFloat("BF16F", nt, false)
+		genFloat("BF16F", nt, true)
+	}
 	return out.String()
 }
 
