@@ -74,3 +74,26 @@ func bf16ExactTokens(m *Matrix, a *acts, r0, r1 int) func(t0, nt int) bool {
 		return true
 	}
 }
+
+//go:noescape
+func bf16RoundAVX512(src *float32, dst *float32, n16 int) uint32
+
+// roundBF16Arch rounds src to bf16 into dst (widened back to float32) as
+// quantRow does, with AVX-512 where the CPU has it, and returns the
+// values' range; it reports whether it did the work.
+func roundBF16Arch(src, dst []float32) (bf16Range, bool) {
+	if isa < ISAAVX512 {
+		return 0, false
+	}
+	n16 := len(src) / 16
+	r := bf16RangeEmpty
+	if n16 > 0 {
+		r = bf16Range(bf16RoundAVX512(&src[0], &dst[0], n16))
+	}
+	for i := n16 * 16; i < len(src); i++ {
+		b := ggml.F32ToBF16(src[i])
+		r = r.addBits(b)
+		dst[i] = ggml.BF16ToF32(b)
+	}
+	return r, true
+}

@@ -142,3 +142,49 @@ func TestMatMulBF16Exact(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundBF16Arch checks the AVX-512 rounding of activations to bf16
+// (and their range) bit for bit against ggml.F32ToBF16 and the portable
+// range, on values of every kind: ties to even, values that round up to
+// infinity, subnormals, zeros of both signs, infinities and NaNs with
+// payloads, at lengths around the 16-value step.
+func TestRoundBF16Arch(t *testing.T) {
+	if BestISA() < ISAAVX512 {
+		t.Skip("no AVX-512")
+	}
+	defer SetISA(SetISA(ISAAVX512))
+	rng := rand.New(rand.NewPCG(9, 10))
+	specials := []uint32{0, 0x80000000, 0x3F808000, 0x3F818000, 0x3F80FFFF, 0x7F7FFFFF, 0xFF7F8000,
+		0x00000001, 0x807FFFFF, 0x00008000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFF1234, 0x7FBF8000}
+	for _, n := range []int{0, 1, 15, 16, 17, 48, 100, 896} {
+		for trial := 0; trial < 40; trial++ {
+			src := make([]float32, n)
+			for i := range src {
+				switch rng.IntN(3) {
+				case 0:
+					src[i] = math.Float32frombits(specials[rng.IntN(len(specials))])
+				case 1:
+					src[i] = math.Float32frombits(rng.Uint32())
+				default:
+					src[i] = float32(rng.NormFloat64())
+				}
+			}
+			dst := make([]float32, n)
+			got, ok := roundBF16Arch(src, dst)
+			if !ok {
+				t.Fatal("roundBF16Arch did not run on AVX-512")
+			}
+			want := bf16RangeEmpty
+			for i, v := range src {
+				b := ggml.F32ToBF16(v)
+				want = want.addBits(b)
+				if w := uint32(b) << 16; math.Float32bits(dst[i]) != w {
+					t.Fatalf("n=%d, value %d (%#08x): got %#08x, want %#08x", n, i, math.Float32bits(v), math.Float32bits(dst[i]), w)
+				}
+			}
+			if got != want {
+				t.Fatalf("n=%d, trial %d: range %#x, want %#x", n, trial, uint32(got), uint32(want))
+			}
+		}
+	}
+}

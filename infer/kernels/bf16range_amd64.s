@@ -51,3 +51,80 @@ bf16rangeDone:
 	MOVL AX, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// func bf16RoundAVX512(src *float32, dst *float32, n16 int) uint32
+//
+// Rounds n16 × 16 floats at src to bf16 as ggml.F32ToBF16 does (to nearest
+// even; a NaN keeps its top 16 bits with the quiet bit set) and stores the
+// results widened back to float32 at dst; returns their bf16Range, as
+// bf16ExpRangeAVX512 does.
+TEXT ·bf16RoundAVX512(SB), NOSPLIT, $0-28
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n16+16(FP), CX
+	VPTERNLOGD $0xFF, Z0, Z0, Z0 // smallest exponent so far
+	VPSRLD $16, Z0, Z0           // 0xFFFF per dword
+	VPXORD Z1, Z1, Z1            // largest exponent so far
+	MOVL $0x7FFFFFFF, AX
+	VPBROADCASTD AX, Z2          // magnitude bits
+	MOVL $0x7F800000, AX
+	VPBROADCASTD AX, Z3          // infinity
+	MOVL $0x00007FFF, AX
+	VPBROADCASTD AX, Z4          // rounding bias
+	MOVL $0xFFFF0000, AX
+	VPBROADCASTD AX, Z5          // bf16 bits of a float32
+	MOVL $0x00400000, AX
+	VPBROADCASTD AX, Z6          // the quiet bit
+	MOVL $1, AX
+	VPBROADCASTD AX, Z7
+	MOVL $0xFF, AX
+	VPBROADCASTD AX, Z8
+	TESTQ CX, CX
+	JLE bf16roundDone
+
+bf16roundLoop:
+	VMOVDQU32 (SI), Z9
+	VPSRLD $16, Z9, Z10
+	VPANDD Z7, Z10, Z10          // (u >> 16) & 1
+	VPADDD Z9, Z10, Z10
+	VPADDD Z4, Z10, Z10          // u + 0x7fff + ((u >> 16) & 1)
+	VPANDD Z5, Z10, Z10
+	VPANDD Z2, Z9, Z11
+	VPCMPUD $6, Z3, Z11, K1      // K1: NaN (|u| > infinity)
+	VPORD Z6, Z9, Z12
+	VPANDD Z5, Z12, K1, Z10      // NaN: top half with the quiet bit
+	VMOVDQU32 Z10, (DI)
+	VPTESTMD Z2, Z10, K2         // K2: not ±0
+	VPSRLD $23, Z10, Z11
+	VPANDD Z8, Z11, Z11          // exponent field
+	VPMINUD Z11, Z0, K2, Z0
+	VPMAXUD Z11, Z1, Z1
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ bf16roundLoop
+
+bf16roundDone:
+	VEXTRACTI64X4 $1, Z0, Y9
+	VPMINUD Y9, Y0, Y0
+	VEXTRACTI128 $1, Y0, X9
+	VPMINUD X9, X0, X0
+	VPSHUFD $0x4E, X0, X9
+	VPMINUD X9, X0, X0
+	VPSHUFD $0xB1, X0, X9
+	VPMINUD X9, X0, X0
+	VEXTRACTI64X4 $1, Z1, Y9
+	VPMAXUD Y9, Y1, Y1
+	VEXTRACTI128 $1, Y1, X9
+	VPMAXUD X9, X1, X1
+	VPSHUFD $0x4E, X1, X9
+	VPMAXUD X9, X1, X1
+	VPSHUFD $0xB1, X1, X9
+	VPMAXUD X9, X1, X1
+	VMOVD X0, AX
+	VMOVD X1, BX
+	SHLL $16, BX
+	ORL BX, AX
+	MOVL AX, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -176,8 +176,9 @@
 //     loads and products can overlap a row's chain of dependent adds out
 //     of order.
 //
-// The activation quantizers (Q8_0, Q8_1, Q8_K) and Dot, DotF16, AXPY,
-// AXPYF16 have AVX-512 versions with the same bits.
+// The activation quantizers (Q8_0, Q8_1, Q8_K, and the rounding to bf16
+// with each token's exponent range) and Dot, DotF16, AXPY, AXPYF16 have
+// AVX-512 versions with the same bits.
 //
 // # Vector helpers
 //

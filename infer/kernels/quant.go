@@ -109,6 +109,10 @@ func (a *acts) quantRow(x []float32, t int) {
 		}
 	case actBF16:
 		dst := a.f[t*c : (t+1)*c]
+		if r, ok := roundBF16Arch(src, dst); ok {
+			a.fr[t] = r
+			return
+		}
 		r := bf16RangeEmpty
 		for i, v := range src {
 			b := ggml.F32ToBF16(v)
