@@ -485,9 +485,9 @@ func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	for i := range ks {
 		plain.lanes[i], plain.reduced[i] = ks[i], kr[i]
 	}
-	sets := floatSets{plain: &plain}
+	sets := floatSets{plain: &plain, plainAcc: floatAccSets[m.Type]}
 	if exact := bf16ExactTokens(m, a, r0, r1); exact != nil {
-		sets.fast, sets.useFast = &bf16fKernels, exact
+		sets.fast, sets.fastAcc, sets.useFast = &bf16fKernels, bf16fAccSet, exact
 	}
 	matmulFloatN(y, m, a, r0, r1, &sets, 4)
 }
@@ -504,11 +504,23 @@ type floatSet struct{ lanes, reduced [4]floatKernel }
 
 // floatSets are the kernels matmulFloatN may use: plain, or fast for the
 // tokens where useFast reports true (kernels that give the same bits for
-// those tokens; nil: none).
+// those tokens); plainAcc and fastAcc are their accumulating versions, for
+// rows taken in column chunks (nil: rows are taken whole).
 type floatSets struct {
-	plain, fast *floatSet
-	useFast     func(t0, nt int) bool
+	plain, plainAcc, fast, fastAcc *floatSet
+	useFast                        func(t0, nt int) bool
 }
+
+// floatChunkMin16 and floatChunk16 (in steps of 16 columns): batches of
+// more than 4 tokens take rows of floatChunkMin16 steps or more in chunks
+// of floatChunk16 steps, so that a chunk of 4 tokens' activations stays
+// in L1 while the tile's row quads use it, instead of each quad streaming
+// whole rows of activations from L2. Each lane's additions stay in column
+// order, so the bits do not change.
+var (
+	floatChunkMin16 = 128
+	floatChunk16    = 32
+)
 
 // matmulFloatN runs float kernels over groups of 4 rows and up to maxT
 // tokens: the lanes kernel leaves the 16 canonical lane sums, Go adds the
@@ -520,36 +532,57 @@ func matmulFloatN(y []float32, m *Matrix, a *acts, r0, r1 int, sets *floatSets, 
 	rb, rows, cols := m.RowBytes, m.Rows, m.Cols
 	n16 := cols / 16
 	esize := rb / cols
-	var lanesBuf [4 * 4 * lanes]float32
 	gEnd := r0 + (r1-r0)/4*4
-	// Tokens outer, row quads inner: the tile's weights stay in L1 while
-	// the tokens' activations are used by every quad.
+	nq := (gEnd - r0) / 4
+	chunk := n16
+	var bufs [4][4 * 4 * lanes]float32
+	if sets.plainAcc != nil && a.n > 4 && nq <= len(bufs) && n16 >= floatChunkMin16 {
+		chunk = floatChunk16
+	}
+	// Tokens outer, column chunks, then row quads inner: the tile's weights
+	// stay in cache while the tokens' activations are used by every quad.
 	for t0 := 0; t0 < a.n; t0 += maxT {
 		nt := min(maxT, a.n-t0)
-		ks := sets.plain
+		ks, ka := sets.plain, sets.plainAcc
 		if sets.useFast != nil && gEnd > r0 && sets.useFast(t0, nt) {
-			ks = sets.fast
+			ks, ka = sets.fast, sets.fastAcc
 		}
-		for g0 := r0; g0 < gEnd; g0 += 4 {
-			if cols%16 == 0 {
-				ks.reduced[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
-				for r := 0; r < 4; r++ {
-					for t := 0; t < nt; t++ {
-						y[(t0+t)*rows+g0+r] = lanesBuf[r*nt+t]
-					}
-				}
-				continue
+		for c0 := 0; c0 == 0 || c0 < n16; c0 += chunk {
+			nc := min(chunk, n16-c0)
+			last := c0+nc >= n16
+			set := ks
+			if c0 > 0 {
+				set = ka
 			}
-			ks.lanes[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
-			for r := 0; r < 4; r++ {
-				row := m.row(g0 + r)
-				for t := 0; t < nt; t++ {
-					acc := (*[lanes]float32)(lanesBuf[(r*nt+t)*lanes:])
-					x := a.f[(t0+t)*cols : (t0+t+1)*cols]
-					for c := n16 * 16; c < cols; c++ {
-						acc[c%lanes] = acc[c%lanes] + float32(floatAt(m.Type, row, c, esize)*x[c])
+			k := set.lanes[nt-1]
+			if last && cols%16 == 0 {
+				k = set.reduced[nt-1]
+			}
+			for q := 0; q < nq; q++ {
+				g0 := r0 + 4*q
+				buf := &bufs[q%len(bufs)]
+				k(&m.Data[g0*rb+c0*16*esize], rb, &a.f[t0*cols+c0*16], cols*4, nc, &buf[0])
+				if !last {
+					continue
+				}
+				if cols%16 == 0 {
+					for r := 0; r < 4; r++ {
+						for t := 0; t < nt; t++ {
+							y[(t0+t)*rows+g0+r] = buf[r*nt+t]
+						}
 					}
-					y[(t0+t)*rows+g0+r] = reduceLanes(acc)
+					continue
+				}
+				for r := 0; r < 4; r++ {
+					row := m.row(g0 + r)
+					for t := 0; t < nt; t++ {
+						acc := (*[lanes]float32)(buf[(r*nt+t)*lanes:])
+						x := a.f[(t0+t)*cols : (t0+t+1)*cols]
+						for c := n16 * 16; c < cols; c++ {
+							acc[c%lanes] = acc[c%lanes] + float32(floatAt(m.Type, row, c, esize)*x[c])
+						}
+						y[(t0+t)*rows+g0+r] = reduceLanes(acc)
+					}
 				}
 			}
 		}

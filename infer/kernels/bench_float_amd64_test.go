@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -118,18 +119,30 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 	}
 }
 
+// prefillShapesLlama are two Llama-3.2-1B shapes, whose rows (2048 and
+// 8192 columns) are longer than any of Qwen2.5-0.5B's but ffn_down's.
+var prefillShapesLlama = []struct {
+	name       string
+	rows, cols int
+}{
+	{"llama_attn_q_2048x2048", 2048, 2048},
+	{"llama_ffn_down_2048x8192", 2048, 8192},
+}
+
 // BenchmarkFloatPrefill measures prefill MatMul (n=512) of F16 and BF16
 // weights at the Qwen2.5-0.5B shapes (not the output matrix, which a
-// prefill multiplies by its last token only) in GFLOP per CPU-second
-// (2·rows·cols·n per op). kind=BF16-mul is BF16 with the fused kernels
-// off (the multiply-then-add kernels, as before them); kind=F16 is the
-// same-shape peer. Each shape and thread count runs its cases back to
-// back.
+// prefill multiplies by its last token only) and two Llama-3.2-1B ones
+// in GFLOP per CPU-second
+// (2·rows·cols·n per op). The -whole kinds take rows whole (no column
+// chunks); kind=BF16-before also has the fused kernels off (the
+// multiply-then-add kernels, as before both); kind=F16 is the same-shape
+// peer. Each shape and thread count runs its cases back to back.
 func BenchmarkFloatPrefill(b *testing.B) {
 	const n = 512
-	for _, sh := range benchShapes[:3] {
+	shapes := append(benchShapes[:3:3], prefillShapesLlama...)
+	for _, sh := range shapes {
 		for _, th := range []int{1, 2} {
-			for _, kind := range []string{"F16", "BF16", "BF16-mul"} {
+			for _, kind := range []string{"F16", "F16-whole", "BF16", "BF16-whole", "BF16-before"} {
 				b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
 					p := NewPool(th)
 					defer p.Close()
@@ -137,8 +150,11 @@ func BenchmarkFloatPrefill(b *testing.B) {
 					if strings.HasPrefix(kind, "BF16") {
 						typ = ggml.TypeBF16
 					}
-					defer func(on bool) { bf16FMA = on }(bf16FMA)
-					bf16FMA = kind != "BF16-mul"
+					defer func(on bool, mn int) { bf16FMA, floatChunkMin16 = on, mn }(bf16FMA, floatChunkMin16)
+					bf16FMA = kind != "BF16-before"
+					if strings.HasSuffix(kind, "-whole") || kind == "BF16-before" {
+						floatChunkMin16 = math.MaxInt
+					}
 					m := benchMatrix(b, typ, sh.rows, sh.cols)
 					x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
 					y := make([]float32, n*sh.rows)

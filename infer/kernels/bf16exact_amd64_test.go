@@ -188,3 +188,49 @@ func TestRoundBF16Arch(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulFloatChunks checks batches of more than 4 tokens whose rows
+// are taken in column chunks (floatChunkMin16, floatChunk16) bit for bit
+// against the portable kernels, for every float type, with and without
+// columns past the last whole 16 and a last chunk shorter than the others,
+// on 1 and 2 threads, at the default chunk and at a short one.
+func TestMatMulFloatChunks(t *testing.T) {
+	if BestISA() < ISAAVX512 {
+		t.Skip("no AVX-512")
+	}
+	defer SetISA(SetISA(ISAGeneric))
+	defer func(mn, c int) { floatChunkMin16, floatChunk16 = mn, c }(floatChunkMin16, floatChunk16)
+	pools := map[int]*Pool{1: NewPool(1), 2: NewPool(2)}
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	for _, ch := range [][2]int{{floatChunkMin16, floatChunk16}, {8, 5}} {
+		for _, typ := range []ggml.Type{ggml.TypeF16, ggml.TypeF32, ggml.TypeBF16} {
+			for _, cols := range []int{16*ch[0] + 7, 16 * (2*ch[1] + 3), 16*(ch[0]+ch[1]) + 9} {
+				for _, n := range []int{5, 8, 37} {
+					t.Run(fmt.Sprintf("chunk=%d/%s/cols=%d/n=%d", ch[1], typ, cols, n), func(t *testing.T) {
+						floatChunkMin16, floatChunk16 = ch[0], ch[1]
+						const rows = 37
+						rng := rand.New(rand.NewPCG(31, uint64(cols)<<8|uint64(n)))
+						m, err := NewMatrix(typ, rows, cols, randomWeights(rng, typ, rows, cols))
+						if err != nil {
+							t.Fatal(err)
+						}
+						x := randomActs(rng, n*cols)
+						SetISA(ISAGeneric)
+						want := make([]float32, n*rows)
+						pools[1].MatMul(want, m, x, n)
+						SetISA(ISAAVX512)
+						for th, p := range pools {
+							got := make([]float32, n*rows)
+							p.MatMul(got, m, x, n)
+							bitsEqual(t, fmt.Sprintf("%d threads", th), got, want)
+						}
+					})
+				}
+			}
+		}
+	}
+}

@@ -165,6 +165,11 @@
 //     token's (taken when its activations are rounded) bound every
 //     product; a group that may leave the range (tiny or huge values,
 //     subnormals, infinities, NaN) takes the multiply-then-add kernel.
+//     Batches of more than 4 tokens take rows of 2,048 columns or more in
+//     chunks of 512 (each lane's sums carried from chunk to chunk in
+//     memory, its additions in the same column order), so that a chunk of
+//     4 tokens' activations (8 KiB) stays in L1 while the tile's row
+//     quads use it.
 //   - One token of F16 or BF16 weights (decode) whose columns are a whole
 //     number of 16 runs an 8-row kernel (f16_amd64.s) that reads the 8
 //     rows one after the other, each row's 16 accumulators in one register,

@@ -15,10 +15,17 @@ import "fmt"
 // call is exact in float32 (matmulFloatAVX512: bf16 × bf16 has at most 16
 // significant bits, so only a product outside float32's normal range can
 // round), where it gives the same bits.
-func genFloat(typ string, nt int, reduce bool) {
+//
+// With accIn (the "A" variants, for rows taken in column chunks) the
+// kernel starts from the lane sums that the previous chunk's kernel left
+// at acc instead of from zero.
+func genFloat(typ string, nt int, reduce, accIn bool) {
 	suffix := ""
+	if accIn {
+		suffix = "A"
+	}
 	if reduce {
-		suffix = "R"
+		suffix += "R"
 	}
 	name := fmt.Sprintf("%sDot4x%d%sAVX512", map[string]string{"F16": "f16", "F32": "f32", "BF16": "bf16", "BF16F": "bf16f"}[typ], nt, suffix)
 	step := 32 // weight bytes per 16 columns
@@ -36,8 +43,15 @@ func genFloat(typ string, nt int, reduce bool) {
 	emit("\tLEAQ (DX)(DX*2), BX")
 	emit("\tLEAQ (R8)(R8*2), R9")
 	emit("\tLEAQ (SI)(DX*8), AX") // prefetch pointer: two 4-row groups ahead, linear
+	if accIn {
+		emit("\tMOVQ acc+40(FP), R10")
+	}
 	for r := 0; r < 4; r++ {
 		for t := 0; t < nt; t++ {
+			if accIn {
+				emit("\tVMOVUPS %d(R10), Z%d", (r*nt+t)*64, r*4+t)
+				continue
+			}
 			emit("\tVPXORD Z%d, Z%d, Z%d", r*4+t, r*4+t, r*4+t)
 		}
 	}
