@@ -518,7 +518,7 @@ type floatSets struct {
 // whole rows of activations from L2. Each lane's additions stay in column
 // order, so the bits do not change.
 var (
-	floatChunkMin16 = 128
+	floatChunkMin16 = 256
 	floatChunk16    = 32
 )
 

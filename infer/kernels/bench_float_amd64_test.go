@@ -134,15 +134,16 @@ var prefillShapesLlama = []struct {
 // prefill multiplies by its last token only) and two Llama-3.2-1B ones
 // in GFLOP per CPU-second
 // (2·rows·cols·n per op). The -whole kinds take rows whole (no column
-// chunks); kind=BF16-before also has the fused kernels off (the
-// multiply-then-add kernels, as before both); kind=F16 is the same-shape
-// peer. Each shape and thread count runs its cases back to back.
+// chunks); the -before kinds also have the fused BF16 kernels off (the
+// multiply-then-add kernels) and round F16 activations with the table
+// loop, as before all three changes. Each shape and thread count runs its
+// cases back to back.
 func BenchmarkFloatPrefill(b *testing.B) {
 	const n = 512
 	shapes := append(benchShapes[:3:3], prefillShapesLlama...)
 	for _, sh := range shapes {
 		for _, th := range []int{1, 2} {
-			for _, kind := range []string{"F16", "F16-whole", "BF16", "BF16-whole", "BF16-before"} {
+			for _, kind := range []string{"F16", "F16-whole", "F16-before", "BF16", "BF16-whole", "BF16-before"} {
 				b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
 					p := NewPool(th)
 					defer p.Close()
@@ -150,9 +151,10 @@ func BenchmarkFloatPrefill(b *testing.B) {
 					if strings.HasPrefix(kind, "BF16") {
 						typ = ggml.TypeBF16
 					}
-					defer func(on bool, mn int) { bf16FMA, floatChunkMin16 = on, mn }(bf16FMA, floatChunkMin16)
+					defer func(on, r bool, mn int) { bf16FMA, f16RoundSIMD, floatChunkMin16 = on, r, mn }(bf16FMA, f16RoundSIMD, floatChunkMin16)
 					bf16FMA = kind != "BF16-before"
-					if strings.HasSuffix(kind, "-whole") || kind == "BF16-before" {
+					f16RoundSIMD = kind != "F16-before"
+					if strings.HasSuffix(kind, "-whole") || strings.HasSuffix(kind, "-before") {
 						floatChunkMin16 = math.MaxInt
 					}
 					m := benchMatrix(b, typ, sh.rows, sh.cols)

@@ -165,7 +165,7 @@
 //     token's (taken when its activations are rounded) bound every
 //     product; a group that may leave the range (tiny or huge values,
 //     subnormals, infinities, NaN) takes the multiply-then-add kernel.
-//     Batches of more than 4 tokens take rows of 2,048 columns or more in
+//     Batches of more than 4 tokens take rows of 4,096 columns or more in
 //     chunks of 512 (each lane's sums carried from chunk to chunk in
 //     memory, its additions in the same column order), so that a chunk of
 //     4 tokens' activations (8 KiB) stays in L1 while the tile's row
@@ -183,7 +183,8 @@
 //
 // The activation quantizers (Q8_0, Q8_1, Q8_K, and the rounding to bf16
 // with each token's exponent range) and Dot, DotF16, AXPY, AXPYF16 have
-// AVX-512 versions with the same bits.
+// AVX-512 versions with the same bits; the rounding to f16 is RoundF16s
+// (F16C where the CPU has it).
 //
 // # Vector helpers
 //

@@ -95,6 +95,11 @@ func (a *acts) reset(kind actKind, n, cols int) {
 	}
 }
 
+// f16RoundSIMD rounds F16 weights' activations with RoundF16s (F16C where
+// the CPU has it); off, with the table loop as before (same bits: a knob
+// for benchmarks that compare the two in one run).
+var f16RoundSIMD = true
+
 // quantRow quantizes token row t of x.
 func (a *acts) quantRow(x []float32, t int) {
 	c := a.cols
@@ -104,6 +109,13 @@ func (a *acts) quantRow(x []float32, t int) {
 		copy(a.f[t*c:], src)
 	case actF16:
 		dst := a.f[t*c : (t+1)*c]
+		if f16RoundSIMD {
+			// RoundF16s: f16Table[ggml.F32ToF16(v)] for each v, with F16C
+			// where the CPU has it (the same bits, NaN included).
+			copy(dst, src)
+			RoundF16s(dst)
+			return
+		}
 		for i, v := range src {
 			dst[i] = f16Table[ggml.F32ToF16(v)]
 		}
