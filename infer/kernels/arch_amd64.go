@@ -547,7 +547,9 @@ func matmulFloatN(y []float32, m *Matrix, a *acts, r0, r1 int, sets *floatSets, 
 		if sets.useFast != nil && gEnd > r0 && sets.useFast(t0, nt) {
 			ks, ka = sets.fast, sets.fastAcc
 		}
-		for c0 := 0; c0 == 0 || c0 < n16; c0 += chunk {
+		// One pass when the rows are not chunked (chunk = n16, 0 for rows
+		// shorter than 16 columns, whose kernel call only clears the lanes).
+		for c0 := 0; ; c0 += chunk {
 			nc := min(chunk, n16-c0)
 			last := c0+nc >= n16
 			set := ks
@@ -584,6 +586,9 @@ func matmulFloatN(y []float32, m *Matrix, a *acts, r0, r1 int, sets *floatSets, 
 						y[(t0+t)*rows+g0+r] = reduceLanes(acc)
 					}
 				}
+			}
+			if last {
+				break
 			}
 		}
 	}

@@ -193,7 +193,8 @@ func TestRoundBF16Arch(t *testing.T) {
 // are taken in column chunks (floatChunkMin16, floatChunk16) bit for bit
 // against the portable kernels, for every float type, with and without
 // columns past the last whole 16 and a last chunk shorter than the others,
-// on 1 and 2 threads, at the default chunk and at a short one.
+// on 1 and 2 threads, at the default chunk and at a short one, and rows
+// shorter than 16 columns.
 func TestMatMulFloatChunks(t *testing.T) {
 	if BestISA() < ISAAVX512 {
 		t.Skip("no AVX-512")
@@ -208,7 +209,8 @@ func TestMatMulFloatChunks(t *testing.T) {
 	}()
 	for _, ch := range [][2]int{{floatChunkMin16, floatChunk16}, {8, 5}} {
 		for _, typ := range []ggml.Type{ggml.TypeF16, ggml.TypeF32, ggml.TypeBF16} {
-			for _, cols := range []int{16*ch[0] + 7, 16 * (2*ch[1] + 3), 16*(ch[0]+ch[1]) + 9} {
+			// 7 and 15: rows shorter than one 16-column step (no kernel step at all).
+			for _, cols := range []int{7, 15, 16*ch[0] + 7, 16 * (2*ch[1] + 3), 16*(ch[0]+ch[1]) + 9} {
 				for _, n := range []int{5, 8, 37} {
 					t.Run(fmt.Sprintf("chunk=%d/%s/cols=%d/n=%d", ch[1], typ, cols, n), func(t *testing.T) {
 						floatChunkMin16, floatChunk16 = ch[0], ch[1]
