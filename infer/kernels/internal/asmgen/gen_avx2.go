@@ -45,7 +45,7 @@ func genLegacyAVX2(l legacy) {
 	emit("%sloop:", name)
 	emit("\tMOVQ pf-8(SP), AX")
 	for off := 0; off < 8*l.blockBytes; off += 64 {
-		emit("\tPREFETCHT0 %d(AX)", off)
+		emit("\t%s %d(AX)", decodePrefetch, off)
 	}
 	emit("\tADDQ $%d, AX", 8*l.blockBytes)
 	emit("\tMOVQ AX, pf-8(SP)")
@@ -144,7 +144,7 @@ const asumSlot = "asum-72(SP)"
 func avx2Prefetch(blockBytes int) {
 	emit("\tMOVQ pf-8(SP), AX")
 	for off := 0; off < 8*blockBytes; off += 64 {
-		emit("\tPREFETCHT0 %d(AX)", off)
+		emit("\t%s %d(AX)", decodePrefetch, off)
 	}
 	emit("\tADDQ $%d, AX", 8*blockBytes)
 	emit("\tMOVQ AX, pf-8(SP)")

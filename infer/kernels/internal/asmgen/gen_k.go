@@ -33,12 +33,13 @@ func prologue(name, doc string) {
 }
 
 // linearPrefetch prefetches the next 8·blockBytes bytes of the group two
-// groups ahead and advances the pointer kept at pf-8(SP). It clobbers R13.
+// groups ahead (decodePrefetch) and advances the pointer kept at pf-8(SP).
+// It clobbers R13.
 func linearPrefetch(blockBytes int) {
 	n := 8 * blockBytes
 	emit("\tMOVQ pf-8(SP), R13")
 	for off := 0; off < n; off += 64 {
-		emit("\tPREFETCHT0 %d(R13)", off)
+		emit("\t%s %d(R13)", decodePrefetch, off)
 	}
 	emit("\tADDQ $%d, R13", n)
 	emit("\tMOVQ R13, pf-8(SP)")

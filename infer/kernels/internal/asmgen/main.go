@@ -10,6 +10,13 @@ import (
 
 var out strings.Builder
 
+// decodePrefetch is the prefetch instruction of the one-token raw-block
+// kernels' linear sweep two 8-row groups ahead. On Zen 4, PREFETCHT1 (to
+// L2) let the Q6_K kernel read an output matrix from memory about twice as
+// fast as PREFETCHT0 (to L1), whose misses back up behind the kernel's own
+// loads (docs/benchmarks.md, "Decode (n=1)").
+var decodePrefetch = "PREFETCHT1"
+
 // emit writes one line of assembly.
 func emit(format string, args ...any) {
 	fmt.Fprintf(&out, format, args...)
@@ -193,11 +200,11 @@ TEXT ·q8_0Dot8AVX512(SB), NOSPLIT, $8-56
 
 q8loop:
 	MOVQ pf-8(SP), AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	PREFETCHT0 128(AX)
-	PREFETCHT0 192(AX)
-	PREFETCHT0 256(AX)
+	PREFETCHT1 (AX)
+	PREFETCHT1 64(AX)
+	PREFETCHT1 128(AX)
+	PREFETCHT1 192(AX)
+	PREFETCHT1 256(AX)
 	ADDQ $272, AX
 	MOVQ AX, pf-8(SP)
 	VMOVDQU32 2(SI), Y16
