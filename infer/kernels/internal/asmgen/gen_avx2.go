@@ -237,19 +237,19 @@ func genQ4KAVX2(five bool) {
 				emit("\tVPMADDWD Y12, Y10, Y%d", g)
 			}
 		}
-		emit("\tREDUCE8")
+		reduce8("Y10")
 		emit("\tVPMULLD Y8, Y1, Y1")
 		emit("\tVMOVDQU Y1, %s", vs(r))
 	}
 	for r := 0; r < 8; r++ {
 		emit("\tVMOVDQU %s, Y%d", vs(r), r)
 	}
-	emit("\tREDUCE8")
+	reduce8("Y9")
 	emit("\tVMOVDQA Y1, Y10") // S
 	for r := 0; r < 8; r++ {
 		emit("\tVMOVDQU %s, Y%d", vm(r), r)
 	}
-	emit("\tREDUCE8") // M
+	reduce8("Y9") // M
 	avx2Scales(0, true)
 	emit("\tVBROADCASTSS (R11), Y5")
 	emit("\tVMULPS Y5, Y3, Y3")
