@@ -209,12 +209,19 @@ func genQ4K(five bool) {
 }
 
 // genQ6K writes the Q6_K raw-block kernel. Per super-block and row the 6-bit
-// values are rebuilt from ql/qh with shifts, masks and a ternary-logic merge,
-// dotted with the activations (VNNI), summed per group of 16 (two levels of
-// horizontal adds leave groups in the order 0,2,4,6,1,3,5,7 | 8,10,...),
-// multiplied by the signed scales permuted to match, less 32·Σ sc·bs.
-func genQ6K() {
-	prologue("q6_KDot8AVX512", "Q6_K on raw blocks: isum = Σ_h sc_h·Σ (q−32)·a; p = (d·da)·float32(isum); acc = acc + p.")
+// values are rebuilt from ql/qh with shifts, masks and a ternary-logic merge
+// (gfni: GF(2) affine byte transforms in place of the shift-and-mask
+// pairs, q6_KDot8GFNI), dotted with the activations (VNNI), summed per
+// group of 16 (two levels of horizontal adds leave groups in the order
+// 0,2,4,6,1,3,5,7 | 8,10,...), less 32·Σa of each group (computed once per
+// super-block for all rows), multiplied by the signed scales permuted to
+// match and summed: Σ sc·(Σ q·a − 32·Σa), an exact integer either way.
+func genQ6K(gfni bool) {
+	name, lbl := "q6_KDot8AVX512", "q6k"
+	if gfni {
+		name, lbl = "q6_KDot8GFNI", "q6kg"
+	}
+	prologue(name, "Q6_K on raw blocks: isum = Σ_h sc_h·Σ (q−32)·a; p = (d·da)·float32(isum); acc = acc + p.")
 	emit("\tMOVL $0x0f0f0f0f, R8")
 	emit("\tVPBROADCASTD R8, Y13")
 	emit("\tMOVL $0x30303030, R8")
@@ -229,17 +236,57 @@ func genQ6K() {
 	emit("\tVPBROADCASTD R8, X29")
 	emit("\tVPADDD X29, X28, X29") // [1,3,5,7]
 	emit("\tVINSERTI32X4 $1, X29, Y28, Y28")
+	if gfni {
+		// GF(2) bit matrices for VGF2P8AFFINEQB: output bit i of a byte is
+		// the parity of (matrix byte 7−i) & input byte. Y27: bits 0,1 to
+		// 4,5; Y29: bits 2,3 to 4,5; Y31: bits 4..7 to 0..3 (x>>4 within
+		// the byte). The other output bits are 0.
+		emit("\tMOVQ $0x0000000001020000, R8")
+		emit("\tVPBROADCASTQ R8, Y27")
+		emit("\tMOVQ $0x0000000004080000, R8")
+		emit("\tVPBROADCASTQ R8, Y29")
+		emit("\tMOVQ $0x1020408000000000, R8")
+		emit("\tVPBROADCASTQ R8, Y31")
+	}
 	emit("\tTESTQ CX, CX")
-	emit("\tJLE q6kdone")
-	emit("q6kloop:")
+	emit("\tJLE %sdone", lbl)
+	emit("%sloop:", lbl)
 	linearPrefetch(210)
-	emit("\tVMOVDQU (R12), Y14") // bsums, 16 × int16
+	// 32·Σa per group of 16 as int32, in the order the per-row group sums
+	// take below (0,2,4,6,1,3,5,7 | 8,10,...): each row subtracts them from
+	// its group sums before the scales multiply, Σ sc·(Σ q·a − 32·Σa).
+	emit("\tVPMOVSXWD (R12), Y14")
+	emit("\tVPMOVSXWD 16(R12), Y26")
+	emit("\tVPSLLD $5, Y14, Y14")
+	emit("\tVPSLLD $5, Y26, Y26")
+	emit("\tVPERMD Y14, Y28, Y14")
+	emit("\tVPERMD Y26, Y28, Y26")
 	for r := 0; r < 8; r++ {
 		zero8()
 		for h := 0; h < 2; h++ {
 			emit("\tVMOVDQU %s, Y8", row(r, 64*h))
 			emit("\tVMOVDQU %s, Y9", row(r, 64*h+32))
 			emit("\tVMOVDQU %s, Y10", row(r, 128+32*h))
+			if gfni {
+				// v0 = (A & 0F) | ((H bits 0,1) << 4)
+				emit("\tVGF2P8AFFINEQB $0, Y27, Y10, Y11")
+				emit("\tVPTERNLOGD $0xF8, Y13, Y8, Y11") // Y11 = Y11 | (Y8 & Y13)
+				emit("\tVPDPBUSD %d(DI), Y11, Y%d", 128*h, 4*h)
+				// v1 = (B & 0F) | ((H bits 2,3) << 2)
+				emit("\tVGF2P8AFFINEQB $0, Y29, Y10, Y11")
+				emit("\tVPTERNLOGD $0xF8, Y13, Y9, Y11")
+				emit("\tVPDPBUSD %d(DI), Y11, Y%d", 128*h+32, 4*h+1)
+				// v2 = (A >> 4 within the byte) | (H & 30)
+				emit("\tVGF2P8AFFINEQB $0, Y31, Y8, Y11")
+				emit("\tVPTERNLOGD $0xF8, Y12, Y10, Y11")
+				emit("\tVPDPBUSD %d(DI), Y11, Y%d", 128*h+64, 4*h+2)
+				// v3 = (B >> 4 within the byte) | ((H>>2) & 30)
+				emit("\tVGF2P8AFFINEQB $0, Y31, Y9, Y11")
+				emit("\tVPSRLW $2, Y10, Y10")
+				emit("\tVPTERNLOGD $0xF8, Y12, Y10, Y11")
+				emit("\tVPDPBUSD %d(DI), Y11, Y%d", 128*h+96, 4*h+3)
+				continue
+			}
 			// v0 = (A & 0F) | ((H<<4) & 30)
 			emit("\tVPSLLW $4, Y10, Y11")
 			emit("\tVPANDD Y12, Y11, Y11")
@@ -268,6 +315,8 @@ func genQ6K() {
 		emit("\tVPHADDD Y7, Y6, Y6")
 		emit("\tVPHADDD Y2, Y0, Y0")
 		emit("\tVPHADDD Y6, Y4, Y4")
+		emit("\tVPSUBD Y14, Y0, Y0")
+		emit("\tVPSUBD Y26, Y4, Y4")
 		emit("\tVPMOVSXBD %s, Y24", row(r, 192))
 		emit("\tVPERMD Y24, Y28, Y24")
 		emit("\tVPMOVSXBD %s, Y25", row(r, 200))
@@ -275,10 +324,6 @@ func genQ6K() {
 		emit("\tVPMULLD Y24, Y0, Y0")
 		emit("\tVPMULLD Y25, Y4, Y4")
 		emit("\tVPADDD Y4, Y0, Y0")
-		emit("\tVPMOVSXBW %s, Y26", row(r, 192))
-		emit("\tVPMADDWD Y14, Y26, Y26")
-		emit("\tVPSLLD $5, Y26, Y26")
-		emit("\tVPSUBD Y26, Y0, Y0")
 		emit("\tVMOVDQA64 Y0, Y%d", 16+r)
 	}
 	for r := 0; r < 8; r++ {
@@ -300,8 +345,8 @@ func genQ6K() {
 	emit("\tADDQ $4, R11")
 	emit("\tADDQ $32, R12")
 	emit("\tDECQ CX")
-	emit("\tJNZ q6kloop")
-	epilogue("q6kdone")
+	emit("\tJNZ %sloop", lbl)
+	epilogue(lbl + "done")
 }
 
 var _ = fmt.Sprint
