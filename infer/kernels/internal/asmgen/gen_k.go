@@ -89,6 +89,27 @@ func zero8() {
 	}
 }
 
+// packScales loads the f16 at byte disp of each row's current block into
+// word r of X3, by scalar loads packed in R8 (rows 0-3) and R10 (rows 4-7)
+// with R9 as scratch: on Zen 4 this measured faster than VPGATHERDD, whose
+// cost is a quarter of the one-token Q8_0 kernel's. Clobbers R8-R10.
+func packScales(disp int) {
+	for half, dst := range []string{"R8", "R10"} {
+		for k := 0; k < 4; k++ {
+			r := 4*half + k
+			if k == 0 {
+				emit("\tMOVWLZX %s, %s", row(r, disp), dst)
+				continue
+			}
+			emit("\tMOVWLZX %s, R9", row(r, disp))
+			emit("\tSHLQ $%d, R9", 16*k)
+			emit("\tORQ R9, %s", dst)
+		}
+	}
+	emit("\tVMOVQ R8, X3")
+	emit("\tVPINSRQ $1, R10, X3, X3")
+}
+
 // gatherScales loads the 32 bits at byte disp of each row's current block
 // into Y2 (idx is reloaded into Y11).
 func gatherScales(disp int) {

@@ -185,7 +185,6 @@ TEXT ·q8_0Dot8AVX512(SB), NOSPLIT, $8-56
 	MOVQ da+32(FP), R11
 	MOVQ bs+40(FP), R12
 	MOVQ acc+48(FP), R13
-	VMOVDQU (AX), Y12              // row offsets
 	MOVL 4(AX), DX                 // rowBytes
 	LEAQ (DX)(DX*2), BX            // 3·rowBytes
 	LEAQ (SI)(DX*4), R14           // row 4
@@ -246,9 +245,28 @@ q8loop:
 	VPSLLD $7, Y2, Y2
 	VPSUBD Y2, Y1, Y1
 	VCVTDQ2PS Y1, Y1
-	KXNORB K1, K1, K1
-	VPGATHERDD (SI)(Y12*1), K1, Y3
-	VPMOVDW Y3, X3
+	MOVWLZX (SI), R8               // the 8 rows' f16 scales (packScales)
+	MOVWLZX (SI)(DX*1), R9
+	SHLQ $16, R9
+	ORQ R9, R8
+	MOVWLZX (SI)(DX*2), R9
+	SHLQ $32, R9
+	ORQ R9, R8
+	MOVWLZX (SI)(BX*1), R9
+	SHLQ $48, R9
+	ORQ R9, R8
+	MOVWLZX (R14), R10
+	MOVWLZX (R14)(DX*1), R9
+	SHLQ $16, R9
+	ORQ R9, R10
+	MOVWLZX (R14)(DX*2), R9
+	SHLQ $32, R9
+	ORQ R9, R10
+	MOVWLZX (R14)(BX*1), R9
+	SHLQ $48, R9
+	ORQ R9, R10
+	VMOVQ R8, X3
+	VPINSRQ $1, R10, X3, X3
 	VCVTPH2PS X3, Y3
 	VBROADCASTSS (R11), Y2
 	VMULPS Y2, Y3, Y3
