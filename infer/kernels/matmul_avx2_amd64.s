@@ -34,7 +34,6 @@ TEXT ·q8_0Dot8AVX2(SB), NOSPLIT, $8-56
 	MOVQ nb+16(FP), CX
 	MOVQ q+24(FP), DI
 	MOVQ da+32(FP), R11
-	VMOVDQU (AX), Y12               // row offsets, for the gather
 	MOVL 4(AX), DX
 	LEAQ (DX)(DX*2), BX
 	LEAQ (SI)(DX*4), R14
@@ -47,9 +46,6 @@ TEXT ·q8_0Dot8AVX2(SB), NOSPLIT, $8-56
 	MOVL $0x00010001, R8
 	MOVQ R8, X11
 	VPBROADCASTD X11, Y11
-	MOVL $0x0000ffff, R8
-	MOVQ R8, X13
-	VPBROADCASTD X13, Y13
 	TESTQ CX, CX
 	JLE q8a2done
 q8a2loop:
@@ -72,11 +68,28 @@ q8a2loop:
 	Q8ROW(2(R14)(BX*1), Y7)
 	REDUCE8AVX2
 	VCVTDQ2PS Y1, Y1
-	VPCMPEQD Y14, Y14, Y14
-	VPGATHERDD Y14, (SI)(Y12*1), Y3
-	VPAND Y13, Y3, Y3
-	VPACKUSDW Y3, Y3, Y3
-	VPERMQ $0x08, Y3, Y3
+	MOVWLZX (SI), R8                // the 8 rows' f16 scales, packed by
+	MOVWLZX (SI)(DX*1), R9          // scalar loads (faster than
+	SHLQ $16, R9                    // VPGATHERDD on Zen 4)
+	ORQ R9, R8
+	MOVWLZX (SI)(DX*2), R9
+	SHLQ $32, R9
+	ORQ R9, R8
+	MOVWLZX (SI)(BX*1), R9
+	SHLQ $48, R9
+	ORQ R9, R8
+	MOVWLZX (R14), R10
+	MOVWLZX (R14)(DX*1), R9
+	SHLQ $16, R9
+	ORQ R9, R10
+	MOVWLZX (R14)(DX*2), R9
+	SHLQ $32, R9
+	ORQ R9, R10
+	MOVWLZX (R14)(BX*1), R9
+	SHLQ $48, R9
+	ORQ R9, R10
+	VMOVQ R8, X3
+	VPINSRQ $1, R10, X3, X3
 	VCVTPH2PS X3, Y3
 	VBROADCASTSS (R11), Y2
 	VMULPS Y2, Y3, Y3

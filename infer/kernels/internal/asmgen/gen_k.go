@@ -351,9 +351,7 @@ func genQ6K(gfni bool) {
 		emit("\tVMOVDQA64 Y%d, Y%d", 16+r, r)
 	}
 	emit("\tREDUCE8")
-	gatherScales(206)
-	emit("\tVPSRLD $16, Y2, Y2")
-	emit("\tVPMOVDW Y2, X3")
+	packScales(208)
 	emit("\tVCVTPH2PS X3, Y3")
 	emit("\tVBROADCASTSS (R11), Y5")
 	emit("\tVMULPS Y5, Y3, Y3")
