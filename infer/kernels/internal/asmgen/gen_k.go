@@ -90,10 +90,10 @@ func zero8() {
 }
 
 // packScales loads the f16 at byte disp of each row's current block into
-// word r of X3, by scalar loads packed in R8 (rows 0-3) and R10 (rows 4-7)
+// word r of x, by scalar loads packed in R8 (rows 0-3) and R10 (rows 4-7)
 // with R9 as scratch: on Zen 4 this measured faster than VPGATHERDD, whose
 // cost is a quarter of the one-token Q8_0 kernel's. Clobbers R8-R10.
-func packScales(disp int) {
+func packScales(disp int, x string) {
 	for half, dst := range []string{"R8", "R10"} {
 		for k := 0; k < 4; k++ {
 			r := 4*half + k
@@ -106,8 +106,8 @@ func packScales(disp int) {
 			emit("\tORQ R9, %s", dst)
 		}
 	}
-	emit("\tVMOVQ R8, X3")
-	emit("\tVPINSRQ $1, R10, X3, X3")
+	emit("\tVMOVQ R8, %s", x)
+	emit("\tVPINSRQ $1, R10, %s, %s", x, x)
 }
 
 // gatherScales loads the 32 bits at byte disp of each row's current block
@@ -203,11 +203,9 @@ func genQ4K(five bool) {
 	for r := 0; r < 8; r++ {
 		emit("\tVMOVDQA64 Y%d, Y%d", 24+r, r)
 	}
-	reduce8("Y10") // Y1 = M
-	gatherScales(0)
-	emit("\tVPMOVDW Y2, X3")
-	emit("\tVPSRLD $16, Y2, Y2")
-	emit("\tVPMOVDW Y2, X4")
+	reduce8("Y10")      // Y1 = M
+	packScales(0, "X3") // d
+	packScales(2, "X4") // dmin
 	emit("\tVCVTPH2PS X3, Y3")
 	emit("\tVCVTPH2PS X4, Y4")
 	emit("\tVBROADCASTSS (R11), Y5")
@@ -351,7 +349,7 @@ func genQ6K(gfni bool) {
 		emit("\tVMOVDQA64 Y%d, Y%d", 16+r, r)
 	}
 	emit("\tREDUCE8")
-	packScales(208)
+	packScales(208, "X3")
 	emit("\tVCVTPH2PS X3, Y3")
 	emit("\tVBROADCASTSS (R11), Y5")
 	emit("\tVMULPS Y5, Y3, Y3")

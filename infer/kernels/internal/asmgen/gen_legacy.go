@@ -64,7 +64,7 @@ func genLegacy(l legacy) {
 		gatherScales(0) // the scales and mins
 		emit("\tVPMOVDW Y2, X3")
 	} else {
-		packScales(0)
+		packScales(0, "X3")
 	}
 	emit("\tVCVTPH2PS X3, Y3")
 	emit("\tVBROADCASTSS (R11), Y5")
