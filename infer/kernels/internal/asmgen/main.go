@@ -15,7 +15,7 @@ var out strings.Builder
 // L2) let the Q6_K kernel read an output matrix from memory about twice as
 // fast as PREFETCHT0 (to L1), whose misses back up behind the kernel's own
 // loads (docs/benchmarks.md, "Decode (n=1)").
-var decodePrefetch = "PREFETCHT1"
+const decodePrefetch = "PREFETCHT1"
 
 // emit writes one line of assembly.
 func emit(format string, args ...any) {
