@@ -19,7 +19,8 @@
 #
 # Environment: TARGET (infer/defaultmodel/model.gguf), DRAFT (TARGET as
 # Q4_K), CTXS ("2048 8192"), GEN (128), REPS (3), THREADS (2), TEMP (0),
-# LANES ("lookup model"), OUT (scripts/parity/out), NODE (1: run llama.cpp
+# LANES ("lookup model both"; both: lookup first, the draft model where
+# it finds nothing), OUT (scripts/parity/out), NODE (1: run llama.cpp
 # too when installed), NODE_DRAFT_MAX (16) and NODE_P_MIN (0.75):
 # llama.cpp's --draft-max and --draft-p-min defaults.
 set -euo pipefail
@@ -65,8 +66,13 @@ code=$work/code.txt
 echo "# $(date -u +%FT%TZ) $(uptime)"
 for ctx in $ctxs; do
 	for text in "$stories" "$code"; do
-		for lane in ${LANES:-lookup model}; do
-			case $lane in lookup) lane=--draft-lookup ;; model) lane="--draft-model $draft" ;; esac
+		for lane in ${LANES:-lookup model both}; do
+			case $lane in
+			lookup) lane=--draft-lookup ;;
+			model) lane="--draft-model $draft" ;;
+			both) lane="--draft-lookup --draft-model $draft" ;;
+			*) echo "LANES: unknown lane $lane (lookup, model, both)" >&2; exit 2 ;;
+			esac
 			# shellcheck disable=SC2086
 			"$muser" bench --model "$target" --threads "$threads" --prompt-tokens "$ctx" --gen-tokens "$gen" \
 				--reps "$reps" --temperature "$temp" --text "$text" $lane --json

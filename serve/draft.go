@@ -11,25 +11,29 @@ import (
 	"github.com/muserhq/muser/serve/sched"
 )
 
-// openDrafter builds the draft lane Options name (speculative decoding),
-// or returns nil when none is asked for. A draft model whose tokenizer
-// differs from the model's is an *OptionError naming --draft-model.
+// openDrafter builds the draft lane Options name (speculative decoding):
+// prompt lookup, a draft model, or both chained (lookup first, the model
+// where it finds nothing); nil when none is asked for. A draft model
+// whose tokenizer differs from the model's is an *OptionError naming
+// --draft-model.
 func openDrafter(opts *Options, dev engine.Device, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
-	switch {
-	case opts.DraftMax < 0:
+	if opts.DraftMax < 0 {
 		return nil, &OptionError{Option: "--draft-max", Reason: fmt.Sprintf("is %d; want 1 or more (0: %d)", opts.DraftMax, sched.DefaultDraftMax)}
-	case opts.DraftModelPath != "" && opts.DraftLookup:
-		return nil, &OptionError{Option: "--draft-lookup", Reason: "and --draft-model name two draft lanes; choose one"}
-	case opts.DraftLookup:
-		return &sched.LookupDrafter{}, nil
-	case opts.DraftModelPath != "":
-		d, err := sched.OpenModelDrafter(opts.DraftModelPath, engine.Options{Device: dev}, tok)
-		if errors.Is(err, sched.ErrTokenizerMismatch) {
-			return nil, &OptionError{Option: "--draft-model", Reason: err.Error()}
+	}
+	if opts.DraftModelPath == "" {
+		if opts.DraftLookup {
+			return &sched.LookupDrafter{}, nil
 		}
+		return nil, nil
+	}
+	d, err := sched.OpenModelDrafter(opts.DraftModelPath, engine.Options{Device: dev}, tok)
+	if errors.Is(err, sched.ErrTokenizerMismatch) {
+		return nil, &OptionError{Option: "--draft-model", Reason: err.Error()}
+	}
+	if err != nil || !opts.DraftLookup {
 		return d, err
 	}
-	return nil, nil
+	return sched.NewChainDrafter(&sched.LookupDrafter{}, d), nil
 }
 
 // registerDraft adds the draft lane's counters to the metrics.

@@ -62,6 +62,7 @@ func TestSpeculativeServe(t *testing.T) {
 	}{
 		{"lookup", func(o *Options) { o.DraftLookup = true }},
 		{"model", func(o *Options) { o.DraftModelPath = modelPath; o.DraftMax = 4 }},
+		{"lookup+model", func(o *Options) { o.DraftModelPath, o.DraftLookup, o.DraftMax = modelPath, true, 4 }},
 	} {
 		t.Run(lane.name, func(t *testing.T) {
 			// Drafting at every step, whatever it costs: the metrics
@@ -120,7 +121,6 @@ func TestDraftOptions(t *testing.T) {
 			o.ModelPath, o.Model, o.ModelName = "", f, defaultmodel.Name
 			o.DraftModelPath = modelPath
 		}, "--draft-model", "vocabulary size is 2048 in the model, 512 in the draft model"},
-		{"two lanes", func(o *Options) { o.DraftModelPath, o.DraftLookup = modelPath, true }, "--draft-lookup", "choose one"},
 		{"negative max", func(o *Options) { o.DraftLookup, o.DraftMax = true, -1 }, "--draft-max", "want 1 or more"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

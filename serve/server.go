@@ -135,7 +135,9 @@ type Options struct {
 	// DraftModelPath, when set, turns on speculative decoding with this
 	// GGUF draft model (the model's tokenizer; Device computes it).
 	DraftModelPath string
-	// DraftLookup turns on speculative decoding by prompt lookup.
+	// DraftLookup turns on speculative decoding by prompt lookup; with
+	// DraftModelPath, lookup first and the draft model where it finds
+	// nothing.
 	DraftLookup bool
 	// DraftMax is the most draft tokens per slot and step
 	// (sched.Config.DraftMax; 0: its default).

@@ -20,20 +20,24 @@ func TestRunDraft(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("plain run: exit %d: %s", code, errOut)
 		}
-		for _, lane := range [][]string{
-			{"--draft-lookup"},
-			{"--draft-model", path, "--draft-max", "3"},
+		for _, lane := range []struct {
+			args []string
+			name string
+		}{
+			{[]string{"--draft-lookup"}, "lookup"},
+			{[]string{"--draft-model", path, "--draft-max", "3"}, "model"},
+			{[]string{"--draft-lookup", "--draft-model", path, "--draft-max", "3"}, "lookup+model"},
 		} {
-			t.Run(strings.Join(append(sampling, lane...), " "), func(t *testing.T) {
-				code, got, errOut := runCLI(t, append(append(base, lane...), "-v")...)
+			t.Run(strings.Join(append(sampling, lane.args...), " "), func(t *testing.T) {
+				code, got, errOut := runCLI(t, append(append(base, lane.args...), "-v")...)
 				if code != exitOK {
 					t.Fatalf("exit %d: %s", code, errOut)
 				}
 				if got != want {
 					t.Errorf("output %q, want the plain run's %q", got, want)
 				}
-				if !strings.Contains(errOut, "speculative decoding:") {
-					t.Errorf("stderr %q does not name the draft lane", errOut)
+				if !strings.Contains(errOut, "speculative decoding: "+lane.name+" lane") {
+					t.Errorf("stderr %q does not name the %s lane", errOut, lane.name)
 				}
 			})
 		}
@@ -47,7 +51,6 @@ func TestRunDraftUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"two lanes", []string{"--draft-lookup", "--draft-model", path}, "choose one"},
 		{"negative max", []string{"--draft-lookup", "--draft-max", "-2"}, "--draft-max -2"},
 		// The embedded default model's tokenizer is not stories260K's.
 		{"tokenizer mismatch", []string{"--draft-model", path}, "vocabulary size is 2048 in the model, 512 in the draft model"},

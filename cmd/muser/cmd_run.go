@@ -101,7 +101,8 @@ output on every run and platform.
 
 --draft-model FILE (a model with the same tokenizer) or --draft-lookup
 (n-grams of the prompt and output) turn on speculative decoding: draft
-tokens are verified in one batched step. The output is byte-identical to
+tokens are verified in one batched step (both: lookup first, the draft
+model where lookup finds nothing). The output is byte-identical to
 decoding without them; only the speed changes (-v reports the acceptance).
 A draft model whose tokenizer differs gives exit status 2, naming the
 difference.`,

@@ -112,7 +112,8 @@ is required from anyone (API keys never grant admin access).
 --draft-model FILE (same tokenizer, checked: a difference is exit status 2)
 or --draft-lookup (prompt lookup) turn on speculative decoding: draft tokens
 are verified in one batched step; the output is byte-identical to decoding
-without them (docs/serve.md, "Speculative decoding").
+without them (docs/serve.md, "Speculative decoding"). Both together chain
+them: prompt lookup first, the draft model where lookup finds nothing.
 
 The server prints its URL once it listens. SIGINT or SIGTERM shuts it down:
 it stops accepting, lets in-flight requests finish for --shutdown-grace (a

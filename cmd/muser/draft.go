@@ -21,16 +21,13 @@ type draftOptions struct {
 
 func (o *draftOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "draft-model", "", "speculative decoding with this GGUF draft model (the model's tokenizer); the output does not change")
-	fs.BoolVar(&o.lookup, "draft-lookup", false, "speculative decoding by prompt lookup (4- to 2-token n-grams of the prompt and output); the output does not change")
+	fs.BoolVar(&o.lookup, "draft-lookup", false, "speculative decoding by prompt lookup (4- to 2-token n-grams of the prompt and output); with --draft-model, lookup first and the draft model where it finds nothing; the output does not change")
 	fs.IntVar(&o.max, "draft-max", 0, fmt.Sprintf("most draft tokens verified per step; the length adapts below it (0: %d)", sched.DefaultDraftMax))
 }
 
 // check validates the flags.
 func (o *draftOptions) check() error {
-	switch {
-	case o.model != "" && o.lookup:
-		return errors.New("--draft-model and --draft-lookup name two draft lanes; choose one")
-	case o.max < 0:
+	if o.max < 0 {
 		return fmt.Errorf("--draft-max %d: want 1 or more (0: %d)", o.max, sched.DefaultDraftMax)
 	}
 	return nil
@@ -40,18 +37,22 @@ func (o *draftOptions) check() error {
 func (o *draftOptions) enabled() bool { return o.model != "" || o.lookup }
 
 // open builds the lane for a target whose tokenizer is tok (nil when none
-// is asked for). A draft model whose tokenizer differs is a usage error
-// (exit status 2) naming the difference.
+// is asked for): prompt lookup, a draft model, or both chained (lookup
+// first). A draft model whose tokenizer differs is a usage error (exit
+// status 2) naming the difference.
 func (o *draftOptions) open(dev engine.Device, kv kvcache.DType, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
-	switch {
-	case o.lookup:
-		return &sched.LookupDrafter{}, nil
-	case o.model != "":
-		d, err := sched.OpenModelDrafter(o.model, engine.Options{Device: dev, KV: kv}, tok)
-		if errors.Is(err, sched.ErrTokenizerMismatch) {
-			return nil, &usageError{err: fmt.Errorf("--draft-model: %w", err)}
+	if o.model == "" {
+		if o.lookup {
+			return &sched.LookupDrafter{}, nil
 		}
+		return nil, nil
+	}
+	d, err := sched.OpenModelDrafter(o.model, engine.Options{Device: dev, KV: kv}, tok)
+	if errors.Is(err, sched.ErrTokenizerMismatch) {
+		return nil, &usageError{err: fmt.Errorf("--draft-model: %w", err)}
+	}
+	if err != nil || !o.lookup {
 		return d, err
 	}
-	return nil, nil
+	return sched.NewChainDrafter(&sched.LookupDrafter{}, d), nil
 }

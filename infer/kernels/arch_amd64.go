@@ -400,7 +400,7 @@ var kRaw = map[ggml.Type]rawKernel{
 		q5_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
 	},
 	ggml.TypeQ6_K: func(w *byte, idx *[8]int32, nb, t int, a *acts, acc *float32) {
-		q6_KDot8AVX512(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
+		q6KDot8(w, idx, nb, &a.q[t*a.cols], &a.d[t*nb], &a.bs16[t*a.cols/16], acc)
 	},
 }
 

@@ -80,8 +80,9 @@
 // unchanged), so a step's drafting does not cost time in the context's
 // length.
 // LookupDrafter (prompt lookup) and ModelDrafter (a draft model with the
-// same tokenizer, CheckDraftTokenizer) are the lanes; Scheduler.DraftStats
-// counts their work.
+// same tokenizer, CheckDraftTokenizer) are the lanes, and ChainDrafter
+// asks several in order (each slot takes the first proposal);
+// Scheduler.DraftStats counts their work.
 //
 // # Embeddings
 //

@@ -401,6 +401,7 @@ func TestSpeculationIsExact(t *testing.T) {
 			{"model-self", func() Drafter { return NewModelDrafter(e.model) }},
 			{"model-q4k-chunk7", func() Drafter { d := NewModelDrafter(draft); d.Chunk = 7; return d }},
 			{"model-q4k-window20", func() Drafter { d := NewModelDrafter(draft); d.Window = 20; return d }},
+			{"lookup+model-q4k", func() Drafter { return NewChainDrafter(&LookupDrafter{}, NewModelDrafter(draft)) }},
 			{"random", func() Drafter { return randomDrafter(e.model.Config().Vocab, seed) }},
 			{"oracle", func() Drafter { return oracleDrafter(prompts, outs) }},
 		}
@@ -437,7 +438,7 @@ func TestSpeculationIsExact(t *testing.T) {
 							if st.Drafted == 0 || st.Accepted*10 < st.Drafted*9 {
 								t.Errorf("oracle lane: accepted %d of %d drafts, want at least 90%%", st.Accepted, st.Drafted)
 							}
-						case "model-self", "model-q4k", "model-q4k-chunk7", "model-q4k-window20":
+						case "model-self", "model-q4k", "model-q4k-chunk7", "model-q4k-window20", "lookup+model-q4k":
 							if st.Accepted == 0 {
 								t.Errorf("%s lane: accepted %d of %d, want some", lane.name, st.Accepted, st.Drafted)
 							}

@@ -175,7 +175,11 @@ func (b *backend) plan(rows []engine.Row) (*batch, error) {
 			p.rowidx = append(p.rowidx, int32(i))
 		}
 	}
-	p.tiles = cukernels.AttnTiles(p.kvs[:n], p.pos, cfg.Heads, cfg.KVHeads, cfg.HeadDim)
+	if n <= RowAttnRows {
+		p.tiles = rowTiles(n)
+	} else {
+		p.tiles = cukernels.AttnTiles(p.kvs[:n], p.pos, cfg.Heads, cfg.KVHeads, cfg.HeadDim)
+	}
 	p.ld = (p.maxPos + 32) &^ 31
 	d := cfg.RopeDim
 	if d > 0 {
@@ -186,6 +190,24 @@ func (b *backend) plan(rows []engine.Row) (*batch, error) {
 		}
 	}
 	return p, nil
+}
+
+// RowAttnRows is the most rows of a forward pass that attend row by row,
+// each row a tile of its own, with the attention kernels made for decode
+// steps (a block per row and head for the softmax, rather than tiles of
+// consecutive positions sharing their K and V loads). A speculative
+// verification step is a few consecutive rows of one sequence: tiled,
+// their softmax would be one block's work over the whole context. Every
+// output element keeps its order either way, so the bits are the same.
+const RowAttnRows = 16
+
+// rowTiles returns the tile bounds of n rows, a tile per row.
+func rowTiles(n int) []int32 {
+	t := make([]int32, n+1)
+	for i := range t {
+		t[i] = int32(i)
+	}
+	return t
 }
 
 // Forward computes rows on the GPU, kernel after kernel in the CPU

@@ -9,11 +9,11 @@
 #   sha256.txt                          sha256 of the F32 and Q8_0 files before splitting
 #
 # Usage, from the repository root with .carry/ prepared as ../README.md
-# says: bash .carry/run-device.sh [default|large] [TRAINING_SECONDS]
+# says: bash .carry/run-device.sh [default|large|long] [TRAINING_SECONDS]
 set -euo pipefail
 preset=${1:-default}
 limit=${2:-360}
-case $preset in default | large) ;; *) echo "preset must be default or large, got $preset" >&2; exit 2 ;; esac
+case $preset in default | large | long) ;; *) echo "preset must be default, large or long, got $preset" >&2; exit 2 ;; esac
 out=${OUT:?OUT must name the folder that comes back}/$preset
 mkdir -p "$out" /tmp/run-"$preset"
 run=/tmp/run-$preset

@@ -24,7 +24,6 @@ func genLegacyAVX2(l legacy) {
 	emit("\tMOVQ q+24(FP), DI")
 	emit("\tMOVQ da+32(FP), R11")
 	emit("\tMOVQ bs+40(FP), R12")
-	emit("\tVMOVDQU (AX), Y12")
 	emit("\tMOVL 4(AX), DX")
 	emit("\tLEAQ (DX)(DX*2), BX")
 	emit("\tLEAQ (SI)(DX*4), R14")
@@ -45,7 +44,7 @@ func genLegacyAVX2(l legacy) {
 	emit("%sloop:", name)
 	emit("\tMOVQ pf-8(SP), AX")
 	for off := 0; off < 8*l.blockBytes; off += 64 {
-		emit("\tPREFETCHT0 %d(AX)", off)
+		emit("\t%s %d(AX)", decodePrefetch, off)
 	}
 	emit("\tADDQ $%d, AX", 8*l.blockBytes)
 	emit("\tMOVQ AX, pf-8(SP)")
@@ -73,20 +72,11 @@ func genLegacyAVX2(l legacy) {
 		emit("\tVPSUBD Y2, Y1, Y1")
 	}
 	emit("\tVCVTDQ2PS Y1, Y1")
-	emit("\tVPCMPEQD Y14, Y14, Y14")
-	emit("\tVPGATHERDD Y14, (SI)(Y12*1), Y2")
-	emit("\tVPAND lo16<>(SB), Y2, Y3")
-	emit("\tVPACKUSDW Y3, Y3, Y3")
-	emit("\tVPERMQ $0x08, Y3, Y3")
-	emit("\tVCVTPH2PS X3, Y3")
+	avx2Scales(0, l.mOff >= 0) // d (and the min)
 	emit("\tVBROADCASTSS (R11), Y5")
 	emit("\tVMULPS Y5, Y3, Y3")
 	emit("\tVMULPS Y1, Y3, Y3")
 	if l.mOff >= 0 {
-		emit("\tVPSRLD $16, Y2, Y4")
-		emit("\tVPACKUSDW Y4, Y4, Y4")
-		emit("\tVPERMQ $0x08, Y4, Y4")
-		emit("\tVCVTPH2PS X4, Y4")
 		emit("\tVBROADCASTSS (R12), Y6")
 		emit("\tVMULPS Y6, Y4, Y4")
 		emit("\tVADDPS Y4, Y3, Y3")
@@ -144,28 +134,20 @@ const asumSlot = "asum-72(SP)"
 func avx2Prefetch(blockBytes int) {
 	emit("\tMOVQ pf-8(SP), AX")
 	for off := 0; off < 8*blockBytes; off += 64 {
-		emit("\tPREFETCHT0 %d(AX)", off)
+		emit("\t%s %d(AX)", decodePrefetch, off)
 	}
 	emit("\tADDQ $%d, AX", 8*blockBytes)
 	emit("\tMOVQ AX, pf-8(SP)")
 }
 
-// avx2Scales gathers the 32 bits at disp of each row's block into Y2 and
-// leaves the low halves as float32 in Y3 (and the high halves in Y4 when
-// both is set). Clobbers Y5, Y14.
+// avx2Scales leaves the f16 at disp of each row's block as float32 in Y3
+// (and the one at disp+2 in Y4 when both is set), by packScales. Clobbers
+// R8-R10.
 func avx2Scales(disp int, both bool) {
-	emit("\tMOVQ idx+8(FP), AX")
-	emit("\tVMOVDQU (AX), Y5")
-	emit("\tVPCMPEQD Y14, Y14, Y14")
-	emit("\tVPGATHERDD Y14, %d(SI)(Y5*1), Y2", disp)
-	emit("\tVPAND lo16<>(SB), Y2, Y3")
-	emit("\tVPACKUSDW Y3, Y3, Y3")
-	emit("\tVPERMQ $0x08, Y3, Y3")
+	packScales(disp, "X3")
 	emit("\tVCVTPH2PS X3, Y3")
 	if both {
-		emit("\tVPSRLD $16, Y2, Y4")
-		emit("\tVPACKUSDW Y4, Y4, Y4")
-		emit("\tVPERMQ $0x08, Y4, Y4")
+		packScales(disp+2, "X4")
 		emit("\tVCVTPH2PS X4, Y4")
 	}
 }
@@ -237,19 +219,19 @@ func genQ4KAVX2(five bool) {
 				emit("\tVPMADDWD Y12, Y10, Y%d", g)
 			}
 		}
-		emit("\tREDUCE8")
+		reduce8("Y10")
 		emit("\tVPMULLD Y8, Y1, Y1")
 		emit("\tVMOVDQU Y1, %s", vs(r))
 	}
 	for r := 0; r < 8; r++ {
 		emit("\tVMOVDQU %s, Y%d", vs(r), r)
 	}
-	emit("\tREDUCE8")
+	reduce8("Y9")
 	emit("\tVMOVDQA Y1, Y10") // S
 	for r := 0; r < 8; r++ {
 		emit("\tVMOVDQU %s, Y%d", vm(r), r)
 	}
-	emit("\tREDUCE8") // M
+	reduce8("Y9") // M
 	avx2Scales(0, true)
 	emit("\tVBROADCASTSS (R11), Y5")
 	emit("\tVMULPS Y5, Y3, Y3")
@@ -328,12 +310,7 @@ func genQ6KAVX2() {
 		emit("\tVMOVDQU %s, Y%d", vs(r), r)
 	}
 	emit("\tREDUCE8")
-	avx2Scales(206, false)
-	// the f16 d is the high half of the gathered word
-	emit("\tVPSRLD $16, Y2, Y3")
-	emit("\tVPACKUSDW Y3, Y3, Y3")
-	emit("\tVPERMQ $0x08, Y3, Y3")
-	emit("\tVCVTPH2PS X3, Y3")
+	avx2Scales(208, false) // d
 	emit("\tVBROADCASTSS (R11), Y5")
 	emit("\tVMULPS Y5, Y3, Y3")
 	emit("\tVCVTDQ2PS Y1, Y1")

@@ -60,8 +60,12 @@ func genLegacy(l legacy) {
 		emit("\tVPSUBD Y2, Y1, Y1")
 	}
 	emit("\tVCVTDQ2PS Y1, Y1")
-	gatherScales(0)
-	emit("\tVPMOVDW Y2, X3")
+	if l.mOff >= 0 {
+		gatherScales(0) // the scales and mins
+		emit("\tVPMOVDW Y2, X3")
+	} else {
+		packScales(0, "X3")
+	}
 	emit("\tVCVTPH2PS X3, Y3")
 	emit("\tVBROADCASTSS (R11), Y5")
 	emit("\tVMULPS Y5, Y3, Y3")

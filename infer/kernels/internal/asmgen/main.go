@@ -10,6 +10,13 @@ import (
 
 var out strings.Builder
 
+// decodePrefetch is the prefetch instruction of the one-token raw-block
+// kernels' linear sweep two 8-row groups ahead. On Zen 4, PREFETCHT1 (to
+// L2) let the Q6_K kernel read an output matrix from memory about twice as
+// fast as PREFETCHT0 (to L1), whose misses back up behind the kernel's own
+// loads (docs/benchmarks.md, "Decode (n=1)").
+const decodePrefetch = "PREFETCHT1"
+
 // emit writes one line of assembly.
 func emit(format string, args ...any) {
 	fmt.Fprintf(&out, format, args...)
@@ -53,7 +60,8 @@ func generate() string {
 	out.WriteString(panelKernels)
 	genQ4K(false)
 	genQ4K(true)
-	genQ6K()
+	genQ6K(false)
+	genQ6K(true)
 	genQ4KAVX2(false)
 	genQ4KAVX2(true)
 	genQ6KAVX2()
@@ -187,7 +195,6 @@ TEXT ·q8_0Dot8AVX512(SB), NOSPLIT, $8-56
 	MOVQ da+32(FP), R11
 	MOVQ bs+40(FP), R12
 	MOVQ acc+48(FP), R13
-	VMOVDQU (AX), Y12              // row offsets
 	MOVL 4(AX), DX                 // rowBytes
 	LEAQ (DX)(DX*2), BX            // 3·rowBytes
 	LEAQ (SI)(DX*4), R14           // row 4
@@ -203,11 +210,11 @@ TEXT ·q8_0Dot8AVX512(SB), NOSPLIT, $8-56
 
 q8loop:
 	MOVQ pf-8(SP), AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	PREFETCHT0 128(AX)
-	PREFETCHT0 192(AX)
-	PREFETCHT0 256(AX)
+	PREFETCHT1 (AX)
+	PREFETCHT1 64(AX)
+	PREFETCHT1 128(AX)
+	PREFETCHT1 192(AX)
+	PREFETCHT1 256(AX)
 	ADDQ $272, AX
 	MOVQ AX, pf-8(SP)
 	VMOVDQU32 2(SI), Y16
@@ -248,9 +255,28 @@ q8loop:
 	VPSLLD $7, Y2, Y2
 	VPSUBD Y2, Y1, Y1
 	VCVTDQ2PS Y1, Y1
-	KXNORB K1, K1, K1
-	VPGATHERDD (SI)(Y12*1), K1, Y3
-	VPMOVDW Y3, X3
+	MOVWLZX (SI), R8               // the 8 rows' f16 scales (packScales)
+	MOVWLZX (SI)(DX*1), R9
+	SHLQ $16, R9
+	ORQ R9, R8
+	MOVWLZX (SI)(DX*2), R9
+	SHLQ $32, R9
+	ORQ R9, R8
+	MOVWLZX (SI)(BX*1), R9
+	SHLQ $48, R9
+	ORQ R9, R8
+	MOVWLZX (R14), R10
+	MOVWLZX (R14)(DX*1), R9
+	SHLQ $16, R9
+	ORQ R9, R10
+	MOVWLZX (R14)(DX*2), R9
+	SHLQ $32, R9
+	ORQ R9, R10
+	MOVWLZX (R14)(BX*1), R9
+	SHLQ $48, R9
+	ORQ R9, R10
+	VMOVQ R8, X3
+	VPINSRQ $1, R10, X3, X3
 	VCVTPH2PS X3, Y3
 	VBROADCASTSS (R11), Y2
 	VMULPS Y2, Y3, Y3
