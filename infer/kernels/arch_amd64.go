@@ -472,62 +472,123 @@ var floatKernels = map[ggml.Type][4]func(w *byte, rowBytes int, x *float32, xStr
 // floatKernel is a 4-row float kernel over up to 4 tokens (see genFloat).
 type floatKernel func(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)
 
-// matmulFloatAVX512 runs the AVX-512 float kernels.
+// matmulFloatAVX512 runs the AVX-512 float kernels. A BF16 batch takes
+// the fused-multiply-add kernels for the tokens whose every product with
+// the tile's weights is exact (bf16ExactTokens), which gives the same bits.
 func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	if k, ok := decodeFloat[m.Type]; ok && floatDecode8 && a.n == 1 && m.Cols%16 == 0 {
 		matmulFloatDecode(y, m, a, r0, r1, k)
 		return
 	}
 	ks, kr := floatKernels[m.Type], floatKernelsR[m.Type]
-	var lanesK, reducedK [4]floatKernel
+	var plain floatSet
 	for i := range ks {
-		lanesK[i], reducedK[i] = ks[i], kr[i]
+		plain.lanes[i], plain.reduced[i] = ks[i], kr[i]
 	}
-	matmulFloatN(y, m, a, r0, r1, &lanesK, &reducedK, 4)
+	sets := floatSets{plain: &plain, plainAcc: floatAccSets[m.Type]}
+	if exact := bf16ExactTokens(m, a, r0, r1); exact != nil {
+		sets.fast, sets.fastAcc, sets.useFast = &bf16fKernels, bf16fAccSet, exact
+	}
+	matmulFloatN(y, m, a, r0, r1, &sets, 4)
 }
 
 // matmulFloat runs a one-token float kernel pair (AVX2).
 func matmulFloat(y []float32, m *Matrix, a *acts, r0, r1 int, lanesK, reducedK floatKernel) {
-	matmulFloatN(y, m, a, r0, r1, &[4]floatKernel{lanesK}, &[4]floatKernel{reducedK}, 1)
+	matmulFloatN(y, m, a, r0, r1, &floatSets{plain: &floatSet{lanes: [4]floatKernel{lanesK}, reduced: [4]floatKernel{reducedK}}}, 1)
 }
 
+// floatSet is one kind of 4-row float kernel, by token count 1..4: lanes
+// leaves the 16 canonical lane sums of each row and token at acc, reduced
+// sums them by the fixed tree and leaves one float per row and token.
+type floatSet struct{ lanes, reduced [4]floatKernel }
+
+// floatSets are the kernels matmulFloatN may use: plain, or fast for the
+// tokens where useFast reports true (kernels that give the same bits for
+// those tokens); plainAcc and fastAcc are their accumulating versions, for
+// rows taken in column chunks (nil: rows are taken whole).
+type floatSets struct {
+	plain, plainAcc, fast, fastAcc *floatSet
+	useFast                        func(t0, nt int) bool
+}
+
+// floatChunkMin16 and floatChunk16 (in steps of 16 columns): batches of
+// more than 4 tokens take rows of floatChunkMin16 steps or more in chunks
+// of floatChunk16 steps, so that a chunk of 4 tokens' activations stays
+// in L1 while the tile's row quads use it, instead of each quad streaming
+// whole rows of activations from L2. Each lane's additions stay in column
+// order, so the bits do not change.
+var (
+	floatChunkMin16 = 256
+	floatChunk16    = 32
+)
+
 // matmulFloatN runs float kernels over groups of 4 rows and up to maxT
-// tokens: kernel lanesK[nt-1] leaves the 16 canonical lane sums, Go adds
-// the columns past the last whole 16 (into lane c mod 16) and reduces by
-// the fixed tree; when the columns are a whole number of 16, reducedK does
-// the tree itself. Rows past the last whole group of 4 take the portable
-// path.
-func matmulFloatN(y []float32, m *Matrix, a *acts, r0, r1 int, lanesK, reducedK *[4]floatKernel, maxT int) {
+// tokens: the lanes kernel leaves the 16 canonical lane sums, Go adds the
+// columns past the last whole 16 (into lane c mod 16) and reduces by the
+// fixed tree; when the columns are a whole number of 16, the reduced
+// kernel does the tree itself. Rows past the last whole group of 4 take
+// the portable path.
+func matmulFloatN(y []float32, m *Matrix, a *acts, r0, r1 int, sets *floatSets, maxT int) {
 	rb, rows, cols := m.RowBytes, m.Rows, m.Cols
 	n16 := cols / 16
 	esize := rb / cols
-	var lanesBuf [4 * 4 * lanes]float32
 	gEnd := r0 + (r1-r0)/4*4
-	// Tokens outer, row quads inner: the tile's weights stay in L1 while
-	// the tokens' activations are used by every quad.
+	nq := (gEnd - r0) / 4
+	chunk := n16
+	var bufs [4][4 * 4 * lanes]float32
+	if sets.plainAcc != nil && a.n > 4 && nq <= len(bufs) && n16 >= floatChunkMin16 {
+		chunk = floatChunk16
+	}
+	// Tokens outer, column chunks, then row quads inner: the tile's weights
+	// stay in cache while the tokens' activations are used by every quad.
 	for t0 := 0; t0 < a.n; t0 += maxT {
 		nt := min(maxT, a.n-t0)
-		for g0 := r0; g0 < gEnd; g0 += 4 {
-			if cols%16 == 0 {
-				reducedK[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
-				for r := 0; r < 4; r++ {
-					for t := 0; t < nt; t++ {
-						y[(t0+t)*rows+g0+r] = lanesBuf[r*nt+t]
-					}
-				}
-				continue
+		ks, ka := sets.plain, sets.plainAcc
+		if sets.useFast != nil && gEnd > r0 && sets.useFast(t0, nt) {
+			ks, ka = sets.fast, sets.fastAcc
+		}
+		// One pass when the rows are not chunked (chunk = n16, 0 for rows
+		// shorter than 16 columns, whose kernel call only clears the lanes).
+		for c0 := 0; ; c0 += chunk {
+			nc := min(chunk, n16-c0)
+			last := c0+nc >= n16
+			set := ks
+			if c0 > 0 {
+				set = ka
 			}
-			lanesK[nt-1](&m.Data[g0*rb], rb, &a.f[t0*cols], cols*4, n16, &lanesBuf[0])
-			for r := 0; r < 4; r++ {
-				row := m.row(g0 + r)
-				for t := 0; t < nt; t++ {
-					acc := (*[lanes]float32)(lanesBuf[(r*nt+t)*lanes:])
-					x := a.f[(t0+t)*cols : (t0+t+1)*cols]
-					for c := n16 * 16; c < cols; c++ {
-						acc[c%lanes] = acc[c%lanes] + float32(floatAt(m.Type, row, c, esize)*x[c])
-					}
-					y[(t0+t)*rows+g0+r] = reduceLanes(acc)
+			k := set.lanes[nt-1]
+			if last && cols%16 == 0 {
+				k = set.reduced[nt-1]
+			}
+			for q := 0; q < nq; q++ {
+				g0 := r0 + 4*q
+				buf := &bufs[q%len(bufs)]
+				k(&m.Data[g0*rb+c0*16*esize], rb, &a.f[t0*cols+c0*16], cols*4, nc, &buf[0])
+				if !last {
+					continue
 				}
+				if cols%16 == 0 {
+					for r := 0; r < 4; r++ {
+						for t := 0; t < nt; t++ {
+							y[(t0+t)*rows+g0+r] = buf[r*nt+t]
+						}
+					}
+					continue
+				}
+				for r := 0; r < 4; r++ {
+					row := m.row(g0 + r)
+					for t := 0; t < nt; t++ {
+						acc := (*[lanes]float32)(buf[(r*nt+t)*lanes:])
+						x := a.f[(t0+t)*cols : (t0+t+1)*cols]
+						for c := n16 * 16; c < cols; c++ {
+							acc[c%lanes] = acc[c%lanes] + float32(floatAt(m.Type, row, c, esize)*x[c])
+						}
+						y[(t0+t)*rows+g0+r] = reduceLanes(acc)
+					}
+				}
+			}
+			if last {
+				break
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -113,6 +114,58 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 						cpu.report(float64(size)/1e9, "GB")
 					})
 				}
+			}
+		}
+	}
+}
+
+// prefillShapesLlama are two Llama-3.2-1B shapes, whose rows (2048 and
+// 8192 columns) are longer than any of Qwen2.5-0.5B's but ffn_down's.
+var prefillShapesLlama = []struct {
+	name       string
+	rows, cols int
+}{
+	{"llama_attn_q_2048x2048", 2048, 2048},
+	{"llama_ffn_down_2048x8192", 2048, 8192},
+}
+
+// BenchmarkFloatPrefill measures prefill MatMul (n=512) of F16 and BF16
+// weights at the Qwen2.5-0.5B shapes (not the output matrix, which a
+// prefill multiplies by its last token only) and two Llama-3.2-1B ones
+// in GFLOP per CPU-second
+// (2·rows·cols·n per op). The -whole kinds take rows whole (no column
+// chunks); the -before kinds also have the fused BF16 kernels off (the
+// multiply-then-add kernels) and round F16 activations with the table
+// loop, as before all three changes. Each shape and thread count runs its
+// cases back to back.
+func BenchmarkFloatPrefill(b *testing.B) {
+	const n = 512
+	shapes := append(benchShapes[:3:3], prefillShapesLlama...)
+	for _, sh := range shapes {
+		for _, th := range []int{1, 2} {
+			for _, kind := range []string{"F16", "F16-whole", "F16-before", "BF16", "BF16-whole", "BF16-before"} {
+				b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
+					p := NewPool(th)
+					defer p.Close()
+					typ := ggml.TypeF16
+					if strings.HasPrefix(kind, "BF16") {
+						typ = ggml.TypeBF16
+					}
+					defer func(on, r bool, mn int) { bf16FMA, f16RoundSIMD, floatChunkMin16 = on, r, mn }(bf16FMA, f16RoundSIMD, floatChunkMin16)
+					bf16FMA = kind != "BF16-before"
+					f16RoundSIMD = kind != "F16-before"
+					if strings.HasSuffix(kind, "-whole") || strings.HasSuffix(kind, "-before") {
+						floatChunkMin16 = math.MaxInt
+					}
+					m := benchMatrix(b, typ, sh.rows, sh.cols)
+					x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
+					y := make([]float32, n*sh.rows)
+					cpu := startCPU(b)
+					for b.Loop() {
+						p.MatMul(y, m, x, n)
+					}
+					cpu.report(2*float64(sh.rows*sh.cols*n)/1e9, "GFLOP")
+				})
 			}
 		}
 	}

@@ -26,7 +26,10 @@
 // operations, independent of instruction set and thread count. The portable
 // Go code (generic.go) is the definition; the SIMD variants perform the same
 // operations in the same order. No kernel uses a fused multiply-add except
-// where the product is exact (f16 × f16), where fused and unfused agree.
+// where the product is exact, where fused and unfused agree: f16 × f16
+// always; bf16 × bf16 (BF16 weights, whose activations are rounded to
+// bf16) where the operands' exponent ranges keep every product in
+// float32's normal range (bf16exact.go).
 // Every "·" and "+" below is one IEEE float32 operation, rounded to nearest
 // even.
 //
@@ -159,7 +162,21 @@
 //     restores the signed sum, exactly). Rows past the last whole group of
 //     16 take the portable code.
 //   - Float weights (F16, F32, BF16) run a 4-row × 4-token kernel whose 16
-//     lanes are the canonical accumulators.
+//     lanes are the canonical accumulators. A BF16 batch of 4 tokens or
+//     more takes fused multiply-adds (as F16 does) for each group of 4
+//     tokens whose every product with the tile's weights is exact: a
+//     bf16 × bf16 product has at most 16 significant bits, so it rounds
+//     only outside float32's normal range, [2^−126, 2^128). The tile's
+//     smallest and largest exponent fields (an AVX-512 scan of its 16
+//     rows, which the batch's tokens then reuse from cache) and each
+//     token's (taken when its activations are rounded) bound every
+//     product; a group that may leave the range (tiny or huge values,
+//     subnormals, infinities, NaN) takes the multiply-then-add kernel.
+//     Batches of more than 4 tokens take rows of 4,096 columns or more in
+//     chunks of 512 (each lane's sums carried from chunk to chunk in
+//     memory, its additions in the same column order), so that a chunk of
+//     4 tokens' activations (8 KiB) stays in L1 while the tile's row
+//     quads use it.
 //   - One token of F16 or BF16 weights (decode) whose columns are a whole
 //     number of 16 runs an 8-row kernel (f16_amd64.s) that reads the 8
 //     rows one after the other, each row's 16 accumulators in one register,
@@ -171,8 +188,10 @@
 //     loads and products can overlap a row's chain of dependent adds out
 //     of order.
 //
-// The activation quantizers (Q8_0, Q8_1, Q8_K) and Dot, DotF16, AXPY,
-// AXPYF16 have AVX-512 versions with the same bits.
+// The activation quantizers (Q8_0, Q8_1, Q8_K, and the rounding to bf16
+// with each token's exponent range) and Dot, DotF16, AXPY, AXPYF16 have
+// AVX-512 versions with the same bits; the rounding to f16 is RoundF16s
+// (F16C where the CPU has it).
 //
 // # Vector helpers
 //

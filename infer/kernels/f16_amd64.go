@@ -36,7 +36,7 @@ func matmulFloatDecode(y []float32, m *Matrix, a *acts, r0, r1 int, k decodeKern
 	}
 	if g < r1 {
 		ks, kr := floatKernels[m.Type], floatKernelsR[m.Type]
-		matmulFloatN(y, m, a, g, r1, &[4]floatKernel{ks[0]}, &[4]floatKernel{kr[0]}, 1)
+		matmulFloatN(y, m, a, g, r1, &floatSets{plain: &floatSet{lanes: [4]floatKernel{ks[0]}, reduced: [4]floatKernel{kr[0]}}}, 1)
 	}
 }
 

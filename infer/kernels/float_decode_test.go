@@ -75,7 +75,7 @@ func TestMatMulFloatDecode(t *testing.T) {
 	}()
 	defer SetISA(SetISA(ISAGeneric))
 	for _, typ := range []ggml.Type{ggml.TypeF16, ggml.TypeBF16} {
-		for _, sh := range []struct{ rows, cols int }{{8, 16}, {21, 48}, {77, 896}, {64, 912}, {24, 1072}, {130, 4864}} {
+		for _, sh := range []struct{ rows, cols int }{{8, 16}, {21, 48}, {77, 896}, {64, 912}, {24, 1072}, {130, 4864}, {40, 2064}} {
 			t.Run(fmt.Sprintf("%s/%dx%d", typ, sh.rows, sh.cols), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(11, uint64(typ)<<16|uint64(sh.cols)))
 				m, err := NewMatrix(typ, sh.rows, sh.cols, extremeFloatWeights(rng, typ, sh.rows, sh.cols))

@@ -29,12 +29,13 @@ const (
 type acts struct {
 	kind    actKind
 	n, cols int
-	nb      int       // blocks per row: cols/32 (Q8_0, Q8_1) or cols/256 (Q8_K)
-	q       []int8    // n*cols quantized values
-	d       []float32 // n*nb block scales (Q8_0/Q8_1: the f16 scale widened; Q8_K: the f32 scale)
-	s       []float32 // n*nb (Q8_1 only): the f16 "d × Σq" widened
-	bs      []int32   // sums of q: per 32 (Q8_0, Q8_1, n*nb) or per 16 (Q8_K, n*cols/16)
-	f       []float32 // n*cols (float kinds): the activations after rounding to the weight's float type
+	nb      int         // blocks per row: cols/32 (Q8_0, Q8_1) or cols/256 (Q8_K)
+	q       []int8      // n*cols quantized values
+	d       []float32   // n*nb block scales (Q8_0/Q8_1: the f16 scale widened; Q8_K: the f32 scale)
+	s       []float32   // n*nb (Q8_1 only): the f16 "d × Σq" widened
+	bs      []int32     // sums of q: per 32 (Q8_0, Q8_1, n*nb) or per 16 (Q8_K, n*cols/16)
+	f       []float32   // n*cols (float kinds): the activations after rounding to the weight's float type
+	fr      []bf16Range // n (BF16): the exponent range of each token's rounded activations (bf16exact.go)
 
 	qu   []uint8 // Q8_0, Q8_1: q + 128 as unsigned bytes (the SIMD kernels' operand)
 	bs16 []int16 // Q8_K: bs as int16, as ggml stores them (the SIMD kernels' operand)
@@ -71,6 +72,9 @@ func (a *acts) reset(kind actKind, n, cols int) {
 	case actF32, actF16, actBF16:
 		a.nb = 0
 		a.f = grow(a.f, n*cols)
+		if kind == actBF16 {
+			a.fr = grow(a.fr, n)
+		}
 	case actQ8_0, actQ8_1, actQ8_K:
 		bsz := 32
 		if kind == actQ8_K {
@@ -91,6 +95,11 @@ func (a *acts) reset(kind actKind, n, cols int) {
 	}
 }
 
+// f16RoundSIMD rounds F16 weights' activations with RoundF16s (F16C where
+// the CPU has it); off, with the table loop as before (same bits: a knob
+// for benchmarks that compare the two in one run).
+var f16RoundSIMD = true
+
 // quantRow quantizes token row t of x.
 func (a *acts) quantRow(x []float32, t int) {
 	c := a.cols
@@ -100,14 +109,29 @@ func (a *acts) quantRow(x []float32, t int) {
 		copy(a.f[t*c:], src)
 	case actF16:
 		dst := a.f[t*c : (t+1)*c]
+		if f16RoundSIMD {
+			// RoundF16s: f16Table[ggml.F32ToF16(v)] for each v, with F16C
+			// where the CPU has it (the same bits, NaN included).
+			copy(dst, src)
+			RoundF16s(dst)
+			return
+		}
 		for i, v := range src {
 			dst[i] = f16Table[ggml.F32ToF16(v)]
 		}
 	case actBF16:
 		dst := a.f[t*c : (t+1)*c]
-		for i, v := range src {
-			dst[i] = ggml.BF16ToF32(ggml.F32ToBF16(v))
+		if r, ok := roundBF16Arch(src, dst); ok {
+			a.fr[t] = r
+			return
 		}
+		r := bf16RangeEmpty
+		for i, v := range src {
+			b := ggml.F32ToBF16(v)
+			r = r.addBits(b)
+			dst[i] = ggml.BF16ToF32(b)
+		}
+		a.fr[t] = r
 	case actQ8_0, actQ8_1:
 		nb := a.nb
 		var s []float32

@@ -10,13 +10,24 @@ import "fmt"
 // acc[r*nt+t] — and Go adds the columns past the last whole
 // 16 and runs the fixed reduction tree. F16 products are exact in float32,
 // so a fused multiply-add equals the canonical multiply-then-add; F32 and
-// BF16 multiply and add separately.
-func genFloat(typ string, nt int, reduce bool) {
+// BF16 multiply and add separately. "BF16F" is BF16 with fused
+// multiply-adds, for callers that have checked that every product of the
+// call is exact in float32 (matmulFloatAVX512: bf16 × bf16 has at most 16
+// significant bits, so only a product outside float32's normal range can
+// round), where it gives the same bits.
+//
+// With accIn (the "A" variants, for rows taken in column chunks) the
+// kernel starts from the lane sums that the previous chunk's kernel left
+// at acc instead of from zero.
+func genFloat(typ string, nt int, reduce, accIn bool) {
 	suffix := ""
-	if reduce {
-		suffix = "R"
+	if accIn {
+		suffix = "A"
 	}
-	name := fmt.Sprintf("%sDot4x%d%sAVX512", map[string]string{"F16": "f16", "F32": "f32", "BF16": "bf16"}[typ], nt, suffix)
+	if reduce {
+		suffix += "R"
+	}
+	name := fmt.Sprintf("%sDot4x%d%sAVX512", map[string]string{"F16": "f16", "F32": "f32", "BF16": "bf16", "BF16F": "bf16f"}[typ], nt, suffix)
 	step := 32 // weight bytes per 16 columns
 	if typ == "F32" {
 		step = 64
@@ -32,8 +43,15 @@ func genFloat(typ string, nt int, reduce bool) {
 	emit("\tLEAQ (DX)(DX*2), BX")
 	emit("\tLEAQ (R8)(R8*2), R9")
 	emit("\tLEAQ (SI)(DX*8), AX") // prefetch pointer: two 4-row groups ahead, linear
+	if accIn {
+		emit("\tMOVQ acc+40(FP), R10")
+	}
 	for r := 0; r < 4; r++ {
 		for t := 0; t < nt; t++ {
+			if accIn {
+				emit("\tVMOVUPS %d(R10), Z%d", (r*nt+t)*64, r*4+t)
+				continue
+			}
 			emit("\tVPXORD Z%d, Z%d, Z%d", r*4+t, r*4+t, r*4+t)
 		}
 	}
@@ -53,7 +71,7 @@ func genFloat(typ string, nt int, reduce bool) {
 			emit("\tVCVTPH2PS %s, Z%d", row(r, 0), 16+r)
 		case "F32":
 			emit("\tVMOVUPS %s, Z%d", row(r, 0), 16+r)
-		case "BF16":
+		case "BF16", "BF16F":
 			emit("\tVPMOVZXWD %s, Z%d", row(r, 0), 16+r)
 			emit("\tVPSLLD $16, Z%d, Z%d", 16+r, 16+r)
 		}
@@ -65,7 +83,7 @@ func genFloat(typ string, nt int, reduce bool) {
 	for r := 0; r < 4; r++ {
 		for t := 0; t < nt; t++ {
 			a := r*4 + t
-			if typ == "F16" {
+			if typ == "F16" || typ == "BF16F" {
 				emit("\tVFMADD231PS Z%d, Z%d, Z%d", 20+t, 16+r, a)
 			} else {
 				emit("\tVMULPS Z%d, Z%d, Z%d", 20+t, 16+r, tmp)

@@ -87,11 +87,21 @@ func generate() string {
 	}
 	for _, typ := range []string{"F16", "F32", "BF16"} {
 		for nt := 1; nt <= 4; nt++ {
-			genFloat(typ, nt, false)
-			genFloat(typ, nt, true)
+			genFloat(typ, nt, false, false)
+			genFloat(typ, nt, true, false)
 		}
 		genFloatAVX2(typ, false)
 		genFloatAVX2(typ, true)
+	}
+	for nt := 1; nt <= 4; nt++ {
+		genFloat("BF16F", nt, false, false)
+		genFloat("BF16F", nt, true, false)
+	}
+	for _, typ := range []string{"F16", "F32", "BF16", "BF16F"} {
+		for nt := 1; nt <= 4; nt++ {
+			genFloat(typ, nt, false, true)
+			genFloat(typ, nt, true, true)
+		}
 	}
 	return out.String()
 }

@@ -1,0 +1,6 @@
+//go:build !amd64
+
+package kernels
+
+// roundBF16Arch reports false: other architectures round in Go.
+func roundBF16Arch(src, dst []float32) (bf16Range, bool) { return 0, false }
