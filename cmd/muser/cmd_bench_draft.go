@@ -90,11 +90,17 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 		return nil, err
 	}
 	defer drafter.Close()
-	if md, ok := drafter.(*sched.ModelDrafter); ok {
-		// The whole context at once, inside the left-out first tokens:
-		// the rate measures drafting, not catching up.
-		md.Chunk = o.prompt + o.gen
-		md.Window = o.window
+	lanes := []sched.Drafter{drafter}
+	if c, ok := drafter.(*sched.ChainDrafter); ok {
+		lanes = c.Lanes()
+	}
+	for _, l := range lanes {
+		if md, ok := l.(*sched.ModelDrafter); ok {
+			// The whole context at once, inside the left-out first
+			// tokens: the rate measures drafting, not catching up.
+			md.Chunk = o.prompt + o.gen
+			md.Window = o.window
+		}
 	}
 	bans := map[int32]float64{}
 	for _, id := range tok.EOGs() {

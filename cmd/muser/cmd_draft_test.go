@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -76,5 +79,48 @@ func TestServeDraftUsage(t *testing.T) {
 	code, _, errOut = runCLI(t, "serve", "--home", t.TempDir(), "--addr", "127.0.0.1:0", "--draft-lookup", "--draft-max", "-1")
 	if code != exitUsage || !strings.Contains(errOut, "--draft-max -1") {
 		t.Errorf("exit %d, stderr %q; want exit %d naming --draft-max", code, errOut, exitUsage)
+	}
+}
+
+// TestBenchDraft runs `muser bench` with each draft lane: the JSON names
+// the lane, the outputs are identical, and the counts are consistent.
+func TestBenchDraft(t *testing.T) {
+	path := stories(t)
+	text := filepath.Join(t.TempDir(), "text.txt")
+	story := "Once upon a time, there was a little girl named Lily. She liked to play with her ball. One day, Lily went to the park. "
+	if err := os.WriteFile(text, []byte(strings.Repeat(story, 8)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, lane := range []struct {
+		args []string
+		name string
+	}{
+		{[]string{"--draft-lookup"}, "lookup"},
+		{[]string{"--draft-model", path}, "model"},
+		{[]string{"--draft-lookup", "--draft-model", path}, "lookup+model"},
+	} {
+		t.Run(lane.name, func(t *testing.T) {
+			args := append([]string{"bench", "--model", path, "--text", text, "--prompt-tokens", "96", "--gen-tokens", "24",
+				"--reps", "1", "--draft-ignore-cost", "--json"}, lane.args...)
+			code, out, errOut := runCLI(t, args...)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var r struct {
+				Lane              string
+				Identical         bool
+				Drafted, Accepted int
+				ContextTokens     int `json:"context_tokens"`
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if r.Lane != lane.name || !r.Identical || r.ContextTokens != 96 {
+				t.Errorf("lane %q identical %v context %d, want %q, true, 96", r.Lane, r.Identical, r.ContextTokens, lane.name)
+			}
+			if r.Drafted == 0 || r.Accepted > r.Drafted {
+				t.Errorf("drafted %d, accepted %d: want some drafts, no more accepted than drafted", r.Drafted, r.Accepted)
+			}
+		})
 	}
 }

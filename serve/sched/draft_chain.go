@@ -34,6 +34,10 @@ func NewChainDrafter(lanes ...Drafter) *ChainDrafter {
 	return c
 }
 
+// Lanes returns the lanes in the order they are asked, for their
+// settings (ModelDrafter.Chunk, Window); the chain still owns them.
+func (c *ChainDrafter) Lanes() []Drafter { return c.lanes }
+
 // Name joins the lanes' names with "+" ("lookup+model").
 func (c *ChainDrafter) Name() string {
 	names := make([]string, len(c.lanes))

@@ -46,6 +46,9 @@ func TestChainDrafter(t *testing.T) {
 	if got := c.Name(); got != "a+b" {
 		t.Errorf("Name %q, want a+b", got)
 	}
+	if l := c.Lanes(); len(l) != 2 || l[0] != first || l[1] != second {
+		t.Errorf("Lanes %v, want the two lanes in order", l)
+	}
 	call := func(stable0, stable1 int) []DraftRequest {
 		t.Helper()
 		buf := make([]int32, 0, 8)
