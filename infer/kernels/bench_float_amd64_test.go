@@ -18,6 +18,26 @@ const coldBytes = 256 << 20
 // memSum reads data in parts pieces on p's threads, summing it as uint64
 // words: the plain read that a decode MatMul of the same bytes is measured
 // against.
+// benchColdMemSum is the decode benchmarks' same-run peer: it sums size
+// bytes per op, cycling through copies that add up to coldBytes (so every
+// op reads from memory), in as many parts as a MatMul of rows has tiles,
+// and reports GB per CPU-second.
+func benchColdMemSum(b *testing.B, p *Pool, size, rows int) {
+	copies := max(1, (coldBytes+size-1)/size)
+	data := make([]uint64, copies*size/8)
+	for i := range data {
+		data[i] = uint64(i)
+	}
+	sums := make([]uint64, (rows+decodeTileRows-1)/decodeTileRows)
+	i := 0
+	cpu := startCPU(b)
+	for b.Loop() {
+		memSum(p, data[i*size/8:(i+1)*size/8], sums)
+		i = (i + 1) % copies
+	}
+	cpu.report(float64(size)/1e9, "GB")
+}
+
 func memSum(p *Pool, data []uint64, sums []uint64) {
 	parts := len(sums)
 	p.Parallel(parts, func(i int) {
@@ -74,18 +94,7 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 						defer p.Close()
 						b.SetBytes(int64(size))
 						if kind == "memsum" {
-							data := make([]uint64, copies*size/8)
-							for i := range data {
-								data[i] = uint64(i)
-							}
-							sums := make([]uint64, (sh.rows+decodeTileRows-1)/decodeTileRows)
-							i := 0
-							cpu := startCPU(b)
-							for b.Loop() {
-								memSum(p, data[i*size/8:(i+1)*size/8], sums)
-								i = (i + 1) % copies
-							}
-							cpu.report(float64(size)/1e9, "GB")
+							benchColdMemSum(b, p, size, sh.rows)
 							return
 						}
 						typ, old := ggml.TypeF16, strings.HasSuffix(kind, "-4row")

@@ -74,20 +74,8 @@ func benchIntDecode(b *testing.B, rows, cols, th int, kind string) {
 	defer p.Close()
 	if kind == "memsum" {
 		size := rows * cols * 34 / 32 // as many bytes as Q8_0
-		copies := max(1, (coldBytes+size-1)/size)
 		b.SetBytes(int64(size))
-		data := make([]uint64, copies*size/8)
-		for i := range data {
-			data[i] = uint64(i)
-		}
-		sums := make([]uint64, (rows+decodeTileRows-1)/decodeTileRows)
-		i := 0
-		cpu := startCPU(b)
-		for b.Loop() {
-			memSum(p, data[i*size/8:(i+1)*size/8], sums)
-			i = (i + 1) % copies
-		}
-		cpu.report(float64(size)/1e9, "GB")
+		benchColdMemSum(b, p, size, rows)
 		return
 	}
 	name, avx2 := strings.CutSuffix(kind, "-avx2")
