@@ -79,17 +79,7 @@ func TestGPUSpeculationIsExact(t *testing.T) {
 						d := lane.make()
 						defer d.Close()
 						s := g.newSched(t, nil, func(c *Config) { c.Drafter, c.DraftMax, c.Slots, c.DraftIgnoreCost = d, dmax, slots, true })
-						var got []fullOutput
-						if slots == 1 {
-							for i := range cases {
-								got = append(got, runAll(t, s, cases[i:i+1])[0])
-							}
-						} else {
-							got = runAll(t, s, cases)
-						}
-						for i := range cases {
-							sameOutput(t, fmt.Sprintf("request %d", i), got[i], want[i])
-						}
+						runLane(t, s, cases, want, slots)
 						st := s.DraftStats()
 						if st.Drafted == 0 {
 							t.Errorf("%s lane drafted nothing: the verification path was not exercised", lane.name)

@@ -373,6 +373,24 @@ func sameOutput(t *testing.T, what string, got, want fullOutput) {
 	}
 }
 
+// runLane runs cases on s (one at a time with one slot, all at once with
+// more) and requires each output to be want's.
+func runLane(t *testing.T, s *Scheduler, cases []specCase, want []fullOutput, slots int) []fullOutput {
+	t.Helper()
+	var got []fullOutput
+	if slots == 1 {
+		for i := range cases {
+			got = append(got, runAll(t, s, cases[i:i+1])[0])
+		}
+	} else {
+		got = runAll(t, s, cases)
+	}
+	for i := range cases {
+		sameOutput(t, fmt.Sprintf("request %d", i), got[i], want[i])
+	}
+	return got
+}
+
 // TestSpeculationIsExact checks that every draft lane, at every draft
 // length, alone and batched, gives what plain decoding gives: the same
 // events (tokens, text, logprobs), finish reasons and stop words.
@@ -413,17 +431,7 @@ func TestSpeculationIsExact(t *testing.T) {
 						d := lane.make()
 						defer d.Close()
 						s := e.newSched(t, nil, func(c *Config) { c.Drafter, c.DraftMax, c.Slots, c.DraftIgnoreCost = d, dmax, slots, true })
-						var got []fullOutput
-						if slots == 1 {
-							for i := range cases {
-								got = append(got, runAll(t, s, cases[i:i+1])[0])
-							}
-						} else {
-							got = runAll(t, s, cases)
-						}
-						for i := range cases {
-							sameOutput(t, fmt.Sprintf("request %d", i), got[i], want[i])
-						}
+						got := runLane(t, s, cases, want, slots)
 						st := s.DraftStats()
 						if st.Lane != d.Name() {
 							t.Errorf("stats lane %q, want %q", st.Lane, d.Name())
