@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/engine"
@@ -33,6 +34,10 @@ type hiddenProbe struct {
 	// Hidden.
 	checked, empty int
 	bad            []string
+	// arrays records, per slot, the backing arrays its Hidden slices lay
+	// in (each named by the address of its end, which every slice of it
+	// shares: the first element's address plus the slice's capacity).
+	arrays map[int]map[uintptr]bool
 }
 
 func (p *hiddenProbe) Name() string      { return "probe" }
@@ -88,6 +93,13 @@ func (p *hiddenProbe) check(ctx context.Context, r *DraftRequest) {
 		p.bad = append(p.bad, where+": Hidden is nil")
 		return
 	}
+	if p.arrays == nil {
+		p.arrays = make(map[int]map[uintptr]bool)
+	}
+	if p.arrays[r.Slot] == nil {
+		p.arrays[r.Slot] = make(map[uintptr]bool)
+	}
+	p.arrays[r.Slot][uintptr(unsafe.Pointer(unsafe.SliceData(r.Hidden)))+uintptr(cap(r.Hidden))*4] = true
 	seq, err := p.model.NewSequence(len(fed))
 	if err != nil {
 		p.bad = append(p.bad, fmt.Sprintf("%s: NewSequence: %v", where, err))
@@ -121,7 +133,20 @@ func (p *hiddenProbe) report(t *testing.T) {
 	if p.want && p.checked == 0 {
 		t.Error("the probe compared no hidden state")
 	}
+	// The slot's buffer is reused: it grows to the longest verification
+	// step's rows, and a request with N > 1 adds the prompt's copy.
+	for slot, a := range p.arrays {
+		if len(a) > maxHiddenArrays {
+			t.Errorf("slot %d: Hidden lay in %d arrays over %d calls, want at most %d (a buffer reused from step to step)",
+				slot, len(a), p.checked, maxHiddenArrays)
+		}
+	}
 }
+
+// maxHiddenArrays bounds the backing arrays one slot's Hidden slices may
+// lie in: a buffer grown a few times (rows 1 to DraftMax+1, doubling), and
+// the prompt's copy.
+const maxHiddenArrays = 6
 
 // fullSeqs returns each case's prompt followed by its plain output.
 func fullSeqs(cases []specCase, outs []fullOutput) [][]int32 {
