@@ -84,6 +84,28 @@
 // asks several in order (each slot takes the first proposal);
 // Scheduler.DraftStats counts their work.
 //
+// A HiddenDrafter that wants hidden states (a block drafter, conditioned
+// on the target) gets, in DraftRequest.Hidden, the target's final-normed
+// hidden state after the last token it computed, History[len-2]; History's
+// last token is the one sampled from that position's logits, not yet fed.
+// For it, every step of a slot asks the engine for hidden states where it
+// asks for logits: the prompt's last chunk and a plain decode step the
+// last token's (engine.OutputLast), a verification step every row's
+// (OutputAll). The slot keeps them in a buffer reused from step to step
+// (draft_hidden.go); after verification the row whose logits sampled the
+// new last token is the one handed out (row j, after last, d1..dj), and a
+// request with N > 1 choices keeps the state after its prompt, from which
+// each choice starts again. The state is bit-identical to what a Forward of
+// History[:len-1] on a fresh sequence returns for its last token: the
+// kernels are batch-invariant, and the last prompt token is always
+// computed, after a prefix restore or a slot reuse too. A decoding slot
+// always has it. The logits, and so the output, are the same either way;
+// with a drafter that wants none, no step asks for hidden states. New
+// refuses a HiddenDrafter on a model whose device returns no hidden states
+// (CheckDraftHidden: a *DraftHiddenError naming the lane and the device);
+// a ChainDrafter wants them when one of its lanes does, and passes them to
+// the lanes that want them.
+//
 // # Embeddings
 //
 // A request with Request.Hidden set is an embeddings request: a prefill

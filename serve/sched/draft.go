@@ -52,6 +52,19 @@ type DraftRequest struct {
 	Ctx int
 	// Tokens receives the proposal; the drafter appends to Tokens[:0].
 	Tokens []int32
+	// Hidden, for a HiddenDrafter that wants hidden states, is the
+	// target's final-normed hidden state (engine.Config.Hidden floats:
+	// the output norm's result, the input of the output projection)
+	// after History[len(History)-2], the last token the target has
+	// computed; History's last token is the one sampled from that
+	// position's logits, not yet fed. It is bit-identical to the state
+	// a Forward of History[:len(History)-1] on a fresh sequence returns
+	// for its last token. It is nil for a drafter that does not want
+	// hidden states, and for a slot the scheduler has none for, which
+	// does not happen for a decoding slot (every step of one asks the
+	// engine for them). It is valid during the Draft call only: the
+	// drafter must neither modify nor retain it.
+	Hidden []float32
 }
 
 // Draft lengths.
@@ -217,7 +230,11 @@ func (s *Scheduler) propose() {
 		h := append(sl.spec.hist[:n], toks[n:]...)
 		h = append(h, sl.last)
 		sl.spec.hist, sl.spec.low = h, len(toks)
-		reqs = append(reqs, DraftRequest{Slot: sl.id, History: h, Stable: n, Max: k, Ctx: sl.seq.Max(), Tokens: sl.draft[:0]})
+		r := DraftRequest{Slot: sl.id, History: h, Stable: n, Max: k, Ctx: sl.seq.Max(), Tokens: sl.draft[:0]}
+		if s.wantHidden {
+			r.Hidden = sl.hid.at(len(toks), s.hidden)
+		}
+		reqs = append(reqs, r)
 		owners = append(owners, sl)
 	}
 	if len(reqs) == 0 {
@@ -314,15 +331,21 @@ func allowedPrefix(c sample.Constraint, draft []int32) []int32 {
 
 // decodeStep returns a decoding slot's part of a step: its last sampled
 // token, followed by its draft tokens if it has any (then with the logits
-// after every token, to verify them).
+// after every token, to verify them). For a drafter that wants hidden
+// states it asks for them where it asks for logits (keepHidden takes
+// them back).
 func (s *Scheduler) decodeStep(sl *slot) engine.Step {
 	if len(sl.draft) == 0 {
-		return engine.Step{Seq: sl.seq, Tokens: []int32{sl.last}, Output: engine.OutputLast, Logits: sl.logits}
+		hid, buf := s.stepHidden(sl, engine.OutputLast)
+		return engine.Step{Seq: sl.seq, Tokens: []int32{sl.last}, Output: engine.OutputLast, Logits: sl.logits,
+			Hidden: hid, HiddenStates: buf}
 	}
 	toks := make([]int32, 0, 1+len(sl.draft))
 	toks = append(toks, sl.last)
 	toks = append(toks, sl.draft...)
-	return engine.Step{Seq: sl.seq, Tokens: toks, Output: engine.OutputAll, Logits: sl.logits}
+	hid, buf := s.stepHidden(sl, engine.OutputAll)
+	return engine.Step{Seq: sl.seq, Tokens: toks, Output: engine.OutputAll, Logits: sl.logits,
+		Hidden: hid, HiddenStates: buf}
 }
 
 // verify handles a decoding slot's step that fed last and k draft tokens

@@ -20,6 +20,8 @@ type ChainDrafter struct {
 	// was asked at the last call, or never), so that each lane's
 	// DraftRequest.Stable is true of the calls it saw.
 	stable []map[int]int
+	// hidden[i] says whether lane i wants hidden states (HiddenDrafter).
+	hidden []bool
 	sub    []DraftRequest
 	idx    []int
 }
@@ -27,11 +29,24 @@ type ChainDrafter struct {
 // NewChainDrafter returns a drafter that asks lanes in the order given; it
 // owns them (Close closes every one).
 func NewChainDrafter(lanes ...Drafter) *ChainDrafter {
-	c := &ChainDrafter{lanes: lanes, stable: make([]map[int]int, len(lanes))}
+	c := &ChainDrafter{lanes: lanes, stable: make([]map[int]int, len(lanes)), hidden: make([]bool, len(lanes))}
 	for i := range c.stable {
 		c.stable[i] = make(map[int]int)
+		c.hidden[i] = WantsHidden(lanes[i])
 	}
 	return c
+}
+
+// WantsHidden reports whether any lane wants hidden states
+// (HiddenDrafter); Draft then passes DraftRequest.Hidden to the lanes
+// that want them, and nil to the others.
+func (c *ChainDrafter) WantsHidden() bool {
+	for _, h := range c.hidden {
+		if h {
+			return true
+		}
+	}
+	return false
 }
 
 // Lanes returns the lanes in the order they are asked, for their
@@ -69,6 +84,9 @@ func (c *ChainDrafter) Draft(ctx context.Context, reqs []DraftRequest) error {
 			if seen {
 				r.Stable = min(r.Stable, st)
 				delete(c.stable[li], r.Slot)
+			}
+			if !c.hidden[li] {
+				r.Hidden = nil
 			}
 			c.sub = append(c.sub, r)
 			c.idx = append(c.idx, i)

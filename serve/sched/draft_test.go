@@ -422,6 +422,8 @@ func TestSpeculationIsExact(t *testing.T) {
 			{"lookup+model-q4k", func() Drafter { return NewChainDrafter(&LookupDrafter{}, NewModelDrafter(draft)) }},
 			{"random", func() Drafter { return randomDrafter(e.model.Config().Vocab, seed) }},
 			{"oracle", func() Drafter { return oracleDrafter(prompts, outs) }},
+			// Wants hidden states, and checks each one (draft_hidden_test.go).
+			{"hidden-probe", func() Drafter { return &hiddenProbe{model: e.model, want: true, seqs: fullSeqs(cases, want)} }},
 		}
 		for _, lane := range lanes {
 			for _, dmax := range []int{1, 3, 8} {
@@ -432,6 +434,9 @@ func TestSpeculationIsExact(t *testing.T) {
 						defer d.Close()
 						s := e.newSched(t, nil, func(c *Config) { c.Drafter, c.DraftMax, c.Slots, c.DraftIgnoreCost = d, dmax, slots, true })
 						got := runLane(t, s, cases, want, slots)
+						if p, ok := d.(*hiddenProbe); ok {
+							p.report(t)
+						}
 						st := s.DraftStats()
 						if st.Lane != d.Name() {
 							t.Errorf("stats lane %q, want %q", st.Lane, d.Name())

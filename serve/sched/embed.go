@@ -28,10 +28,11 @@ func hiddenOutput(r *Request, last bool) engine.Output {
 	return engine.OutputNone
 }
 
-// collectHidden appends the hidden states a finished step returned to the
-// slot's result.
+// collectHidden appends the hidden states a finished step of an
+// embeddings request returned to the slot's result (the states a step
+// asks for on a drafter's behalf are keepHidden's).
 func collectHidden(sl *slot, st *engine.Step) {
-	if st.Hidden != engine.OutputNone {
+	if sl.task.req.Hidden != engine.OutputNone && st.Hidden != engine.OutputNone {
 		sl.res.Hidden = append(sl.res.Hidden, st.HiddenStates...)
 		st.HiddenStates = nil
 	}

@@ -99,3 +99,29 @@ func (e *SlotError) Error() string { return fmt.Sprintf("slot %d: %s", e.Slot, e
 
 // Unwrap returns the cause.
 func (e *SlotError) Unwrap() error { return e.Err }
+
+// ErrDraftNeedsHidden is returned by New (and CheckDraftHidden) when the
+// Drafter conditions on the model's hidden states (a HiddenDrafter that
+// wants them) and the model's device does not return them; a
+// *DraftHiddenError wrapping it names the lane and the device.
+var ErrDraftNeedsHidden = errors.New("the draft lane needs the model's hidden states")
+
+// DraftHiddenError names the draft lane that wants hidden states and the
+// device that does not return them.
+type DraftHiddenError struct {
+	// Lane is the lane that wants them (Drafter.Name; within a
+	// ChainDrafter, the first lane that does).
+	Lane string
+	// Device names the model's device (engine.Device.Name).
+	Device string
+	// Err is the engine's refusal (an *engine.DeviceError wrapping
+	// engine.ErrNoHiddenStates).
+	Err error
+}
+
+func (e *DraftHiddenError) Error() string {
+	return fmt.Sprintf("%v: draft lane %q conditions on them, and device %s does not return them", ErrDraftNeedsHidden, e.Lane, e.Device)
+}
+
+// Unwrap returns ErrDraftNeedsHidden and the engine's error.
+func (e *DraftHiddenError) Unwrap() []error { return []error{ErrDraftNeedsHidden, e.Err} }

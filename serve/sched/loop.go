@@ -58,6 +58,9 @@ type slot struct {
 	draft     []int32
 	spec      specState
 	verifyLen int
+	// hid holds the target's hidden states for a drafter that wants
+	// them (draft_hidden.go).
+	hid slotHidden
 
 	// opDone answers the WithSlot call whose operation holds the slot;
 	// pendingOp waits for the slot's publish to end (slotops.go).
@@ -118,6 +121,7 @@ func (s *Scheduler) loop() {
 		}
 		now := time.Now()
 		for i, sl := range owners {
+			s.keepHidden(sl, &steps[i])
 			collectHidden(sl, &steps[i])
 			s.after(sl, steps[i].Logits, now)
 			steps[i].Logits = nil
@@ -358,6 +362,7 @@ func (s *Scheduler) start(t *Task) {
 	sl.dec = s.cfg.Tokenizer.NewStreamDecoder()
 	sl.stop = sample.NewStop(req.Stop)
 	sl.text.Reset()
+	sl.hid.reset()
 	sl.lastUse = sl.res.Started
 	if reuse > 0 {
 		sl.seq.Truncate(reuse)
@@ -434,8 +439,13 @@ func (s *Scheduler) gather(rr *int) ([]engine.Step, []*slot) {
 		if c == len(rest) && !sl.task.req.PrefillOnly && sl.task.req.Hidden == engine.OutputNone {
 			out = engine.OutputLast
 		}
-		steps = append(steps, engine.Step{Seq: sl.seq, Tokens: rest[:c], Output: out, Logits: sl.logits,
-			Hidden: hiddenOutput(sl.task.req, c == len(rest))})
+		st := engine.Step{Seq: sl.seq, Tokens: rest[:c], Output: out, Logits: sl.logits,
+			Hidden: hiddenOutput(sl.task.req, c == len(rest))}
+		if out == engine.OutputLast {
+			// The prompt's last token: its state starts the drafts.
+			st.Hidden, st.HiddenStates = s.stepHidden(sl, engine.OutputLast)
+		}
+		steps = append(steps, st)
 		owners = append(owners, sl)
 		budget -= c
 	}
@@ -458,6 +468,7 @@ func (s *Scheduler) after(sl *slot, logits []float32, now time.Time) {
 		}
 		sl.res.PrefillDone = now
 		keepPromptLogits(sl)
+		s.keepPromptHidden(sl)
 		if req.PrefillOnly || req.Hidden != engine.OutputNone {
 			s.end(sl, FinishStop, nil, true)
 			return

@@ -95,7 +95,10 @@ type Config struct {
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
 	// Drafter, when set, proposes draft tokens that each decode step
 	// verifies (speculative decoding, doc.go): it changes speed, never
-	// output. The caller closes it after the scheduler.
+	// output. The caller closes it after the scheduler. A HiddenDrafter
+	// that wants hidden states gets them (DraftRequest.Hidden) and needs
+	// a model whose device returns them: New refuses it otherwise
+	// (CheckDraftHidden).
 	Drafter Drafter
 	// DraftMax is the most draft tokens one slot verifies in one step
 	// (0: DefaultDraftMax); the draft length adapts below it to the
@@ -155,6 +158,10 @@ type Scheduler struct {
 
 	draftN draftCounters
 	costs  *laneCosts // the draft lane's measured costs (draft_cost.go)
+	// wantHidden is set when the Drafter wants hidden states
+	// (HiddenDrafter); hidden is the length of one (engine.Config.Hidden).
+	wantHidden bool
+	hidden     int
 
 	// pending counts exports and publishes not yet finished; idle is
 	// closed whenever it is zero (Sync waits on it).
@@ -199,6 +206,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.DecodeBatch == 0 {
 		cfg.DecodeBatch = cfg.Model.DecodeBatch()
 	}
+	if err := CheckDraftHidden(cfg.Model, cfg.Drafter); err != nil {
+		return nil, fmt.Errorf("sched: %w", err)
+	}
 	s := &Scheduler{
 		cfg:      cfg,
 		costs:    cfg.testCosts,
@@ -212,6 +222,9 @@ func New(cfg Config) (*Scheduler, error) {
 		loopDone: make(chan struct{}),
 		idle:     make(chan struct{}),
 	}
+	// A Drafter that wants hidden states gets them (draft_hidden.go); with
+	// any other, no step asks for them.
+	s.wantHidden, s.hidden = WantsHidden(cfg.Drafter), mc.Hidden
 	close(s.idle)
 	if s.costs == nil {
 		s.costs = newLaneCosts()
