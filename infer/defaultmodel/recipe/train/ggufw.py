@@ -11,7 +11,9 @@ Layout written (all integers little-endian):
 Only the value types the recipe needs are written: u32, i32, f32, bool,
 string, and arrays of string, f32 and i32. Tensors are F32 (type 0) or F16
 (type 1). The reader parses what the writer writes (and general GGUF v3 files
-with those value types) so the recipe can check its own output.
+with those value types) so the recipe can check its own output; it also
+dequantizes Q8_0 and Q4_K tensors (types 8 and 12), so the block drafter's recipe can load a
+quantized target.
 """
 
 import struct
@@ -25,6 +27,30 @@ T_UINT8, T_INT8, T_UINT16, T_INT16, T_UINT32, T_INT32, T_FLOAT32, T_BOOL, T_STRI
 
 GGML_F32 = 0
 GGML_F16 = 1
+GGML_Q8_0 = 8
+GGML_Q4_K = 12
+_Q8_0_BLOCK = np.dtype([("d", "<f2"), ("q", "i1", (32,))])
+_Q4_K_BLOCK = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qs", "u1", (128,))])
+
+
+def _q4_k(blocks):
+    """Dequantizes Q4_K super-blocks of 256 values: eight sub-blocks of 32,
+    each with a 6-bit scale and min (packed in 12 bytes) times the block's
+    d and dmin; value = d*scale*q - dmin*min, q a 4-bit nibble (the low
+    nibbles of 32 bytes are one sub-block, their high nibbles the next)."""
+    sc = blocks["scales"].astype(np.int32)
+    n = len(blocks)
+    scale = np.empty((n, 8), np.int32)
+    mn = np.empty((n, 8), np.int32)
+    scale[:, :4] = sc[:, 0:4] & 63
+    mn[:, :4] = sc[:, 4:8] & 63
+    scale[:, 4:] = (sc[:, 8:12] & 0xF) | ((sc[:, 0:4] >> 6) << 4)
+    mn[:, 4:] = (sc[:, 8:12] >> 4) | ((sc[:, 4:8] >> 6) << 4)
+    d = blocks["d"].astype(np.float32)[:, None] * scale
+    m = blocks["dmin"].astype(np.float32)[:, None] * mn
+    qs = blocks["qs"].reshape(n, 4, 32)
+    q = np.stack((qs & 0xF, qs >> 4), axis=2).reshape(n, 8, 32).astype(np.float32)
+    return (d[:, :, None] * q - m[:, :, None]).reshape(n, 256)
 
 _SCALAR = {
     T_UINT8: "<B", T_INT8: "<b", T_UINT16: "<H", T_INT16: "<h", T_UINT32: "<I", T_INT32: "<i",
@@ -160,6 +186,14 @@ def read(path):
             arr = np.frombuffer(buf, dtype="<f4", count=n, offset=base + off).reshape(list(reversed(dims)))
         elif typ == GGML_F16:
             arr = np.frombuffer(buf, dtype="<f2", count=n, offset=base + off).reshape(list(reversed(dims)))
+        elif typ == GGML_Q8_0:
+            # Blocks of 32: an f16 scale d, then 32 int8 q; value = d * q.
+            blocks = np.frombuffer(buf, dtype=_Q8_0_BLOCK, count=n // 32, offset=base + off)
+            vals = blocks["q"].astype(np.float32) * blocks["d"].astype(np.float32)[:, None]
+            arr = vals.reshape(list(reversed(dims)))
+        elif typ == GGML_Q4_K:
+            blocks = np.frombuffer(buf, dtype=_Q4_K_BLOCK, count=n // 256, offset=base + off)
+            arr = _q4_k(blocks).reshape(list(reversed(dims)))
         else:
             arr = None
         tensors[name] = (typ, dims, arr)

@@ -95,6 +95,56 @@ class GGUFKeys(unittest.TestCase):
         self.assertEqual(ts["t"][1], [3, 2])
         self.assertTrue(np.array_equal(ts["t"][2], np.arange(6, dtype=np.float32).reshape(2, 3)))
 
+    def test_quantized_tensors_read(self):
+        """Q8_0 and Q4_K tensors read back as the values their blocks
+        encode (computed here one value at a time from the layout)."""
+        import struct
+
+        import numpy as np
+
+        import ggufw
+
+        q8 = np.arange(-16, 16, dtype=np.int8)
+        q8_bytes = struct.pack("<e", 0.5) + q8.tobytes()
+        want_q8 = q8.astype(np.float32) * 0.5
+
+        scales = bytearray(12)
+        for j in range(4):
+            scales[j] = j + 1          # scale of sub-block j
+            scales[j + 4] = j          # min of sub-block j
+        for j in range(4, 8):
+            scales[j + 4] = (j + 1) | (j << 4)  # low bits of sub-block j's scale and min
+        scales[0] |= 1 << 6            # adds 16 to sub-block 4's scale
+        scales[5] |= 2 << 6            # adds 32 to sub-block 5's min
+        qs = bytes(((l % 16) | ((15 - l % 16) << 4)) for _ in range(4) for l in range(32))
+        q4_bytes = struct.pack("<ee", 1.0, 0.5) + bytes(scales) + qs
+
+        def scale_min(j):
+            if j < 4:
+                return scales[j] & 63, scales[j + 4] & 63
+            return (scales[j + 4] & 15) | ((scales[j - 4] >> 6) << 4), (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4)
+
+        want_q4 = []
+        for j in range(8):
+            sc, mn = scale_min(j)
+            for l in range(32):
+                b = qs[(j // 2) * 32 + l]
+                q = b & 15 if j % 2 == 0 else b >> 4
+                want_q4.append(1.0 * sc * q - 0.5 * mn)
+        self.assertEqual(scale_min(4)[0], 5 | 16)
+        self.assertEqual(scale_min(5)[1], 5 | 32)
+
+        w = ggufw.Writer()
+        w.string("general.architecture", "llama")
+        w.tensors.append(("q8", [32, 1], ggufw.GGML_Q8_0, q8_bytes))
+        w.tensors.append(("q4", [256, 1], ggufw.GGML_Q4_K, q4_bytes))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "q.gguf")
+            w.write(path)
+            _, ts = ggufw.read(path)
+        self.assertTrue(np.array_equal(ts["q8"][2], want_q8.reshape(1, 32)))
+        self.assertTrue(np.array_equal(ts["q4"][2], np.array(want_q4, dtype=np.float32).reshape(1, 256)))
+
 
 if __name__ == "__main__":
     unittest.main()
