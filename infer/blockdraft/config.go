@@ -1,6 +1,7 @@
 package blockdraft
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -61,7 +62,9 @@ func readConfig(meta *gguf.Metadata) (Config, error) {
 	var c Config
 	arch, err := meta.String(KeyArchitecture)
 	if err != nil {
-		return c, &HParamError{Key: KeyArchitecture, Err: joinErr(ErrNotBlockDrafter, err)}
+		he := metaErr(KeyArchitecture, err)
+		he.Err = joinErr(ErrNotBlockDrafter, err)
+		return c, he
 	}
 	if arch != Arch {
 		return c, &HParamError{Key: KeyArchitecture, Err: ErrNotBlockDrafter,
@@ -70,7 +73,7 @@ func readConfig(meta *gguf.Metadata) (Config, error) {
 	u := func(key string, dst *int, lo, hi int) error {
 		v, err := meta.Uint64(key)
 		if err != nil {
-			return &HParamError{Key: key, Err: joinErr(ErrHParams, err)}
+			return metaErr(key, err)
 		}
 		if v < uint64(lo) || v > uint64(hi) {
 			return &HParamError{Key: key, Err: ErrHParams, Reason: fmt.Sprintf("is %d, want %d..%d", v, lo, hi)}
@@ -111,7 +114,7 @@ func readConfig(meta *gguf.Metadata) (Config, error) {
 	f := func(key string, dst *float32) error {
 		v, err := meta.Float32(key)
 		if err != nil {
-			return &HParamError{Key: key, Err: joinErr(ErrHParams, err)}
+			return metaErr(key, err)
 		}
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) || v <= 0 {
 			return &HParamError{Key: key, Err: ErrHParams, Reason: fmt.Sprintf("is %v, want a finite positive number", v)}
@@ -126,7 +129,7 @@ func readConfig(meta *gguf.Metadata) (Config, error) {
 		return c, err
 	}
 	if c.TargetName, err = meta.String(KeyTargetName); err != nil {
-		return c, &HParamError{Key: KeyTargetName, Err: joinErr(ErrHParams, err)}
+		return c, metaErr(KeyTargetName, err)
 	}
 	v, ok := meta.Get(KeyTokens)
 	switch {
@@ -139,6 +142,16 @@ func readConfig(meta *gguf.Metadata) (Config, error) {
 	}
 	c.Vocab = v.Len()
 	return c, nil
+}
+
+// metaErr is the *HParamError for a key whose lookup failed (missing, or
+// of the wrong type): it matches ErrHParams and the gguf error.
+func metaErr(key string, err error) *HParamError {
+	reason := err.Error()
+	if errors.Is(err, gguf.ErrMissingKey) {
+		reason = "missing"
+	}
+	return &HParamError{Key: key, Err: joinErr(ErrHParams, err), Reason: reason}
 }
 
 // joinErr wraps both a sentinel of this package and the cause (a gguf
