@@ -326,7 +326,7 @@ func TestTargets(t *testing.T) {
 	}{{"default model", def}, {"stories260K", openTarget(t)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := blockdrafttest.Spec()
-			o.Hidden, o.Layers, o.FFN = 64, 1, 128
+			o.Hidden, o.Layers, o.FFN, o.TargetHidden = 64, 1, 128, 0
 			m := openDrafter(t, tc.target, o, 2)
 			hidden, err := blockdrafttest.TargetHidden(tc.target)
 			if err != nil {

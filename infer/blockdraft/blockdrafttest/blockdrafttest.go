@@ -23,6 +23,10 @@ type Options struct {
 	Block   int       // B, 2..64
 	Seed    uint64    // the weights drawn
 	Type    ggml.Type // the matrices' type: ggml.TypeF32 or ggml.TypeQ8_0 (any type ggml.Quantize encodes)
+	// TargetHidden, when not 0, replaces the target's hidden size (for a
+	// drafter of another member of the target's model family, which shares
+	// its tokenizer).
+	TargetHidden int
 	// LogitStd is the standard deviation of the output weights times
 	// √Hidden (about the spread of the logits; default 4).
 	LogitStd float64
@@ -35,10 +39,12 @@ func Small() Options {
 }
 
 // Spec returns the shape the recipe trains for the default model family's
-// "long" member: D 512, 2 layers, 8 heads, 8 KV heads, F 1536, B 8, Q8_0
-// matrices, seed 1.
+// "long" member (hidden 512): D 512, 2 layers, 8 heads, 8 KV heads, F
+// 1536, B 8, Q8_0 matrices, seed 1, target hidden 512. With the embedded
+// default model's tokenizer (2,048 tokens) it is the drafter of
+// BenchmarkDraft.
 func Spec() Options {
-	return Options{Hidden: 512, Layers: 2, Heads: 8, KVHeads: 8, FFN: 1536, Block: 8, Seed: 1, Type: ggml.TypeQ8_0}
+	return Options{Hidden: 512, Layers: 2, Heads: 8, KVHeads: 8, FFN: 1536, Block: 8, Seed: 1, Type: ggml.TypeQ8_0, TargetHidden: 512}
 }
 
 func (o Options) withDefaults() Options {
@@ -84,9 +90,13 @@ func TargetHidden(f *gguf.File) (int, error) {
 // size through the layers and the logits spread by about o.LogitStd).
 func Build(target *gguf.File, o Options) (*gguf.Builder, error) {
 	o = o.withDefaults()
-	H, err := TargetHidden(target)
-	if err != nil {
-		return nil, fmt.Errorf("blockdrafttest: target: %w", err)
+	H := o.TargetHidden
+	if H == 0 {
+		h, err := TargetHidden(target)
+		if err != nil {
+			return nil, fmt.Errorf("blockdrafttest: target: %w", err)
+		}
+		H = h
 	}
 	tokens, ok := target.Meta.Get(blockdraft.KeyTokens)
 	if !ok || !tokens.IsArray() {
