@@ -56,7 +56,9 @@
 // # Cost
 //
 // A draft costs one pass of B rows through the drafter: for the trained
-// shape (D 512, 2 layers, F 1536, B 8, V 2048, H 512, Q8_0) about 9 MB of
-// weights read and 65 M multiply-adds per request, shared by all requests
-// of a call (BenchmarkDraft; docs/blockdraft.md has the measured times).
+// shape (D 512, 2 layers, F 1536, B 8, V 2048, H 512, Q8_0) about 66 M
+// multiply-adds per request and about 9 MB of weights read per call,
+// whatever the number of requests: about 1 ms per request on one core of
+// the development machine (BenchmarkDraft; docs/blockdraft.md has the
+// measurements).
 package blockdraft
