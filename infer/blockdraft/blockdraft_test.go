@@ -3,6 +3,7 @@ package blockdraft_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -378,5 +379,43 @@ func TestTargets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDraftConcurrent drafts from several goroutines on one Model: the
+// calls take turns and each gets the tokens it gets alone.
+func TestDraftConcurrent(t *testing.T) {
+	target := openTarget(t)
+	m := openDrafter(t, target, blockdrafttest.Options{Block: 5, Seed: 8, Type: ggml.TypeQ8_0}, 2)
+	reqs := randomRequests(m, 4, 21)
+	want := make([][]int32, len(reqs))
+	for i := range reqs {
+		rs := clone(reqs[i : i+1])
+		if err := m.Draft(context.Background(), rs); err != nil {
+			t.Fatal(err)
+		}
+		want[i] = rs[0].Tokens
+	}
+	errs := make(chan error, len(reqs))
+	for i := range reqs {
+		go func() {
+			rs := clone(reqs[i : i+1])
+			for range 20 {
+				if err := m.Draft(context.Background(), rs); err != nil {
+					errs <- err
+					return
+				}
+				if !slices.Equal(rs[0].Tokens, want[i]) {
+					errs <- fmt.Errorf("request %d: drafted %v, alone %v", i, rs[0].Tokens, want[i])
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range reqs {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
