@@ -33,7 +33,8 @@
 // (1..min(Max, B-1)). The kernels are batch-invariant and every other
 // step works per row, per request or per (request, head) with fixed
 // orders of operations, so a request's tokens are the same alone or among
-// others and on any number of threads. Buffers are kept across calls.
+// others, on any number of threads and on every kernel variant. Buffers
+// are kept across calls.
 //
 // The drafter's arithmetic is not the target's: a draft only decides how
 // many target tokens a step may accept, never which, so it is not part of
