@@ -44,6 +44,7 @@ type HParamError struct {
 	Err    error  // ErrNotBlockDrafter, ErrHParams, or a gguf metadata error
 }
 
+// Error names the key and what is wrong with it.
 func (e *HParamError) Error() string {
 	if e.Reason == "" {
 		return fmt.Sprintf("%s: %v", e.Key, e.Err)
@@ -61,6 +62,7 @@ type TensorError struct {
 	Err    error  // ErrShape or ErrUnsupported, possibly joined with a cause
 }
 
+// Error names the tensor and what is wrong with it.
 func (e *TensorError) Error() string {
 	return fmt.Sprintf("tensor %s: %s", e.Name, e.Reason)
 }
@@ -75,6 +77,7 @@ type RequestError struct {
 	Reason string
 }
 
+// Error names the request, its field and what is wrong with it.
 func (e *RequestError) Error() string {
 	return fmt.Sprintf("%v: request %d: %s %s", ErrRequest, e.Index, e.Field, e.Reason)
 }
@@ -90,6 +93,7 @@ type TargetMismatchError struct {
 	Target  int    // the target's value
 }
 
+// Error names what differs and both values.
 func (e *TargetMismatchError) Error() string {
 	return fmt.Sprintf("%v: %s is %d in the drafter, %d in the model", ErrTargetMismatch, e.Field, e.Drafter, e.Target)
 }
