@@ -110,7 +110,11 @@ func TestDraftMatchesReference(t *testing.T) {
 					t.Fatalf("Draft: %v", err)
 				}
 				req = rs[0]
-				got := m.LogitsForTest()
+				lg, err := m.Logits(context.Background(), rs)
+				if err != nil {
+					t.Fatalf("Logits: %v", err)
+				}
+				got := lg[0]
 				want := ref.forward(req.Hidden, req.Anchor)
 				if len(got) != len(want) || len(req.Tokens) != len(want) {
 					t.Fatalf("request %d: %d logit rows and %d tokens, want %d", i, len(got), len(req.Tokens), len(want))
@@ -170,7 +174,11 @@ func TestDraftInvariance(t *testing.T) {
 					t.Fatal(err)
 				}
 				alone = append(alone, rs[0].Tokens)
-				aloneLogits = append(aloneLogits, one.LogitsForTest())
+				lg, err := one.Logits(context.Background(), rs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				aloneLogits = append(aloneLogits, lg[0])
 			}
 			distinct := map[int32]bool{}
 			for _, toks := range alone {
@@ -191,7 +199,10 @@ func TestDraftInvariance(t *testing.T) {
 					if err := m.Draft(context.Background(), batch); err != nil {
 						t.Fatal(err)
 					}
-					logits := m.LogitsForTest()
+					logits, err := m.Logits(context.Background(), batch)
+					if err != nil {
+						t.Fatal(err)
+					}
 					if reverse {
 						slices.Reverse(batch)
 					}
@@ -204,7 +215,7 @@ func TestDraftInvariance(t *testing.T) {
 							pos = len(batch) - 1 - i
 						}
 						for j, want := range aloneLogits[i] {
-							got := logits[pos*(o.Block-1)+j]
+							got := logits[pos][j]
 							for v := range want {
 								if math.Float32bits(got[v]) != math.Float32bits(want[v]) {
 									t.Fatalf("%d threads, reversed %v: request %d position %d token %d: logit %v in the batch, %v alone",
@@ -417,5 +428,51 @@ func TestDraftConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestLogits checks that Logits returns the numbers Draft's tokens are
+// the argmax of, for the positions Max asks for, and leaves Tokens alone.
+func TestLogits(t *testing.T) {
+	target := openTarget(t)
+	m := openDrafter(t, target, blockdrafttest.Options{Block: 6, Seed: 4, Type: ggml.TypeQ8_0}, 2)
+	reqs := randomRequests(m, 3, 8)
+	reqs[1].Max = 2
+	reqs[2].Tokens = []int32{7, 7}
+	lg, err := m.Logits(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(reqs[2].Tokens, []int32{7, 7}) {
+		t.Errorf("Logits wrote Tokens: %v", reqs[2].Tokens)
+	}
+	drafts := clone(reqs)
+	if err := m.Draft(context.Background(), drafts); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range drafts {
+		if len(lg[i]) != len(r.Tokens) {
+			t.Fatalf("request %d: %d rows of logits, want %d", i, len(lg[i]), len(r.Tokens))
+		}
+		for j, l := range lg[i] {
+			if len(l) != m.Vocab() {
+				t.Fatalf("request %d position %d: %d logits, want %d", i, j+1, len(l), m.Vocab())
+			}
+			best := 0
+			for v := range l {
+				if l[v] > l[best] {
+					best = v
+				}
+			}
+			if int32(best) != r.Tokens[j] {
+				t.Errorf("request %d position %d: argmax %d, Draft's token %d", i, j+1, best, r.Tokens[j])
+			}
+		}
+	}
+	if len(lg[1]) != 2 {
+		t.Errorf("Max 2: %d rows of logits, want 2", len(lg[1]))
+	}
+	if _, err := m.Logits(context.Background(), []blockdraft.Request{{Hidden: nil, Max: 1}}); !errors.Is(err, blockdraft.ErrRequest) {
+		t.Errorf("a bad request: got %v, want ErrRequest", err)
 	}
 }

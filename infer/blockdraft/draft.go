@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/kernels"
@@ -93,6 +94,34 @@ func (m *Model) check(reqs []Request) error {
 // its index, returned before anything is computed; no Tokens are written
 // then.
 func (m *Model) Draft(ctx context.Context, reqs []Request) error {
+	return m.run(ctx, reqs, nil)
+}
+
+// Logits computes reqs as Draft does, without writing their Tokens, and
+// returns the logits each request's draft tokens are the argmax of:
+// logits[i][j-1] holds the V logits of request i's position j, for j = 1
+// … min(Max, B-1), in slices of their own. It is for tests and tools that
+// compare another implementation of the drafter (the training recipe's)
+// with this one; the numbers are those Draft computes, bit for bit.
+func (m *Model) Logits(ctx context.Context, reqs []Request) ([][][]float32, error) {
+	rs := make([]Request, len(reqs))
+	for i, r := range reqs {
+		r.Tokens = nil
+		rs[i] = r
+	}
+	out := make([][][]float32, len(reqs))
+	err := m.run(ctx, rs, func(r int, logits []float32) {
+		out[r] = append(out[r], slices.Clone(logits))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// run computes reqs and writes their Tokens; keep, if not nil, sees each
+// wanted position's logits in order (request r's positions 1, 2, …).
+func (m *Model) run(ctx context.Context, reqs []Request, keep func(r int, logits []float32)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -134,7 +163,11 @@ func (m *Model) Draft(ctx context.Context, reqs []Request) error {
 		m.logits(rows)
 		for i, row := range rows {
 			r := row / B
-			reqs[r].Tokens = append(reqs[r].Tokens, argmax(w.logits[i*c.Vocab:(i+1)*c.Vocab]))
+			l := w.logits[i*c.Vocab : (i+1)*c.Vocab]
+			reqs[r].Tokens = append(reqs[r].Tokens, argmax(l))
+			if keep != nil {
+				keep(r, l)
+			}
 		}
 	}
 	return nil
