@@ -320,7 +320,7 @@ func TestPoolingOption(t *testing.T) {
 }
 
 // plainDevice binds backends that hide engine.HiddenBackend, as a device
-// that returns no hidden states (the CUDA backend today) does.
+// that returns no hidden states does.
 type plainDevice struct{ engine.Device }
 
 func (d plainDevice) Bind(w *engine.Weights, kv kvcache.DType) (engine.Backend, error) {

@@ -341,7 +341,7 @@ func TestHiddenDrafterAfterRestore(t *testing.T) {
 }
 
 // noHiddenDevice binds backends that hide engine.HiddenBackend, as a
-// device that returns no hidden states (the CUDA backend today) does.
+// device that returns no hidden states does.
 type noHiddenDevice struct{ engine.Device }
 
 func (d noHiddenDevice) Bind(w *engine.Weights, kv kvcache.DType) (engine.Backend, error) {

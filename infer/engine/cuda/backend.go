@@ -141,6 +141,11 @@ func (b *backend) MaxRows() int { return MaxRows }
 // in groups of 8, at one read of the weights per group.
 func (b *backend) DecodeBatch() int { return -1 }
 
+// HiddenStates reports that Forward fills Row.Hidden
+// (engine.HiddenBackend): the output norm's result, copied back with the
+// logits.
+func (b *backend) HiddenStates() bool { return true }
+
 // NewKV returns an empty device-memory cache for up to maxTokens tokens.
 func (b *backend) NewKV(maxTokens int) (engine.KV, error) {
 	c := b.cfg

@@ -30,6 +30,7 @@ type workspace struct {
 	s      cu.DevicePtr // attention scores [n][heads][ld]
 	sBytes int64
 	host   []float32 // staging for logits
+	hostH  []float32 // staging for hidden states
 }
 
 // all returns every allocation of w.
@@ -148,7 +149,7 @@ type batch struct {
 	n      int
 	tokens []int32
 	pos    []int32
-	rowidx []int32 // rows that want logits
+	rowidx []int32 // rows that want logits or hidden states
 	tiles  []int32
 	kvs    []uint64 // [2][layers][n]
 	cs     []float32
@@ -171,7 +172,7 @@ func (b *backend) plan(rows []engine.Row) (*batch, error) {
 		for l := range L {
 			p.kvs[l*n+i], p.kvs[(L+l)*n+i] = x.addrs(l)
 		}
-		if r.Logits != nil {
+		if r.Logits != nil || r.Hidden != nil {
 			p.rowidx = append(p.rowidx, int32(i))
 		}
 	}
@@ -630,21 +631,71 @@ func (r *run) layer(li int) {
 	r.matmulAdd(&L.down, w.ffA, w.x, w.o, n)
 }
 
+// copyLogits copies the logits of the rows of g (one logits group, in
+// w.logits in g's order) into their Logits.
+func (r *run) copyLogits(rows []engine.Row, g []int32, V int) {
+	w, m := &r.b.ws, len(g)
+	if cap(w.host) < m*V {
+		w.host = make([]float32, logitRows*V)
+	}
+	host := w.host[:m*V]
+	if r.err = r.c.CopyDtoH(f32Bytes(host), w.logits); r.err != nil {
+		return
+	}
+	for j, i := range g {
+		copy(rows[i].Logits, host[j*V:(j+1)*V])
+	}
+}
+
+// hidden copies the output norm's result of the rows of g (one logits
+// group, whose normed rows w.xn holds in g's order) that want it into
+// their Hidden.
+func (r *run) hidden(rows []engine.Row, g []int32) {
+	want := false
+	for _, i := range g {
+		want = want || rows[i].Hidden != nil
+	}
+	if !want || r.err != nil {
+		return
+	}
+	w, H := &r.b.ws, r.b.cfg.Hidden
+	if cap(w.hostH) < len(g)*H {
+		w.hostH = make([]float32, logitRows*H)
+	}
+	host := w.hostH[:len(g)*H]
+	if r.err = r.c.CopyDtoH(f32Bytes(host), w.xn); r.err != nil {
+		return
+	}
+	for j, i := range g {
+		copy(rows[i].Hidden, host[j*H:(j+1)*H])
+	}
+}
+
 // logits computes the output of the rows that want it, logitRows at a
-// time, and copies it into their Logits.
+// time, and copies it into their Logits; the output norm's result of the
+// rows that want it goes to their Hidden (the exact numerics make it the
+// CPU engine's hidden state, bit for bit).
 func (r *run) logits(rows []engine.Row) {
 	b, w, p, cfg := r.b, &r.b.ws, r.p, r.b.cfg
 	H, V := cfg.Hidden, cfg.Vocab
 	for lo := 0; lo < len(p.rowidx) && r.err == nil; lo += logitRows {
 		g := p.rowidx[lo:min(lo+logitRows, len(p.rowidx))]
 		m := len(g)
+		out := false // whether a row of g wants logits (not only its hidden state)
+		for _, i := range g {
+			out = out || rows[i].Logits != nil
+		}
 		rowidx := dp(r.rowidx + cu.DevicePtr(4*lo))
 		if a, ok := r.fusedAct(&b.output); ok {
 			r.launch(cukernels.RMSNormQuant(dp(w.x), rowidx, dp(w.xn), dp(b.outNorm), m, H, cfg.Eps, a, w.acts[a]))
-			r.matmul(&b.output, w.xn, w.logits, m)
+			if out {
+				r.matmul(&b.output, w.xn, w.logits, m)
+			}
 		} else {
 			r.launch(cukernels.RMSNorm(dp(w.x), rowidx, dp(w.xn), dp(b.outNorm), m, H, cfg.Eps))
-			r.products(w.xn, m, H, product{&b.output, w.logits})
+			if out {
+				r.products(w.xn, m, H, product{&b.output, w.logits})
+			}
 		}
 		r.flush()
 		if r.err != nil {
@@ -653,16 +704,10 @@ func (r *run) logits(rows []engine.Row) {
 		if r.err = r.c.Sync(r.c.Stream()); r.err != nil {
 			return
 		}
-		if cap(w.host) < m*V {
-			w.host = make([]float32, logitRows*V)
+		if out {
+			r.copyLogits(rows, g, V)
 		}
-		host := w.host[:m*V]
-		if r.err = r.c.CopyDtoH(f32Bytes(host), w.logits); r.err != nil {
-			return
-		}
-		for j, i := range g {
-			copy(rows[i].Logits, host[j*V:(j+1)*V])
-		}
+		r.hidden(rows, g)
 	}
 	r.flush()
 	if r.err == nil {

@@ -185,3 +185,55 @@ func TestGPUKVErrors(t *testing.T) {
 		t.Errorf("export past the maximum: %v, want ErrFull", err)
 	}
 }
+
+// TestGPUHiddenStates: the GPU returns the CPU engine's final-normed
+// hidden states bit for bit, with logits or without them, for every row
+// or the last, in batches that mix sequences and more rows than one
+// logits group.
+func TestGPUHiddenStates(t *testing.T) {
+	d := gpu(t)
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
+		for _, q := range []ggml.Type{ggml.TypeQ8_0, ggml.TypeQ4_K, ggml.TypeF16} {
+			t.Run(arch+"/"+q.String(), func(t *testing.T) {
+				path := enginetest.TinyModel(t, arch, q)
+				g, c := open(t, path, d, kvcache.DTypeF16), open(t, path, cpuDev(), kvcache.DTypeF16)
+				rng := rand.New(rand.NewPCG(3, 4))
+				V := g.Config().Vocab
+				prompts := [][]int32{enginetest.RandomTokens(rng, 150, V), enginetest.RandomTokens(rng, 9, V), enginetest.RandomTokens(rng, 1, V)}
+				shapes := []struct{ out, hid engine.Output }{
+					{engine.OutputAll, engine.OutputAll},
+					{engine.OutputNone, engine.OutputAll},
+					{engine.OutputLast, engine.OutputLast},
+				}
+				run := func(m *engine.Model) [][]float32 {
+					var steps []engine.Step
+					for i, p := range prompts {
+						s, err := m.NewSequence(len(p))
+						if err != nil {
+							t.Fatal(err)
+						}
+						t.Cleanup(func() { s.Close() })
+						sh := shapes[i%len(shapes)]
+						steps = append(steps, engine.Step{Seq: s, Tokens: p, Output: sh.out, Hidden: sh.hid})
+					}
+					if err := m.Forward(context.Background(), steps); err != nil {
+						t.Fatal(err)
+					}
+					var out [][]float32
+					for _, st := range steps {
+						out = append(out, st.HiddenStates, st.Logits)
+					}
+					return out
+				}
+				gg, cc := run(g), run(c)
+				for i := range gg {
+					what := "hidden states"
+					if i%2 == 1 {
+						what = "logits"
+					}
+					enginetest.RequireSame(t, fmt.Sprintf("step %d %s", i/2, what), gg[i], cc[i])
+				}
+			})
+		}
+	}
+}
