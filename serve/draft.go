@@ -11,29 +11,24 @@ import (
 	"github.com/muserhq/muser/serve/sched"
 )
 
-// openDrafter builds the draft lane Options name (speculative decoding):
-// prompt lookup, a draft model, or both chained (lookup first, the model
-// where it finds nothing); nil when none is asked for. A draft model
-// whose tokenizer differs from the model's is an *OptionError naming
-// --draft-model.
-func openDrafter(opts *Options, dev engine.Device, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
+// openDrafter builds the draft lane Options name (speculative decoding)
+// for the model m: prompt lookup, a draft model or a block drafter, or
+// lookup chained before either (lookup first, the model where it finds
+// nothing); nil when none is asked for. A lane that cannot serve m is an
+// *OptionError naming its option.
+func openDrafter(opts *Options, m *engine.Model, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
 	if opts.DraftMax < 0 {
 		return nil, &OptionError{Option: "--draft-max", Reason: fmt.Sprintf("is %d; want 1 or more (0: %d)", opts.DraftMax, sched.DefaultDraftMax)}
 	}
-	if opts.DraftModelPath == "" {
-		if opts.DraftLookup {
-			return &sched.LookupDrafter{}, nil
-		}
-		return nil, nil
+	d, err := sched.OpenLanes(sched.Lanes{
+		Lookup: opts.DraftLookup, Model: opts.DraftModelPath, Block: opts.DraftBlockPath,
+		Engine: engine.Options{Device: m.Device()}, Threads: opts.Threads,
+	}, m, tok)
+	var le *sched.LaneError
+	if errors.As(err, &le) {
+		return nil, &OptionError{Option: "--draft-" + le.Lane, Reason: err.Error()}
 	}
-	d, err := sched.OpenModelDrafter(opts.DraftModelPath, engine.Options{Device: dev}, tok)
-	if errors.Is(err, sched.ErrTokenizerMismatch) {
-		return nil, &OptionError{Option: "--draft-model", Reason: err.Error()}
-	}
-	if err != nil || !opts.DraftLookup {
-		return d, err
-	}
-	return sched.NewChainDrafter(&sched.LookupDrafter{}, d), nil
+	return d, err
 }
 
 // registerDraft adds the draft lane's counters to the metrics.

@@ -135,9 +135,13 @@ type Options struct {
 	// DraftModelPath, when set, turns on speculative decoding with this
 	// GGUF draft model (the model's tokenizer; Device computes it).
 	DraftModelPath string
+	// DraftBlockPath, when set, turns on speculative decoding with this
+	// block drafter (trained for the model: infer/blockdraft), on the
+	// CPU with Threads workers; not with DraftModelPath.
+	DraftBlockPath string
 	// DraftLookup turns on speculative decoding by prompt lookup; with
-	// DraftModelPath, lookup first and the draft model where it finds
-	// nothing.
+	// DraftModelPath or DraftBlockPath, lookup first and the model where
+	// it finds nothing.
 	DraftLookup bool
 	// DraftMax is the most draft tokens per slot and step
 	// (sched.Config.DraftMax; 0: its default).
@@ -254,7 +258,7 @@ func New(opts Options) (s *Server, err error) {
 	if s.model, err = newLoadedModel(m, opts.ModelName); err != nil {
 		return nil, err
 	}
-	if s.drafter, err = openDrafter(&opts, dev, s.model.tok); err != nil {
+	if s.drafter, err = openDrafter(&opts, m, s.model.tok); err != nil {
 		return nil, err
 	}
 	if s.drafter != nil {

@@ -102,7 +102,7 @@ size of the process (VmHWM; weights are memory-mapped, so the file's pages
 count once touched). scripts/parity/engine-bench.mjs runs the same protocol on
 llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.
 
-With --draft-model FILE or --draft-lookup it measures speculative decoding
+With --draft-lookup, --draft-model FILE or --draft-block FILE it measures speculative decoding
 instead: the first --prompt-tokens tokens of --text as the context, then
 --gen-tokens generated (end-of-generation banned) by the scheduler without
 and with the draft lane, alternating, the fastest of --reps each. The decode

@@ -28,6 +28,7 @@ type draftBenchResult struct {
 	Threads       int     `json:"threads"`
 	Lane          string  `json:"lane"`
 	DraftModel    string  `json:"draft_model,omitempty"`
+	DraftBlock    string  `json:"draft_block,omitempty"`
 	DraftWindow   int     `json:"draft_window,omitempty"`
 	IgnoreCost    bool    `json:"draft_ignore_cost,omitempty"`
 	Text          string  `json:"text"`
@@ -59,7 +60,7 @@ type draftBenchResult struct {
 // each. The outputs must be identical token for token.
 func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*draftBenchResult, error) {
 	if o.text == "" {
-		return nil, fmt.Errorf("--text is required with --draft-model or --draft-lookup")
+		return nil, fmt.Errorf("--text is required with --draft-lookup, --draft-model or --draft-block")
 	}
 	if o.gen <= draftBenchWarmup+1 {
 		return nil, fmt.Errorf("--gen-tokens %d: want more than %d with a draft lane", o.gen, draftBenchWarmup+1)
@@ -85,7 +86,7 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 		return nil, fmt.Errorf("%s: %d tokens, fewer than --prompt-tokens %d", o.text, len(all), o.prompt)
 	}
 	prompt := all[:o.prompt]
-	drafter, err := o.draft.open(dev, m.KVType(), tok)
+	drafter, err := o.draft.open(m, m.KVType(), o.threads, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +114,7 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 	}
 	res := &draftBenchResult{
 		Engine: m.Numerics(), Model: o.model, Device: dev.Name(), Threads: o.threads, Lane: drafter.Name(),
-		DraftModel: o.draft.model, DraftWindow: o.window, IgnoreCost: o.ignoreCost, Text: o.text, ContextTokens: o.prompt, GenTokens: o.gen, Temperature: o.temp, Identical: true,
+		DraftModel: o.draft.model, DraftBlock: o.draft.block, DraftWindow: o.window, IgnoreCost: o.ignoreCost, Text: o.text, ContextTokens: o.prompt, GenTokens: o.gen, Temperature: o.temp, Identical: true,
 	}
 	var want []int32
 	var bestPlain, bestDraft time.Duration
@@ -189,8 +190,8 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 
 func printDraftBench(w io.Writer, r *draftBenchResult) {
 	lane := r.Lane
-	if r.DraftModel != "" {
-		lane += " (" + r.DraftModel + ")"
+	if f := r.DraftModel + r.DraftBlock; f != "" {
+		lane += " (" + f + ")"
 	}
 	fmt.Fprintf(w, "model      %s\ndevice     %s\nthreads    %d\ntext       %s\ncontext    %d tokens, then %d generated (temperature %g)\n",
 		r.Model, r.Device, r.Threads, r.Text, r.ContextTokens, r.GenTokens, r.Temperature)

@@ -6,13 +6,27 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/muserhq/muser/infer/blockdraft/blockdrafttest"
 )
+
+// blockFor writes a random block drafter (blocks of 4) for the model at
+// target and returns its path.
+func blockFor(t *testing.T, target string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "block.gguf")
+	if err := blockdrafttest.WriteFor(path, target, blockdrafttest.Options{Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // TestRunDraft runs `muser run` with each draft lane and checks that the
 // output is the plain run's, byte for byte, and that -v reports the
 // acceptance.
 func TestRunDraft(t *testing.T) {
 	path := stories(t)
+	block := blockFor(t, path)
 	for _, sampling := range [][]string{
 		{"--temperature", "0"},
 		{"--temperature", "0.9", "--seed", "42"},
@@ -30,6 +44,8 @@ func TestRunDraft(t *testing.T) {
 			{[]string{"--draft-lookup"}, "lookup"},
 			{[]string{"--draft-model", path, "--draft-max", "3"}, "model"},
 			{[]string{"--draft-lookup", "--draft-model", path, "--draft-max", "3"}, "lookup+model"},
+			{[]string{"--draft-block", block}, "block"},
+			{[]string{"--draft-lookup", "--draft-block", block}, "lookup+block"},
 		} {
 			t.Run(strings.Join(append(sampling, lane.args...), " "), func(t *testing.T) {
 				code, got, errOut := runCLI(t, append(append(base, lane.args...), "-v")...)
@@ -49,6 +65,7 @@ func TestRunDraft(t *testing.T) {
 
 func TestRunDraftUsage(t *testing.T) {
 	path := stories(t)
+	block := blockFor(t, path)
 	for _, c := range []struct {
 		name string
 		args []string
@@ -57,6 +74,9 @@ func TestRunDraftUsage(t *testing.T) {
 		{"negative max", []string{"--draft-lookup", "--draft-max", "-2"}, "--draft-max -2"},
 		// The embedded default model's tokenizer is not stories260K's.
 		{"tokenizer mismatch", []string{"--draft-model", path}, "vocabulary size is 2048 in the model, 512 in the draft model"},
+		// A block drafter made for stories260K (hidden size 64).
+		{"block for another model", []string{"--draft-block", block}, "--draft-block: block drafter " + block},
+		{"model and block", []string{"--draft-model", path, "--draft-block", block}, "--draft-model and --draft-block"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"run", "-p", "hi", "--no-cache", "--max-tokens", "2"}, c.args...)
@@ -86,6 +106,7 @@ func TestServeDraftUsage(t *testing.T) {
 // the lane, the outputs are identical, and the counts are consistent.
 func TestBenchDraft(t *testing.T) {
 	path := stories(t)
+	block := blockFor(t, path)
 	text := filepath.Join(t.TempDir(), "text.txt")
 	story := "Once upon a time, there was a little girl named Lily. She liked to play with her ball. One day, Lily went to the park. "
 	if err := os.WriteFile(text, []byte(strings.Repeat(story, 8)), 0o644); err != nil {
@@ -98,6 +119,7 @@ func TestBenchDraft(t *testing.T) {
 		{[]string{"--draft-lookup"}, "lookup"},
 		{[]string{"--draft-model", path}, "model"},
 		{[]string{"--draft-lookup", "--draft-model", path}, "lookup+model"},
+		{[]string{"--draft-block", block}, "block"},
 	} {
 		t.Run(lane.name, func(t *testing.T) {
 			args := append([]string{"bench", "--model", path, "--text", text, "--prompt-tokens", "96", "--gen-tokens", "24",

@@ -99,13 +99,15 @@ Sampling follows llama.cpp's default chain (penalties, top-k, top-p, min-p,
 temperature); --temperature 0 is greedy. The same --seed gives the same
 output on every run and platform.
 
---draft-model FILE (a model with the same tokenizer) or --draft-lookup
-(n-grams of the prompt and output) turn on speculative decoding: draft
-tokens are verified in one batched step (both: lookup first, the draft
-model where lookup finds nothing). The output is byte-identical to
-decoding without them; only the speed changes (-v reports the acceptance).
-A draft model whose tokenizer differs gives exit status 2, naming the
-difference.`,
+--draft-model FILE (a model with the same tokenizer), --draft-block FILE
+(a block drafter trained for the model: docs/blockdraft.md) or
+--draft-lookup (n-grams of the prompt and output) turn on speculative
+decoding: draft tokens are verified in one batched step (lookup with a
+model lane: lookup first, the model where lookup finds nothing). The
+output is byte-identical to decoding without them; only the speed changes
+(-v reports the acceptance). A draft model or block drafter made for
+another tokenizer (or, for a block drafter, another hidden size) gives
+exit status 2, naming the difference.`,
 		flags: o.AddFlags,
 		home:  true,
 	}
@@ -231,7 +233,7 @@ func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType, d
 		sc.Store = st
 		logf("identity: %s engine=%s kv=%s (weights digest in %v)", sc.Identity.Arch, sc.Identity.Engine, sc.Identity.KV, time.Since(t1).Round(time.Millisecond))
 	}
-	drafter, err := o.draft.open(m.Device(), kv, tok)
+	drafter, err := o.draft.open(m, kv, o.threads, tok)
 	if err != nil {
 		return err
 	}

@@ -109,11 +109,13 @@ server through DIR/serve.json and use it). Without --admin-key-file only
 loopback clients may use it; with it, "Authorization: Bearer ADMIN_KEY"
 is required from anyone (API keys never grant admin access).
 
---draft-model FILE (same tokenizer, checked: a difference is exit status 2)
+--draft-model FILE (same tokenizer, checked: a difference is exit status 2),
+--draft-block FILE (a block drafter trained for the model, checked likewise)
 or --draft-lookup (prompt lookup) turn on speculative decoding: draft tokens
 are verified in one batched step; the output is byte-identical to decoding
-without them (docs/serve.md, "Speculative decoding"). Both together chain
-them: prompt lookup first, the draft model where lookup finds nothing.
+without them (docs/serve.md, "Speculative decoding"). Lookup with either
+model lane chains them: prompt lookup first, the model where lookup finds
+nothing.
 
 The server prints its URL once it listens. SIGINT or SIGTERM shuts it down:
 it stops accepting, lets in-flight requests finish for --shutdown-grace (a
@@ -222,6 +224,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		Logger:        logger,
 		// Speculative decoding (docs/serve.md, "Speculative decoding").
 		DraftModelPath: o.draft.model,
+		DraftBlockPath: o.draft.block,
 		DraftLookup:    o.draft.lookup,
 		DraftMax:       o.draft.max,
 	}

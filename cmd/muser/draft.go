@@ -15,13 +15,15 @@ import (
 // draftOptions are the speculative-decoding flags of run, serve and bench.
 type draftOptions struct {
 	model  string
+	block  string
 	lookup bool
 	max    int
 }
 
 func (o *draftOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "draft-model", "", "speculative decoding with this GGUF draft model (the model's tokenizer); the output does not change")
-	fs.BoolVar(&o.lookup, "draft-lookup", false, "speculative decoding by prompt lookup (4- to 2-token n-grams of the prompt and output); with --draft-model, lookup first and the draft model where it finds nothing; the output does not change")
+	fs.StringVar(&o.block, "draft-block", "", "speculative decoding with this block drafter, trained for the model: it drafts a block of tokens in one pass from the model's hidden state (docs/blockdraft.md; it runs on the CPU); not with --draft-model; the output does not change")
+	fs.BoolVar(&o.lookup, "draft-lookup", false, "speculative decoding by prompt lookup (4- to 2-token n-grams of the prompt and output); with --draft-model or --draft-block, lookup first and the model where it finds nothing; the output does not change")
 	fs.IntVar(&o.max, "draft-max", 0, fmt.Sprintf("most draft tokens verified per step; the length adapts below it (0: %d)", sched.DefaultDraftMax))
 }
 
@@ -30,29 +32,33 @@ func (o *draftOptions) check() error {
 	if o.max < 0 {
 		return fmt.Errorf("--draft-max %d: want 1 or more (0: %d)", o.max, sched.DefaultDraftMax)
 	}
+	if o.model != "" && o.block != "" {
+		return fmt.Errorf("--draft-model and --draft-block: %w", sched.ErrLaneConflict)
+	}
 	return nil
 }
 
 // enabled reports whether a draft lane is asked for.
-func (o *draftOptions) enabled() bool { return o.model != "" || o.lookup }
+func (o *draftOptions) enabled() bool { return o.model != "" || o.block != "" || o.lookup }
 
-// open builds the lane for a target whose tokenizer is tok (nil when none
-// is asked for): prompt lookup, a draft model, or both chained (lookup
-// first). A draft model whose tokenizer differs is a usage error (exit
-// status 2) naming the difference.
-func (o *draftOptions) open(dev engine.Device, kv kvcache.DType, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
-	if o.model == "" {
-		if o.lookup {
-			return &sched.LookupDrafter{}, nil
-		}
-		return nil, nil
+// lanes returns the lanes the flags name.
+func (o *draftOptions) lanes() sched.Lanes {
+	return sched.Lanes{Lookup: o.lookup, Model: o.model, Block: o.block}
+}
+
+// open builds the lane for target, whose tokenizer is tok (nil when none
+// is asked for): prompt lookup, a draft model or a block drafter, or
+// lookup chained before either. A lane that cannot serve target (another
+// tokenizer; for a block drafter another hidden size, or a device without
+// hidden states) is a usage error (exit status 2) naming its flag.
+func (o *draftOptions) open(target *engine.Model, kv kvcache.DType, threads int, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
+	l := o.lanes()
+	l.Engine = engine.Options{Device: target.Device(), KV: kv}
+	l.Threads = threads
+	d, err := sched.OpenLanes(l, target, tok)
+	var le *sched.LaneError
+	if errors.As(err, &le) {
+		return nil, &usageError{err: fmt.Errorf("--draft-%s: %w", le.Lane, err)}
 	}
-	d, err := sched.OpenModelDrafter(o.model, engine.Options{Device: dev, KV: kv}, tok)
-	if errors.Is(err, sched.ErrTokenizerMismatch) {
-		return nil, &usageError{err: fmt.Errorf("--draft-model: %w", err)}
-	}
-	if err != nil || !o.lookup {
-		return d, err
-	}
-	return sched.NewChainDrafter(&sched.LookupDrafter{}, d), nil
+	return d, err
 }

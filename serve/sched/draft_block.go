@@ -1,0 +1,117 @@
+package sched
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/muserhq/muser/infer/blockdraft"
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/tokenizer"
+)
+
+// BlockDrafter drafts with a block drafter (infer/blockdraft,
+// docs/blockdraft.md): a small model trained for the target that, from the
+// target's hidden state after the last token it computed and the token it
+// sampled there, proposes up to BlockSize-1 tokens in one forward pass,
+// every slot's block in the same matrix products. It keeps no state per
+// slot: each draft needs only DraftRequest.Hidden and the history's last
+// token, so a draft costs the same at any context length.
+type BlockDrafter struct {
+	model *blockdraft.Model
+	own   bool // Close closes model
+	reqs  []blockdraft.Request
+	owner []int // index into the Draft call's requests of each of reqs
+}
+
+// NewBlockDrafter returns a drafter on an open block drafter, which the
+// caller keeps open while the drafter is used and closes after it. The
+// drafter must have been trained for the target (CheckTarget) with the
+// target's tokenizer (CheckDraftTokenizer).
+func NewBlockDrafter(m *blockdraft.Model) *BlockDrafter {
+	return &BlockDrafter{model: m}
+}
+
+// OpenBlockDrafter opens the block drafter at path with threads workers
+// (0: one per CPU) for target, whose tokenizer is tok, and returns a
+// drafter that owns it (Close closes it). A drafter made for another
+// hidden size or vocabulary is an error wrapping
+// blockdraft.ErrTargetMismatch, one with another tokenizer an error
+// wrapping a *TokenizerMismatchError, and a target whose backend returns
+// no hidden states an error wrapping ErrDraftNeedsHidden.
+func OpenBlockDrafter(path string, threads int, target *engine.Model, tok *tokenizer.Tokenizer) (*BlockDrafter, error) {
+	m, err := blockdraft.Open(path, threads)
+	if err != nil {
+		return nil, err
+	}
+	d := NewBlockDrafter(m)
+	d.own = true
+	if err := d.check(target, tok); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("block drafter %s: %w", path, err)
+	}
+	return d, nil
+}
+
+// check refuses a drafter that cannot serve target.
+func (d *BlockDrafter) check(target *engine.Model, tok *tokenizer.Tokenizer) error {
+	cfg := target.Config()
+	if err := d.model.CheckTarget(cfg.Hidden, cfg.Vocab); err != nil {
+		return err
+	}
+	dtok, err := tokenizer.FromGGUF(d.model.File().Meta)
+	if err != nil {
+		return err
+	}
+	if err := CheckDraftTokenizer(tok, dtok); err != nil {
+		return err
+	}
+	return CheckDraftHidden(target, d)
+}
+
+// Model returns the block drafter.
+func (d *BlockDrafter) Model() *blockdraft.Model { return d.model }
+
+// Name returns "block".
+func (*BlockDrafter) Name() string { return "block" }
+
+// WantsHidden reports true: every draft conditions on the target's hidden
+// state.
+func (*BlockDrafter) WantsHidden() bool { return true }
+
+// Forget does nothing: the drafter keeps no state per slot.
+func (*BlockDrafter) Forget(int) {}
+
+// Close closes the block drafter if the drafter opened it.
+func (d *BlockDrafter) Close() error {
+	if d.own {
+		d.own = false
+		return d.model.Close()
+	}
+	return nil
+}
+
+// Draft proposes, for every request with a hidden state, the block that
+// follows its history's last token, all requests in one forward pass.
+func (d *BlockDrafter) Draft(ctx context.Context, reqs []DraftRequest) error {
+	d.reqs, d.owner = d.reqs[:0], d.owner[:0]
+	for i := range reqs {
+		r := &reqs[i]
+		r.Tokens = r.Tokens[:0]
+		if r.Hidden == nil || len(r.History) == 0 || r.Max < 1 {
+			continue
+		}
+		d.reqs = append(d.reqs, blockdraft.Request{Hidden: r.Hidden, Anchor: r.History[len(r.History)-1], Max: r.Max, Tokens: r.Tokens})
+		d.owner = append(d.owner, i)
+	}
+	if len(d.reqs) == 0 {
+		return nil
+	}
+	err := d.model.Draft(ctx, d.reqs)
+	for j, i := range d.owner {
+		if err == nil {
+			reqs[i].Tokens = d.reqs[j].Tokens
+		}
+		d.reqs[j] = blockdraft.Request{} // hold no caller memory
+	}
+	return err
+}
