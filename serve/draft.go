@@ -8,6 +8,7 @@ import (
 
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/tokenizer"
+	"github.com/muserhq/muser/serve/draftlane"
 	"github.com/muserhq/muser/serve/sched"
 )
 
@@ -20,11 +21,11 @@ func openDrafter(opts *Options, m *engine.Model, tok *tokenizer.Tokenizer) (sche
 	if opts.DraftMax < 0 {
 		return nil, &OptionError{Option: "--draft-max", Reason: fmt.Sprintf("is %d; want 1 or more (0: %d)", opts.DraftMax, sched.DefaultDraftMax)}
 	}
-	d, err := sched.OpenLanes(sched.Lanes{
+	d, err := draftlane.Open(draftlane.Lanes{
 		Lookup: opts.DraftLookup, Model: opts.DraftModelPath, Block: opts.DraftBlockPath,
 		Engine: engine.Options{Device: m.Device()}, Threads: opts.Threads,
 	}, m, tok)
-	var le *sched.LaneError
+	var le *draftlane.LaneError
 	if errors.As(err, &le) {
 		return nil, &OptionError{Option: "--draft-" + le.Lane, Reason: err.Error()}
 	}

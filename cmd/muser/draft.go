@@ -9,6 +9,7 @@ import (
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/kvcache"
 	"github.com/muserhq/muser/infer/tokenizer"
+	"github.com/muserhq/muser/serve/draftlane"
 	"github.com/muserhq/muser/serve/sched"
 )
 
@@ -33,7 +34,7 @@ func (o *draftOptions) check() error {
 		return fmt.Errorf("--draft-max %d: want 1 or more (0: %d)", o.max, sched.DefaultDraftMax)
 	}
 	if o.model != "" && o.block != "" {
-		return fmt.Errorf("--draft-model and --draft-block: %w", sched.ErrLaneConflict)
+		return fmt.Errorf("--draft-model and --draft-block: %w", draftlane.ErrLaneConflict)
 	}
 	return nil
 }
@@ -42,8 +43,8 @@ func (o *draftOptions) check() error {
 func (o *draftOptions) enabled() bool { return o.model != "" || o.block != "" || o.lookup }
 
 // lanes returns the lanes the flags name.
-func (o *draftOptions) lanes() sched.Lanes {
-	return sched.Lanes{Lookup: o.lookup, Model: o.model, Block: o.block}
+func (o *draftOptions) lanes() draftlane.Lanes {
+	return draftlane.Lanes{Lookup: o.lookup, Model: o.model, Block: o.block}
 }
 
 // open builds the lane for target, whose tokenizer is tok (nil when none
@@ -55,8 +56,8 @@ func (o *draftOptions) open(target *engine.Model, kv kvcache.DType, threads int,
 	l := o.lanes()
 	l.Engine = engine.Options{Device: target.Device(), KV: kv}
 	l.Threads = threads
-	d, err := sched.OpenLanes(l, target, tok)
-	var le *sched.LaneError
+	d, err := draftlane.Open(l, target, tok)
+	var le *draftlane.LaneError
 	if errors.As(err, &le) {
 		return nil, &usageError{err: fmt.Errorf("--draft-%s: %w", le.Lane, err)}
 	}

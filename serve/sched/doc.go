@@ -79,12 +79,12 @@
 // fed since its last draft (DraftRequest.Stable says how many are
 // unchanged), so a step's drafting does not cost time in the context's
 // length.
-// LookupDrafter (prompt lookup), ModelDrafter (a draft model with the
-// same tokenizer, CheckDraftTokenizer) and BlockDrafter (a block drafter
-// trained for the target, infer/blockdraft: one forward pass drafts a
-// block from the target's hidden state) are the lanes, ChainDrafter asks
-// several in order (each slot takes the first proposal), and OpenLanes
-// builds what muser's flags name; Scheduler.DraftStats counts their work.
+// LookupDrafter (prompt lookup) and ModelDrafter (a draft model with the
+// same tokenizer, CheckDraftTokenizer) are lanes of this package, the
+// block drafter's lane (a HiddenDrafter) is serve/draftlane's, which also
+// builds what muser's flags name; ChainDrafter asks several lanes in order
+// (each slot takes the first proposal), and Scheduler.DraftStats counts
+// their work.
 //
 // A HiddenDrafter that wants hidden states (a block drafter, conditioned
 // on the target) gets, in DraftRequest.Hidden, the target's final-normed

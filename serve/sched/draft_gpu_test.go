@@ -43,7 +43,9 @@ func gpuModels(t *testing.T) (target, draft *engine.Model) {
 }
 
 // TestGPUSpeculationIsExact: on the CUDA backend, plain decoding and every
-// draft lane (the draft model on the GPU too), alone and batched, give the
+// draft lane (the draft model on the GPU too; a lane that conditions on
+// the GPU's hidden states, each checked against the CPU engine's), alone
+// and batched, give the
 // events, finish reasons and stop words that plain decoding on the CPU
 // gives. The two backends compute the same bits, and verification rows
 // the same bits as one-token steps, so speculation on the GPU changes
@@ -70,6 +72,9 @@ func TestGPUSpeculationIsExact(t *testing.T) {
 			{"model-self", func() Drafter { return NewModelDrafter(target) }},
 			{"model-q4k-window20", func() Drafter { d := NewModelDrafter(draft); d.Window = 20; return d }},
 			{"lookup+model-q4k", func() Drafter { return NewChainDrafter(&LookupDrafter{}, NewModelDrafter(draft)) }},
+			// Wants hidden states, and checks each one the GPU hands out
+			// against the CPU engine's (draft_hidden_test.go).
+			{"hidden-probe", func() Drafter { return &hiddenProbe{model: e.model, want: true, seqs: fullSeqs(cases, want)} }},
 		}
 		for _, lane := range lanes {
 			for _, dmax := range []int{1, 4, 8} {
@@ -80,6 +85,9 @@ func TestGPUSpeculationIsExact(t *testing.T) {
 						defer d.Close()
 						s := g.newSched(t, nil, func(c *Config) { c.Drafter, c.DraftMax, c.Slots, c.DraftIgnoreCost = d, dmax, slots, true })
 						runLane(t, s, cases, want, slots)
+						if p, ok := d.(*hiddenProbe); ok {
+							p.report(t)
+						}
 						st := s.DraftStats()
 						if st.Drafted == 0 {
 							t.Errorf("%s lane drafted nothing: the verification path was not exercised", lane.name)

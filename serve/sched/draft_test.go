@@ -397,7 +397,6 @@ func runLane(t *testing.T, s *Scheduler, cases []specCase, want []fullOutput, sl
 func TestSpeculationIsExact(t *testing.T) {
 	e := loadDefault(t)
 	draft := loadDraft(t)
-	block := openBlock(t, defaultBlock(t, 1))
 	for _, seed := range []uint64{1, 2, 3} {
 		cases := specCases(t, e, 6, seed)
 		// Plain decoding, one request at a time.
@@ -421,10 +420,6 @@ func TestSpeculationIsExact(t *testing.T) {
 			{"model-q4k-chunk7", func() Drafter { d := NewModelDrafter(draft); d.Chunk = 7; return d }},
 			{"model-q4k-window20", func() Drafter { d := NewModelDrafter(draft); d.Window = 20; return d }},
 			{"lookup+model-q4k", func() Drafter { return NewChainDrafter(&LookupDrafter{}, NewModelDrafter(draft)) }},
-			// A block drafter of random weights (infer/blockdraft): wants
-			// hidden states, drafts whole blocks.
-			{"block", func() Drafter { return NewBlockDrafter(block) }},
-			{"lookup+block", func() Drafter { return NewChainDrafter(&LookupDrafter{}, NewBlockDrafter(block)) }},
 			{"random", func() Drafter { return randomDrafter(e.model.Config().Vocab, seed) }},
 			{"oracle", func() Drafter { return oracleDrafter(prompts, outs) }},
 			// Wants hidden states, and checks each one (draft_hidden_test.go).

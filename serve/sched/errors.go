@@ -125,19 +125,3 @@ func (e *DraftHiddenError) Error() string {
 
 // Unwrap returns ErrDraftNeedsHidden and the engine's error.
 func (e *DraftHiddenError) Unwrap() []error { return []error{ErrDraftNeedsHidden, e.Err} }
-
-// ErrLaneConflict is returned by OpenLanes when a draft model and a block
-// drafter are both asked for: a step drafts from one model lane.
-var ErrLaneConflict = errors.New("a draft model and a block drafter cannot be combined (prompt lookup chains with either)")
-
-// A LaneError is a draft lane OpenLanes cannot build for the model: Lane is
-// "model" (--draft-model) or "block" (--draft-block).
-type LaneError struct {
-	Lane string
-	Err  error
-}
-
-func (e *LaneError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the lane's error.
-func (e *LaneError) Unwrap() error { return e.Err }

@@ -1,4 +1,4 @@
-package sched
+package draftlane
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/muserhq/muser/infer/blockdraft"
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/tokenizer"
+	"github.com/muserhq/muser/serve/sched"
 )
 
 // BlockDrafter drafts with a block drafter (infer/blockdraft,
@@ -14,7 +15,7 @@ import (
 // target's hidden state after the last token it computed and the token it
 // sampled there, proposes up to BlockSize-1 tokens in one forward pass,
 // every slot's block in the same matrix products. It keeps no state per
-// slot: each draft needs only DraftRequest.Hidden and the history's last
+// slot: each draft needs only sched.DraftRequest.Hidden and the history's last
 // token, so a draft costs the same at any context length.
 type BlockDrafter struct {
 	model *blockdraft.Model
@@ -26,7 +27,7 @@ type BlockDrafter struct {
 // NewBlockDrafter returns a drafter on an open block drafter, which the
 // caller keeps open while the drafter is used and closes after it. The
 // drafter must have been trained for the target (CheckTarget) with the
-// target's tokenizer (CheckDraftTokenizer).
+// target's tokenizer (sched.CheckDraftTokenizer).
 func NewBlockDrafter(m *blockdraft.Model) *BlockDrafter {
 	return &BlockDrafter{model: m}
 }
@@ -36,8 +37,8 @@ func NewBlockDrafter(m *blockdraft.Model) *BlockDrafter {
 // drafter that owns it (Close closes it). A drafter made for another
 // hidden size or vocabulary is an error wrapping
 // blockdraft.ErrTargetMismatch, one with another tokenizer an error
-// wrapping a *TokenizerMismatchError, and a target whose backend returns
-// no hidden states an error wrapping ErrDraftNeedsHidden.
+// wrapping a *sched.TokenizerMismatchError, and a target whose backend
+// returns no hidden states an error wrapping sched.ErrDraftNeedsHidden.
 func OpenBlockDrafter(path string, threads int, target *engine.Model, tok *tokenizer.Tokenizer) (*BlockDrafter, error) {
 	m, err := blockdraft.Open(path, threads)
 	if err != nil {
@@ -62,10 +63,10 @@ func (d *BlockDrafter) check(target *engine.Model, tok *tokenizer.Tokenizer) err
 	if err != nil {
 		return err
 	}
-	if err := CheckDraftTokenizer(tok, dtok); err != nil {
+	if err := sched.CheckDraftTokenizer(tok, dtok); err != nil {
 		return err
 	}
-	return CheckDraftHidden(target, d)
+	return sched.CheckDraftHidden(target, d)
 }
 
 // Model returns the block drafter.
@@ -92,7 +93,7 @@ func (d *BlockDrafter) Close() error {
 
 // Draft proposes, for every request with a hidden state, the block that
 // follows its history's last token, all requests in one forward pass.
-func (d *BlockDrafter) Draft(ctx context.Context, reqs []DraftRequest) error {
+func (d *BlockDrafter) Draft(ctx context.Context, reqs []sched.DraftRequest) error {
 	d.reqs, d.owner = d.reqs[:0], d.owner[:0]
 	for i := range reqs {
 		r := &reqs[i]

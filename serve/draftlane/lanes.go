@@ -1,4 +1,4 @@
-package sched
+package draftlane
 
 import (
 	"errors"
@@ -6,15 +6,15 @@ import (
 	"github.com/muserhq/muser/infer/blockdraft"
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/tokenizer"
+	"github.com/muserhq/muser/serve/sched"
 )
 
-// Lanes names the draft lanes of speculative decoding that OpenLanes
-// builds: what muser run, serve and bench take as --draft-lookup,
+// Lanes names the draft lanes of speculative decoding that Open builds: what muser run, serve and bench take as --draft-lookup,
 // --draft-model and --draft-block.
 type Lanes struct {
-	// Lookup turns on prompt lookup (LookupDrafter).
+	// Lookup turns on prompt lookup (sched.LookupDrafter).
 	Lookup bool
-	// Model is a draft model's GGUF file (ModelDrafter), "" for none.
+	// Model is a draft model's GGUF file (sched.ModelDrafter), "" for none.
 	Model string
 	// Block is a block drafter's GGUF file (BlockDrafter), "" for none.
 	Block string
@@ -24,20 +24,20 @@ type Lanes struct {
 	Threads int
 }
 
-// OpenLanes builds the drafter l names for target, whose tokenizer is tok:
+// Open builds the drafter l names for target, whose tokenizer is tok:
 // nil when l names none; one lane alone; or prompt lookup chained before
 // the draft model or the block drafter (lookup first, the model where it
 // finds nothing). A draft model and a block drafter together, or a lane
 // that cannot serve target (another tokenizer, hidden size or vocabulary,
 // or a backend without hidden states for the block drafter), is a
 // *LaneError naming the lane.
-func OpenLanes(l Lanes, target *engine.Model, tok *tokenizer.Tokenizer) (Drafter, error) {
-	var d Drafter
+func Open(l Lanes, target *engine.Model, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
+	var d sched.Drafter
 	switch {
 	case l.Model != "" && l.Block != "":
 		return nil, &LaneError{Lane: "block", Err: ErrLaneConflict}
 	case l.Model != "":
-		md, err := OpenModelDrafter(l.Model, l.Engine, tok)
+		md, err := sched.OpenModelDrafter(l.Model, l.Engine, tok)
 		if err != nil {
 			return nil, laneErr("model", err)
 		}
@@ -51,11 +51,11 @@ func OpenLanes(l Lanes, target *engine.Model, tok *tokenizer.Tokenizer) (Drafter
 	}
 	switch {
 	case d == nil && l.Lookup:
-		return &LookupDrafter{}, nil
+		return &sched.LookupDrafter{}, nil
 	case d == nil:
 		return nil, nil
 	case l.Lookup:
-		return NewChainDrafter(&LookupDrafter{}, d), nil
+		return sched.NewChainDrafter(&sched.LookupDrafter{}, d), nil
 	}
 	return d, nil
 }
@@ -63,8 +63,24 @@ func OpenLanes(l Lanes, target *engine.Model, tok *tokenizer.Tokenizer) (Drafter
 // laneErr wraps the errors a user fixes by choosing another file in a
 // *LaneError; others (a file that cannot be read) stay as they are.
 func laneErr(lane string, err error) error {
-	if errors.Is(err, ErrTokenizerMismatch) || errors.Is(err, ErrDraftNeedsHidden) || errors.Is(err, blockdraft.ErrTargetMismatch) {
+	if errors.Is(err, sched.ErrTokenizerMismatch) || errors.Is(err, sched.ErrDraftNeedsHidden) || errors.Is(err, blockdraft.ErrTargetMismatch) {
 		return &LaneError{Lane: lane, Err: err}
 	}
 	return err
 }
+
+// ErrLaneConflict is returned by Open when a draft model and a block
+// drafter are both asked for: a step drafts from one model lane.
+var ErrLaneConflict = errors.New("a draft model and a block drafter cannot be combined (prompt lookup chains with either)")
+
+// A LaneError is a draft lane Open cannot build for the model: Lane is
+// "model" (--draft-model) or "block" (--draft-block).
+type LaneError struct {
+	Lane string
+	Err  error
+}
+
+func (e *LaneError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the lane's error.
+func (e *LaneError) Unwrap() error { return e.Err }

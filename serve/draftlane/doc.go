@@ -1,0 +1,15 @@
+// Package draftlane builds the draft lanes of speculative decoding that
+// muser run, serve and bench name by flag (--draft-lookup, --draft-model,
+// --draft-block): Open returns the serve/sched Drafter for them, alone or
+// chained after prompt lookup, after checking that each can serve the
+// model (its tokenizer; for a block drafter its hidden size and
+// vocabulary, and a device that returns hidden states).
+//
+// It also holds the block lane, BlockDrafter: a block drafter
+// (infer/blockdraft, docs/blockdraft.md) trained for the target drafts a
+// whole block in one forward pass, conditioned on the target's hidden
+// state after the last token it computed and on the token sampled there.
+// The lane lives here rather than in serve/sched because the block
+// drafter runs its own CPU kernels: the scheduler drives the engine front
+// only, and sees the lane as a sched.HiddenDrafter.
+package draftlane
