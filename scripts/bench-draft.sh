@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Speculative-decoding benchmark (docs/benchmarks.md, "Speculative
-# decoding"): `muser bench --draft-lookup` and `--draft-model` on TARGET
-# (default: the embedded default model, Q8_0) with DRAFT as the draft model
-# (default: TARGET re-quantized to Q4_K), for each context length in CTXS
-# and each text:
+# decoding"): `muser bench --draft-lookup`, `--draft-model` and
+# `--draft-block` on TARGET (default: the embedded default model, Q8_0)
+# with DRAFT as the draft model (default: TARGET re-quantized to Q4_K) and
+# BLOCK as the block drafter (trained for TARGET by the default model's
+# recipe; the block lanes need it), for each context length in CTXS and
+# each text:
 #   stories  text TARGET itself wrote (muser run, seeds 1..N,
 #            temperature 0.8), so the context is in its own distribution;
 #   code     muser's own Go source (serve/, store/, pack/), structured text.
@@ -15,12 +17,15 @@
 # model, driven at llama.cpp's decode level). One JSON object per line.
 #
 #   scripts/bench-draft.sh
-#   TARGET=large-q8_0.gguf DRAFT=infer/defaultmodel/model.gguf scripts/bench-draft.sh
+#   TARGET=long-q8_0.gguf DRAFT=infer/defaultmodel/model.gguf scripts/bench-draft.sh
+#   TARGET=long-q8_0.gguf DRAFT=infer/defaultmodel/model.gguf BLOCK=long-blockdraft-q8_0.gguf \
+#     LANES="lookup model block lookup+block" scripts/bench-draft.sh
 #
 # Environment: TARGET (infer/defaultmodel/model.gguf), DRAFT (TARGET as
 # Q4_K), CTXS ("2048 8192"), GEN (128), REPS (3), THREADS (2), TEMP (0),
 # LANES ("lookup model both"; both: lookup first, the draft model where
-# it finds nothing), OUT (scripts/parity/out), NODE (1: run llama.cpp
+# it finds nothing; block: the block drafter; lookup+block: lookup first,
+# the block drafter where it finds nothing), BLOCK, OUT (scripts/parity/out), NODE (1: run llama.cpp
 # too when installed), NODE_DRAFT_MAX (16) and NODE_P_MIN (0.75):
 # llama.cpp's --draft-max and --draft-p-min defaults.
 set -euo pipefail
@@ -71,7 +76,9 @@ for ctx in $ctxs; do
 			lookup) lane=--draft-lookup ;;
 			model) lane="--draft-model $draft" ;;
 			both) lane="--draft-lookup --draft-model $draft" ;;
-			*) echo "LANES: unknown lane $lane (lookup, model, both)" >&2; exit 2 ;;
+			block) lane="--draft-block ${BLOCK:?BLOCK names the block drafter}" ;;
+			lookup+block) lane="--draft-lookup --draft-block ${BLOCK:?BLOCK names the block drafter}" ;;
+			*) echo "LANES: unknown lane $lane (lookup, model, both, block, lookup+block)" >&2; exit 2 ;;
 			esac
 			# shellcheck disable=SC2086
 			"$muser" bench --model "$target" --threads "$threads" --prompt-tokens "$ctx" --gen-tokens "$gen" \

@@ -79,6 +79,11 @@ func (*BlockDrafter) Name() string { return "block" }
 // state.
 func (*BlockDrafter) WantsHidden() bool { return true }
 
+// FixedCost reports true (sched.FixedCostDrafter): one forward pass
+// drafts the whole block, so a call costs the same whatever the length
+// asked.
+func (*BlockDrafter) FixedCost() bool { return true }
+
 // Forget does nothing: the drafter keeps no state per slot.
 func (*BlockDrafter) Forget(int) {}
 

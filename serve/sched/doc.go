@@ -67,7 +67,8 @@
 // are the same as without a drafter. The draft length adapts per slot, at
 // most Config.DraftMax (draft_cost.go): from the slot's measured per-token
 // acceptance α, a step of k drafts yields 1 + α + … + α^k tokens on
-// average, and costs a target step of k+1 rows plus k draft tokens, both
+// average, and costs a target step of k+1 rows plus k draft tokens (one
+// Draft call whatever k for a FixedCostDrafter, a block drafter), both
 // measured as the scheduler runs (the wall time of decode-only steps by
 // their rows, and of Draft calls per token); the slot drafts the k that
 // makes the most tokens per second, or nothing while no k beats a plain

@@ -10,7 +10,7 @@ import (
 // The draft length's cost model (doc.go, "Speculative decoding"). A step
 // that verifies k draft tokens for a slot costs the target a step of k+1
 // rows where plain decoding's costs one, plus the drafter's time for k
-// tokens; it yields 1 + α + α² + … + α^k tokens on average, where α is
+// tokens (or, for a FixedCostDrafter, for one call whatever k); it yields 1 + α + α² + … + α^k tokens on average, where α is
 // the slot's measured per-token acceptance. The scheduler measures both
 // costs as it goes (laneCosts) and drafts the k that makes the most
 // tokens per second, or nothing when no k beats a plain step.
@@ -49,9 +49,13 @@ type laneCosts struct {
 	// such step was measured.
 	step [maxCostRows + 1]float64
 	// draft is the decayed mean seconds a drafter took per draft token
-	// (a Draft call's time over the most tokens it was asked for); < 0
-	// when not yet measured.
+	// (a Draft call's time over the most tokens it was asked for), or
+	// with perCall per Draft call; < 0 when not yet measured.
 	draft float64
+	// perCall is set for a drafter whose call costs the same whatever
+	// the number of tokens asked (a FixedCostDrafter): a step's draft
+	// costs draft once, not draft per token.
+	perCall bool
 	// fixed, when set, replaces the measured step costs (tests):
 	// fixed(n) is the seconds of a step of n rows, fixedDraft a draft
 	// token's.
@@ -93,6 +97,9 @@ func (c *laneCosts) noteDraft(k int, d time.Duration) {
 	if k < 1 || d < 0 {
 		return
 	}
+	if c.perCall {
+		k = 1
+	}
 	c.draft = ewma(c.draft, d.Seconds()/float64(k))
 }
 
@@ -129,12 +136,17 @@ func (c *laneCosts) stepCost(n int) float64 {
 	return c.step[lo] + f*(c.step[hi]-c.step[lo])
 }
 
-// draftCost returns a draft token's seconds.
-func (c *laneCosts) draftCost() float64 {
+// draftCost returns the seconds of drafting k tokens for a step: k draft
+// tokens', or with perCall one call's whatever k.
+func (c *laneCosts) draftCost(k int) float64 {
+	d := max(c.draft, 0)
 	if c.fixed != nil {
-		return c.fixedDraft
+		d = c.fixedDraft
 	}
-	return max(c.draft, 0)
+	if c.perCall {
+		return d
+	}
+	return float64(k) * d
 }
 
 // expectedTokens returns the tokens a verification step of k drafts
@@ -149,14 +161,14 @@ func expectedTokens(alpha float64, k int) float64 {
 // bestDraftLen returns the draft length in 0..max that makes the most
 // tokens per second for a slot with per-token acceptance alpha, whose
 // step also carries base rows of other slots: k drafts cost a step of
-// base+1+k rows and k draft tokens, and yield expectedTokens(alpha, k).
+// base+1+k rows and the drafting of k tokens (draftCost), and yield
+// expectedTokens(alpha, k).
 // It returns 0 (no draft) unless some k beats a plain step by costGain.
 func bestDraftLen(alpha float64, max, base int, c *laneCosts) int {
 	plain := 1 / c.stepCost(base+1)
 	best, bestRate := 0, plain*costGain
-	d := c.draftCost()
 	for k := 1; k <= max; k++ {
-		t := c.stepCost(base+1+k) + float64(k)*d
+		t := c.stepCost(base+1+k) + c.draftCost(k)
 		if t <= 0 {
 			continue
 		}
@@ -181,4 +193,32 @@ func (s *Scheduler) noteStepCost(steps []engine.Step, owners []*slot, d time.Dur
 		n += len(st.Tokens)
 	}
 	s.costs.noteStep(n, d)
+}
+
+// A FixedCostDrafter is a Drafter whose Draft call costs about the same
+// whatever the number of tokens asked (a block drafter: one forward pass
+// drafts the whole block). When FixedCost reports true, the cost model
+// charges a step's drafting once, not per draft token, so a longer draft
+// costs only its verification rows. The scheduler asks once, in New.
+type FixedCostDrafter interface {
+	Drafter
+	// FixedCost reports whether a Draft call's cost does not grow with
+	// DraftRequest.Max.
+	FixedCost() bool
+}
+
+// fixedCost reports whether d's calls cost the same whatever the draft
+// length: a FixedCostDrafter that says so, or a ChainDrafter one of whose
+// lanes is (prompt lookup, the usual first lane, costs next to nothing).
+func fixedCost(d Drafter) bool {
+	if c, ok := d.(*ChainDrafter); ok {
+		for _, l := range c.lanes {
+			if fixedCost(l) {
+				return true
+			}
+		}
+		return false
+	}
+	f, ok := d.(FixedCostDrafter)
+	return ok && f.FixedCost()
 }

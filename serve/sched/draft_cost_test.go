@@ -97,7 +97,7 @@ func TestLaneCosts(t *testing.T) {
 	if !c.known() {
 		t.Fatal("not known after a step and a draft")
 	}
-	if got, want := c.draftCost(), 0.002; math.Abs(got-want) > 1e-12 {
+	if got, want := c.draftCost(1), 0.002; math.Abs(got-want) > 1e-12 {
 		t.Errorf("draft cost %v, want %v (8 ms over 4 tokens)", got, want)
 	}
 	c.noteStep(5, ms(20))
@@ -286,3 +286,65 @@ func TestModelDrafterWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedCostDraft: for a drafter whose call costs the same whatever the
+// length (a block drafter), a draft's time is recorded and charged per
+// call, so a longer draft costs only its rows; a chain is charged so when
+// one of its lanes is.
+func TestFixedCostDraft(t *testing.T) {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	perToken, perCall := newLaneCosts(), newLaneCosts()
+	perCall.perCall = true
+	for _, c := range []*laneCosts{perToken, perCall} {
+		c.noteStep(1, ms(10))
+		for n := 2; n <= 8; n++ {
+			c.noteStep(n, ms(10+float64(n-1))) // a row past the first costs 1 ms
+		}
+		c.noteDraft(4, ms(4))
+	}
+	for _, x := range []struct {
+		c    *laneCosts
+		k    int
+		want float64
+	}{
+		{perToken, 1, 0.001}, {perToken, 4, 0.004}, {perToken, 7, 0.007},
+		{perCall, 1, 0.004}, {perCall, 4, 0.004}, {perCall, 7, 0.004},
+	} {
+		if got := x.c.draftCost(x.k); math.Abs(got-x.want) > 1e-12 {
+			t.Errorf("perCall %v: draftCost(%d) = %v, want %v", x.c.perCall, x.k, got, x.want)
+		}
+	}
+	// At acceptance 0.8 a call of 4 ms for any length pays for drafting
+	// the most; at 1 ms a token the cost of a long draft grows with it.
+	if a, b := bestDraftLen(0.8, 7, 0, perCall), bestDraftLen(0.8, 7, 0, perToken); a <= b {
+		t.Errorf("bestDraftLen per call %d, per token %d: want the per-call drafter to draft more", a, b)
+	}
+	// At acceptance 0.2 neither pays for its cost.
+	if k := bestDraftLen(0.2, 7, 0, perCall); k != 0 {
+		t.Errorf("bestDraftLen(0.2) per call = %d, want 0", k)
+	}
+	for _, c := range []struct {
+		d    Drafter
+		want bool
+	}{
+		{&LookupDrafter{}, false},
+		{fixedLane{true}, true},
+		{fixedLane{false}, false},
+		{NewChainDrafter(&LookupDrafter{}, fixedLane{true}), true},
+		{NewChainDrafter(&LookupDrafter{}, &LookupDrafter{}), false},
+		{nil, false},
+	} {
+		if got := fixedCost(c.d); got != c.want {
+			t.Errorf("fixedCost(%T) = %v, want %v", c.d, got, c.want)
+		}
+	}
+}
+
+// fixedLane is a lookup lane that reports FixedCost as told.
+type fixedLane struct{ fixed bool }
+
+func (fixedLane) Name() string                                { return "fixed" }
+func (fixedLane) Draft(context.Context, []DraftRequest) error { return nil }
+func (fixedLane) Forget(int)                                  {}
+func (fixedLane) Close() error                                { return nil }
+func (f fixedLane) FixedCost() bool                           { return f.fixed }

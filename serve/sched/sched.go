@@ -229,6 +229,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if s.costs == nil {
 		s.costs = newLaneCosts()
 	}
+	s.costs.perCall = fixedCost(cfg.Drafter)
 	if s.obs == nil {
 		s.obs = nopObserver{}
 	}
