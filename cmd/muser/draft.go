@@ -42,21 +42,16 @@ func (o *draftOptions) check() error {
 // enabled reports whether a draft lane is asked for.
 func (o *draftOptions) enabled() bool { return o.model != "" || o.block != "" || o.lookup }
 
-// lanes returns the lanes the flags name.
-func (o *draftOptions) lanes() draftlane.Lanes {
-	return draftlane.Lanes{Lookup: o.lookup, Model: o.model, Block: o.block}
-}
-
 // open builds the lane for target, whose tokenizer is tok (nil when none
 // is asked for): prompt lookup, a draft model or a block drafter, or
 // lookup chained before either. A lane that cannot serve target (another
 // tokenizer; for a block drafter another hidden size, or a device without
 // hidden states) is a usage error (exit status 2) naming its flag.
 func (o *draftOptions) open(target *engine.Model, kv kvcache.DType, threads int, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
-	l := o.lanes()
-	l.Engine = engine.Options{Device: target.Device(), KV: kv}
-	l.Threads = threads
-	d, err := draftlane.Open(l, target, tok)
+	d, err := draftlane.Open(draftlane.Lanes{
+		Lookup: o.lookup, Model: o.model, Block: o.block,
+		Engine: engine.Options{Device: target.Device(), KV: kv}, Threads: threads,
+	}, target, tok)
 	var le *draftlane.LaneError
 	if errors.As(err, &le) {
 		return nil, &usageError{err: fmt.Errorf("--draft-%s: %w", le.Lane, err)}

@@ -9,8 +9,9 @@ import (
 	"github.com/muserhq/muser/serve/sched"
 )
 
-// Lanes names the draft lanes of speculative decoding that Open builds: what muser run, serve and bench take as --draft-lookup,
-// --draft-model and --draft-block.
+// Lanes names the draft lanes of speculative decoding that Open builds:
+// what muser run, serve and bench take as --draft-lookup, --draft-model
+// and --draft-block.
 type Lanes struct {
 	// Lookup turns on prompt lookup (sched.LookupDrafter).
 	Lookup bool
