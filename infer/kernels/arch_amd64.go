@@ -11,7 +11,10 @@ import (
 
 var bestISA = func() ISA {
 	x := cpu.X86
+	avx512 := x.HasAVX512F && x.HasAVX512BW && x.HasAVX512DQ && x.HasAVX512VL && x.HasAVX512VNNI && x.HasAVX2 && x.HasFMA && x.HasF16C
 	switch {
+	case avx512 && hasAMX:
+		return ISAAMX
 	case x.HasAVX512F && x.HasAVX512BW && x.HasAVX512DQ && x.HasAVX512VL && x.HasAVX512VNNI && x.HasAVX2 && x.HasFMA && x.HasF16C:
 		return ISAAVX512
 	case x.HasAVX2 && x.HasFMA && x.HasF16C:
@@ -279,6 +282,10 @@ func archPrepare(a *acts, t ggml.Type) {
 		prepNVFP4(a)
 		return
 	}
+	if useAMX(t, a.n) {
+		prepAMX(a)
+		return
+	}
 	if useRawT(t, a.n) {
 		if k.block == 256 {
 			prepRawTK(a, t)
@@ -339,6 +346,10 @@ func archImpl(t ggml.Type) matmulImpl {
 		return matmulNVFP4AVX512
 	case 32:
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
+			if useAMX(t, a.n) {
+				matmulQ8_0AMX(y, m, a, r0, r1)
+				return
+			}
 			if a.n > rawMaxTokens(t) {
 				matmulLegacyAVX512(y, m, a, r0, r1)
 				return
@@ -434,6 +445,14 @@ func matmulKRawAVX512(y []float32, m *Matrix, a *acts, r0, r1 int, t ggml.Type) 
 // a last partial group (which the kernel cannot read past the matrix for)
 // takes the portable kernels, which compute the same bits.
 func matmulRaw(y []float32, m *Matrix, a *acts, r0, r1 int, kern rawKernel) {
+	matmulRawTokens(y, m, a, r0, r1, 0, kern)
+}
+
+// matmulRawTokens is matmulRaw for the tokens from t0 on.
+func matmulRawTokens(y []float32, m *Matrix, a *acts, r0, r1, t0 int, kern rawKernel) {
+	if t0 >= a.n {
+		return
+	}
 	rb, rows, nb := m.RowBytes, m.Rows, a.nb
 	var idx [8]int32
 	for i := range idx {
@@ -443,14 +462,14 @@ func matmulRaw(y []float32, m *Matrix, a *acts, r0, r1 int, kern rawKernel) {
 	g0 := r0
 	for ; g0+8 <= r1; g0 += 8 {
 		w := &m.Data[g0*rb]
-		for t := 0; t < a.n; t++ {
+		for t := t0; t < a.n; t++ {
 			acc = [8]float32{}
 			kern(w, &idx, nb, t, a, &acc[0])
 			copy(y[t*rows+g0:t*rows+g0+8], acc[:])
 		}
 	}
 	if g0 < r1 {
-		matmulGeneric(y, m, a, g0, r1)
+		matmulGenericTokens(y, m, a, g0, r1, t0)
 	}
 }
 

@@ -4,7 +4,7 @@ package kernels
 
 import "github.com/muserhq/muser/infer/ggml"
 
-const bestISA = ISAGeneric
+var bestISA = ISAGeneric
 
 func archImpl(ggml.Type) matmulImpl { return nil }
 

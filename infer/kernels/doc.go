@@ -109,8 +109,25 @@
 // and the portable Go code for the rest (Q2_K, Q3_K, NVFP4, the activation
 // quantizers, Exp32). Every other CPU and architecture runs the portable
 // code.
-// SetISA forces a variant, for tests and benchmarks. All variants give
-// identical bits, so the variant is not part of the engine identity.
+// Where the CPU also has AMX int8 tiles and Linux grants the process
+// their state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once at start-up),
+// the variant is ISAAMX: the AVX-512 code plus AMX kernels for Q8_0
+// batches of 16 tokens or more (amx_amd64.s by hand, the weight packing
+// generated into matmul_amd64.s; the Go assembler has
+// no AMX mnemonics, so the tile instructions are spelled as bytes). Each
+// 16-row group of weights is packed once per call into tile layout (block
+// by block, tile row j holding bytes 4j..4j+3 of every row: the same
+// transposition as the VNNI kernels'), and every whole group of 16 tokens
+// is multiplied by it one block at a time: tdpbssd gives the 16×16 exact
+// int32 block sums Σ w·a (signed × signed, no offset), which are stored
+// and then scaled and added in the canonical order by AVX-512, a token a
+// vector. The tokens after the last whole group take the one-token
+// raw-block kernel. Q4_K, Q5_0 and Q6_K and the float types have no AMX
+// kernels yet.
+// SetISA forces a variant, for tests and benchmarks; the environment
+// variable MUSER_ISA (generic, avx2, avx512, amx) caps the variant for
+// the whole process. All variants give identical bits, so the variant is
+// not part of the engine identity.
 //
 // The AVX-512 matrix kernels come in these kinds, chosen by batch size; all
 // compute the canonical order, so the choice never changes a bit:

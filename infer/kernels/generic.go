@@ -196,13 +196,18 @@ var unpackPool = sync.Pool{New: func() any { return new(unpacked) }}
 // matmulGeneric computes rows [r0,r1) of y for all tokens with the portable
 // kernels.
 func matmulGeneric(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	matmulGenericTokens(y, m, a, r0, r1, 0)
+}
+
+// matmulGenericTokens is matmulGeneric for the tokens from t0 on.
+func matmulGenericTokens(y []float32, m *Matrix, a *acts, r0, r1, t0 int) {
 	k := kernelFor(m.Type)
 	n, rows, cols := a.n, m.Rows, m.Cols
 	switch k.act {
 	case actF32, actF16, actBF16:
 		for r := r0; r < r1; r++ {
 			row := m.row(r)
-			for t := 0; t < n; t++ {
+			for t := t0; t < n; t++ {
 				xt := a.f[t*cols : (t+1)*cols]
 				var v float32
 				switch m.Type {
@@ -224,7 +229,7 @@ func matmulGeneric(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	nb := a.nb
 	for r := r0; r < r1; r++ {
 		k.unpack(m.row(r), w)
-		for t := 0; t < n; t++ {
+		for t := t0; t < n; t++ {
 			q := a.q[t*cols : (t+1)*cols]
 			d := a.d[t*nb : (t+1)*nb]
 			var v float32

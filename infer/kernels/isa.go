@@ -1,6 +1,11 @@
 package kernels
 
-import "github.com/muserhq/muser/infer/ggml"
+import (
+	"fmt"
+	"os"
+
+	"github.com/muserhq/muser/infer/ggml"
+)
 
 // NumericsVersion numbers the canonical orders of operations documented in
 // doc.go. It changes whenever any kernel's result can change; the engine
@@ -16,6 +21,7 @@ const (
 	ISAGeneric ISA = iota // portable Go
 	ISAAVX2               // amd64 AVX2 + FMA + F16C (see doc.go for what has AVX2 code)
 	ISAAVX512             // amd64 AVX-512 F/BW/DQ/VL + VNNI
+	ISAAMX                // ISAAVX512 + AMX int8 tiles (Linux: with the kernel's permission)
 )
 
 // String returns the variant's name.
@@ -27,12 +33,33 @@ func (i ISA) String() string {
 		return "avx2"
 	case ISAAVX512:
 		return "avx512"
+	case ISAAMX:
+		return "amx"
 	}
 	return "unknown"
 }
 
 // isa is the variant in use: the best the CPU has, or what SetISA chose.
 var isa = bestISA
+
+// The environment variable MUSER_ISA (generic, avx2, avx512 or amx)
+// caps the variants this process uses, for operators who compare them
+// (the results are the same bits) or avoid one; an unknown name is
+// reported on stderr and ignored.
+func init() {
+	s := os.Getenv("MUSER_ISA")
+	if s == "" {
+		return
+	}
+	for v := ISAGeneric; v <= ISAAMX; v++ {
+		if v.String() == s {
+			bestISA = min(bestISA, v)
+			isa = bestISA
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "muser: MUSER_ISA=%q is not one of generic, avx2, avx512, amx: ignored\n", s)
+}
 
 // CurrentISA returns the variant the kernels use now.
 func CurrentISA() ISA { return isa }

@@ -54,6 +54,10 @@ type acts struct {
 	qI  []int8
 	dI  []float32
 	ncI []int32
+
+	// Per group of 16 tokens, [group][block][token] scales for the AMX
+	// kernels (prepAMX).
+	daA []float32
 }
 
 // bsPer returns how many quantized values one entry of bs sums.

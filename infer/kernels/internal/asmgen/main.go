@@ -72,6 +72,7 @@ func generate() string {
 	for nt := 1; nt <= 8; nt++ {
 		genQ8_0RawT(nt)
 	}
+	genQ8_0PackAMX()
 	emit("")
 	nvfp4Constants()
 	for nt := 1; nt <= 8; nt++ {
