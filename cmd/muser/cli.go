@@ -209,7 +209,9 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Every command takes --help. Commands that read the data directory take
---home DIR (default $MUSER_HOME, else ~/.muser).
+--home DIR (default $MUSER_HOME, else ~/.muser). The CPU engine uses the
+best instruction set the CPU has (amx, avx512, avx2, else generic Go);
+$MUSER_ISA names a lower one (same results, slower).
 
 `+exitStatusHelp)
 }

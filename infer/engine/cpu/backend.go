@@ -41,8 +41,11 @@ func New(o Options) *Device {
 	return &Device{opts: o}
 }
 
-// Name returns "cpu (N threads)".
-func (d *Device) Name() string { return fmt.Sprintf("cpu (%d threads)", d.opts.Threads) }
+// Name returns "cpu (N threads, ISA)", ISA the kernels' instruction-set
+// variant (kernels.CurrentISA: amx, avx512, avx2 or generic).
+func (d *Device) Name() string {
+	return fmt.Sprintf("cpu (%d threads, %s)", d.opts.Threads, kernels.CurrentISA())
+}
 
 // backend is one model bound for the CPU kernels.
 type backend struct {
