@@ -27,7 +27,7 @@ func ScoresF16(s []float32, ld int, k []uint16, stride int, q []float32, dim, nq
 	_ = k[(nk-1)*stride+dim-1]
 	_ = q[nq*dim-1]
 	done := 0
-	if isa >= ISAAVX512 && dim%lanes == 0 && dim <= maxTileDim && nk >= 16 {
+	if kb, _ := tileShape(); kb > 0 && dim%lanes == 0 && dim <= maxTileDim && nk >= kb {
 		done = scoresF16Arch(s, ld, k, stride, q, dim, nq, nk, scale)
 	}
 	if done == nk {
@@ -64,7 +64,7 @@ func WeightedSumF16(y []float32, ldy int, a []float32, lda int, v []uint16, stri
 	// attend to; each query then finishes its own remaining keys. A last
 	// group of fewer than 4 fills the empty places with a copy of its
 	// first query's weights writing into a discarded buffer.
-	if isa >= ISAAVX512 && dim%64 == 0 && dim <= maxTileDim {
+	if _, td := tileShape(); td > 0 && dim%td == 0 && dim <= maxTileDim {
 		var spare [maxTileDim]float32
 		var ys, as [4]*float32
 		for i := 0; i < nq; i += 4 {

@@ -245,5 +245,10 @@
 //     for every non-NaN input; a slice holding a NaN is redone by the
 //     portable code, which writes ggml's canonical NaN.
 //
-// The other variants run the row kernels per query, with the same bits.
+// AVX2 has the same two tile kernels in 8-lane registers: ScoresF16 takes
+// blocks of 4 keys (a key's 16 canonical lanes in two registers, the
+// tree's +8 step adding the two, then the same transposing steps), and
+// WeightedSumF16 keeps 16 outputs of 4 queries (head dim a multiple of
+// 16). The portable variant runs the row kernels per query, with the same
+// bits.
 package kernels
