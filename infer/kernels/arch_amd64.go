@@ -266,7 +266,7 @@ func bf16Dot4x4RAVX512(w *byte, rowBytes int, x *float32, xStride int, n16 int, 
 // archPrepare readies a for the implementation pickImpl chose.
 func archPrepare(a *acts, t ggml.Type) {
 	if useRawTAVX2(t, a.n) {
-		if t == ggml.TypeQ5_0 {
+		if t == ggml.TypeQ5_0 || t == ggml.TypeQ8_0 {
 			prepRawT(a, t)
 		} else {
 			prepRawTK(a, t)

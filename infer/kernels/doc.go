@@ -96,12 +96,14 @@
 // vec_avx2_amd64.s and matmul_avx2_amd64.s) for Dot, DotF16, AXPY,
 // AXPYF16, the Rows helpers and the raw-block kernels of Q4_0, Q4_1, Q5_0,
 // Q5_1, Q8_0, Q4_K, Q5_K and Q6_K — used for every batch size, as AVX2 has
-// no panel kernels; Q4_K, Q6_K and Q5_0 batches of 2 tokens or more take
-// multi-token raw-block kernels (8 rows × up to 8 tokens, the quant bytes
-// transposed in registers; VPMADDUBSW int16 sums of at most 16 products
-// of 15·128 (Q4_K, 30720), 4 of 63·128 (Q6_K, 32256) or 8 of 31·128
-// (Q5_0, 31744) cannot saturate, and VPMADDWD widens them, for the
-// K-quants by the row's scale) —
+// no panel kernels; Q4_K, Q6_K, Q5_0 and Q8_0 batches of 2 tokens or more
+// take multi-token raw-block kernels (8 rows × up to 8 tokens, the quant
+// bytes transposed in registers; VPMADDUBSW int16 sums of at most 16
+// products of 15·128 (Q4_K, 30720), 4 of 63·128 (Q6_K, 32256), 8 of 31·128
+// (Q5_0, 31744) or 2 of 128·127 (Q8_0, 32512: |w| against the activation
+// given w's sign, whose magnitude the quantizer keeps at 127) cannot
+// saturate, and VPMADDWD widens them, for the K-quants by the row's
+// scale) —
 // and for F16, F32 and BF16 weights (4 rows × 1 token; one token of F16
 // or BF16 weights with columns a whole number of 16 reads the 4 rows one
 // after the other, f16_avx2_amd64.s, as the AVX-512 decode kernel below

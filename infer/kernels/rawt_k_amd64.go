@@ -157,6 +157,30 @@ func q6_KRaw8x8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *in
 // (genQ4_KRawTAVX2, genQ6_KRawTAVX2, genQ5_0RawTAVX2).
 type rawT8Kernel func(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
 
+//go:noescape
+func q8_0Raw8x1AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)
+
+//go:noescape
+func q8_0Raw8x2AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)
+
+//go:noescape
+func q8_0Raw8x3AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)
+
+//go:noescape
+func q8_0Raw8x4AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)
+
+//go:noescape
+func q8_0Raw8x5AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)
+
+//go:noescape
+func q8_0Raw8x6AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)
+
+//go:noescape
+func q8_0Raw8x7AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)
+
+//go:noescape
+func q8_0Raw8x8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)
+
 // rawTKernelsAVX2[t][nt-1] is type t's AVX2 multi-token raw-block kernel
 // for nt tokens.
 var rawTKernelsAVX2 = map[ggml.Type]*[8]rawT8Kernel{
@@ -166,6 +190,8 @@ var rawTKernelsAVX2 = map[ggml.Type]*[8]rawT8Kernel{
 		q6_KRaw8x5AVX2, q6_KRaw8x6AVX2, q6_KRaw8x7AVX2, q6_KRaw8x8AVX2},
 	ggml.TypeQ5_0: {q5_0Raw8x1AVX2, q5_0Raw8x2AVX2, q5_0Raw8x3AVX2, q5_0Raw8x4AVX2,
 		q5_0Raw8x5AVX2, q5_0Raw8x6AVX2, q5_0Raw8x7AVX2, q5_0Raw8x8AVX2},
+	ggml.TypeQ8_0: {q8_0Raw8x1AVX2, q8_0Raw8x2AVX2, q8_0Raw8x3AVX2, q8_0Raw8x4AVX2,
+		q8_0Raw8x5AVX2, q8_0Raw8x6AVX2, q8_0Raw8x7AVX2, q8_0Raw8x8AVX2},
 }
 
 // useRawTAVX2 reports whether a batch of n tokens of type t takes the AVX2
@@ -178,7 +204,7 @@ func useRawTAVX2(t ggml.Type, n int) bool {
 // matmulRawT8 runs an AVX2 multi-token raw-block kernel over whole 8-row
 // groups of [r0,r1), tokens in groups of 8; a last partial group takes the
 // portable kernels. All compute the same bits. a must have been prepared
-// by prepRawTK (Q4_K, Q6_K) or prepRawT (Q5_0).
+// by prepRawTK (Q4_K, Q6_K) or prepRawT (Q5_0, Q8_0).
 func matmulRawT8(y []float32, m *Matrix, a *acts, r0, r1 int, kerns *[8]rawT8Kernel) {
 	rb, rows, nb := m.RowBytes, m.Rows, a.nb
 	var idx [8]int32

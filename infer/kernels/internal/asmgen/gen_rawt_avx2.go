@@ -73,27 +73,7 @@ func genQ4_KRawTAVX2(nt int) {
 	name := fmt.Sprintf("q4_KRaw8x%dAVX2", nt)
 	emit("")
 	emit("// func %s(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)", name)
-	emit("TEXT ·%s(SB), NOSPLIT, $576-56", name)
-	emit("\tMOVQ w+0(FP), SI")
-	emit("\tMOVQ idx+8(FP), R9")
-	emit("\tMOVQ nb+16(FP), CX")
-	emit("\tMOVQ q+24(FP), DI")
-	emit("\tMOVQ da+32(FP), R11")
-	emit("\tMOVQ ms+40(FP), R13")
-	emit("\tMOVQ acc+48(FP), R8")
-	emit("\tMOVL 4(R9), DX")
-	emit("\tLEAQ (DX)(DX*2), BX")
-	emit("\tLEAQ (SI)(DX*4), R14")
-	emit("\tMOVQ DX, R10")
-	emit("\tSHLQ $4, R10")
-	emit("\tADDQ SI, R10")
-	emit("\tTESTQ CX, CX")
-	emit("\tJLE %sdone", name)
-	emit("%sloop:", name)
-	for off := 0; off < 8*144; off += 64 {
-		emit("\tPREFETCHT0 %d(R10)", off)
-	}
-	emit("\tADDQ $%d, R10", 8*144)
+	rawT8Start(name, 576, "ms", 144)
 	// SCa = S0 & 3f; SCb = (S2 & 0f) | ((S0 >> 6) & 3) << 4.
 	emit("\tVMOVDQU (R9), Y15")
 	emit("\tVPCMPEQD Y14, Y14, Y14")
@@ -257,27 +237,7 @@ func genQ5_0RawTAVX2(nt int) {
 	name := fmt.Sprintf("q5_0Raw8x%dAVX2", nt)
 	emit("")
 	emit("// func %s(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)", name)
-	emit("TEXT ·%s(SB), NOSPLIT, $0-56", name)
-	emit("\tMOVQ w+0(FP), SI")
-	emit("\tMOVQ idx+8(FP), R9")
-	emit("\tMOVQ nb+16(FP), CX")
-	emit("\tMOVQ q+24(FP), DI")
-	emit("\tMOVQ da+32(FP), R11")
-	emit("\tMOVQ nc+40(FP), R13")
-	emit("\tMOVQ acc+48(FP), R8")
-	emit("\tMOVL 4(R9), DX")
-	emit("\tLEAQ (DX)(DX*2), BX")
-	emit("\tLEAQ (SI)(DX*4), R14")
-	emit("\tMOVQ DX, R10")
-	emit("\tSHLQ $4, R10")
-	emit("\tADDQ SI, R10")
-	emit("\tTESTQ CX, CX")
-	emit("\tJLE %sdone", name)
-	emit("%sloop:", name)
-	for off := 0; off < 8*22; off += 64 {
-		emit("\tPREFETCHT0 %d(R10)", off)
-	}
-	emit("\tADDQ $%d, R10", 8*22)
+	rawT8Start(name, 0, "nc", 22)
 	// Y0..Y3: rows i | i+4, transposed within each 128-bit lane (Y4..Y7
 	// scratch) into Y0..Y3 = bytes 4k.. of every row.
 	for i := 0; i < 4; i++ {
@@ -296,12 +256,7 @@ func genQ5_0RawTAVX2(nt int) {
 	emit("\tVMOVDQU (R9), Y7")
 	emit("\tVPCMPEQD Y5, Y5, Y5")
 	emit("\tVPGATHERDD Y5, 2(SI)(Y7*1), Y4")
-	emit("\tVPCMPEQD Y5, Y5, Y5")
-	emit("\tVPGATHERDD Y5, (SI)(Y7*1), Y6")
-	emit("\tVPAND kalo16<>(SB), Y6, Y6")
-	emit("\tVPACKUSDW Y6, Y6, Y6")
-	emit("\tVPERMQ $0x08, Y6, Y6")
-	emit("\tVCVTPH2PS X6, Y6")
+	gatherScales8()
 	for k := 0; k < 4; k++ {
 		for half := 0; half < 2; half++ {
 			v := 8 + k + 4*half
@@ -331,12 +286,7 @@ func genQ5_0RawTAVX2(nt int) {
 			emit("\tVPMADDWD Y7, Y2, Y2")
 			emit("\tVPADDD Y2, Y1, Y1")
 		}
-		emit("\tVCVTDQ2PS Y1, Y1")
-		emit("\tVBROADCASTSS %d(R11), Y3", 4*t)
-		emit("\tVMULPS Y3, Y6, Y3")
-		emit("\tVMULPS Y1, Y3, Y3")
-		emit("\tVADDPS %d(R8), Y3, Y3", 32*t)
-		emit("\tVMOVUPS Y3, %d(R8)", 32*t)
+		legacyTokenStep(t, 1)
 	}
 	emit("\tADDQ $22, SI")
 	emit("\tADDQ $22, R14")
@@ -388,27 +338,7 @@ func genQ6_KRawTAVX2(nt int) {
 	isum := func(t int) string { return fmt.Sprintf("%d(SP)", 128+32*t) }
 	emit("")
 	emit("// func %s(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)", name)
-	emit("TEXT ·%s(SB), NOSPLIT, $384-56", name)
-	emit("\tMOVQ w+0(FP), SI")
-	emit("\tMOVQ idx+8(FP), R9")
-	emit("\tMOVQ nb+16(FP), CX")
-	emit("\tMOVQ q+24(FP), DI")
-	emit("\tMOVQ da+32(FP), R11")
-	emit("\tMOVQ ms+40(FP), R13")
-	emit("\tMOVQ acc+48(FP), R8")
-	emit("\tMOVL 4(R9), DX")
-	emit("\tLEAQ (DX)(DX*2), BX")
-	emit("\tLEAQ (SI)(DX*4), R14")
-	emit("\tMOVQ DX, R10")
-	emit("\tSHLQ $4, R10")
-	emit("\tADDQ SI, R10")
-	emit("\tTESTQ CX, CX")
-	emit("\tJLE %sdone", name)
-	emit("%sloop:", name)
-	for off := 0; off < 8*210; off += 64 {
-		emit("\tPREFETCHT0 %d(R10)", off)
-	}
-	emit("\tADDQ $%d, R10", 8*210)
+	rawT8Start(name, 384, "ms", 210)
 	transpose8x16AVX2(192, 0, 4)
 	for k := 0; k < 4; k++ {
 		emit("\tVMOVDQU Y%d, %d(SP)", k, 32*k)
@@ -522,4 +452,109 @@ func genQ6_KRawTAVX2(nt int) {
 	emit("%sdone:", name)
 	emit("\tVZEROUPPER")
 	emit("\tRET")
+}
+
+// genQ8_0RawTAVX2 writes the AVX2 Q8_0 multi-token raw-block kernel for an
+// 8-row group and nt tokens (the arguments of genQ5_0RawTAVX2; nc is not
+// read). Per block: the 8 rows' 32 quant bytes are transposed in registers
+// (transpose8x32AVX2: vector k lane r = bytes 4k..4k+3 of row r), kept
+// signed in the frame and as magnitudes in Y8..Y15. Per token and k: the
+// broadcast activation bytes take the weights' signs (VPSIGNB), so that
+// VPMADDUBSW of |w| (at most 128) with a·sgn(w) (|a| ≤ 127) gives int16
+// pair sums w·a + w'·a' of at most 32512 (no saturation), which VPMADDWD by
+// 1s widens; isum = Σ w·a exactly, and as in dotLegacy:
+// p = (dw·da)·float32(isum); acc = acc + p (acc in memory).
+func genQ8_0RawTAVX2(nt int) {
+	name := fmt.Sprintf("q8_0Raw8x%dAVX2", nt)
+	emit("")
+	emit("// func %s(w *byte, idx *[8]int32, nb int, q *int8, da *float32, nc *int32, acc *float32)", name)
+	rawT8Start(name, 256, "", 34)
+	transpose8x32AVX2(2)
+	for k := 0; k < 8; k++ {
+		emit("\tVMOVDQU Y%d, w%d-%d(SP)", 8+k, k, 256-32*k)
+		emit("\tVPABSB Y%d, Y%d", 8+k, 8+k)
+	}
+	// dw of the 8 rows (Y6), then the int16 1s (Y7).
+	emit("\tVMOVDQU (R9), Y7")
+	gatherScales8()
+	emit("\tVMOVDQU kaone<>(SB), Y7")
+	for t := 0; t < nt; t++ {
+		for k := 0; k < 8; k++ {
+			emit("\tVPBROADCASTD %d(DI), Y1", 32*t+4*k)
+			emit("\tVPSIGNB w%d-%d(SP), Y1, Y1", k, 256-32*k)
+			if k == 0 {
+				emit("\tVPMADDUBSW Y1, Y8, Y0")
+				emit("\tVPMADDWD Y7, Y0, Y0")
+				continue
+			}
+			emit("\tVPMADDUBSW Y1, Y%d, Y2", 8+k)
+			emit("\tVPMADDWD Y7, Y2, Y2")
+			emit("\tVPADDD Y2, Y0, Y0")
+		}
+		legacyTokenStep(t, 0)
+	}
+	emit("\tADDQ $34, SI")
+	emit("\tADDQ $34, R14")
+	emit("\tADDQ $%d, DI", 32*nt)
+	emit("\tADDQ $%d, R11", 4*nt)
+	emit("\tDECQ CX")
+	emit("\tJNZ %sloop", name)
+	emit("%sdone:", name)
+	emit("\tVZEROUPPER")
+	emit("\tRET")
+}
+
+// gatherScales8 gathers the f16 scales at the start of the current block
+// of the 8 rows (offsets in Y7) and widens them into Y6 (Y5 is scratch).
+func gatherScales8() {
+	emit("\tVPCMPEQD Y5, Y5, Y5")
+	emit("\tVPGATHERDD Y5, (SI)(Y7*1), Y6")
+	emit("\tVPAND kalo16<>(SB), Y6, Y6")
+	emit("\tVPACKUSDW Y6, Y6, Y6")
+	emit("\tVPERMQ $0x08, Y6, Y6")
+	emit("\tVCVTPH2PS X6, Y6")
+}
+
+// legacyTokenStep emits the float steps of token t of an AVX2 multi-token
+// kernel of a 32-value block type, isum in Y(isum), dw in Y6, da at R11
+// and acc at R8: p = (dw·da)·float32(isum); acc = acc + p.
+func legacyTokenStep(t, isum int) {
+	emit("\tVCVTDQ2PS Y%d, Y%d", isum, isum)
+	emit("\tVBROADCASTSS %d(R11), Y3", 4*t)
+	emit("\tVMULPS Y3, Y6, Y3")
+	emit("\tVMULPS Y%d, Y3, Y3", isum)
+	emit("\tVADDPS %d(R8), Y3, Y3", 32*t)
+	emit("\tVMOVUPS Y3, %d(R8)", 32*t)
+}
+
+// rawT8Start emits an AVX2 multi-token kernel's entry up to the top of
+// its block loop: the TEXT line (frame bytes of locals), the arguments
+// (w in SI, idx in R9, nb in CX, q in DI, da in R11, the sixth argument,
+// named sixth, in R13 unless sixth is "", acc in R8), the 8 rows' bases
+// and strides for row(), and the loop's linear prefetch two 8-row groups
+// ahead (R10) over blockBytes per row.
+func rawT8Start(name string, frame int, sixth string, blockBytes int) {
+	emit("TEXT ·%s(SB), NOSPLIT, $%d-56", name, frame)
+	emit("\tMOVQ w+0(FP), SI")
+	emit("\tMOVQ idx+8(FP), R9")
+	emit("\tMOVQ nb+16(FP), CX")
+	emit("\tMOVQ q+24(FP), DI")
+	emit("\tMOVQ da+32(FP), R11")
+	if sixth != "" {
+		emit("\tMOVQ %s+40(FP), R13", sixth)
+	}
+	emit("\tMOVQ acc+48(FP), R8")
+	emit("\tMOVL 4(R9), DX")
+	emit("\tLEAQ (DX)(DX*2), BX")
+	emit("\tLEAQ (SI)(DX*4), R14")
+	emit("\tMOVQ DX, R10")
+	emit("\tSHLQ $4, R10")
+	emit("\tADDQ SI, R10")
+	emit("\tTESTQ CX, CX")
+	emit("\tJLE %sdone", name)
+	emit("%sloop:", name)
+	for off := 0; off < 8*blockBytes; off += 64 {
+		emit("\tPREFETCHT0 %d(R10)", off)
+	}
+	emit("\tADDQ $%d, R10", 8*blockBytes)
 }

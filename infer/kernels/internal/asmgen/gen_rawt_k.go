@@ -16,8 +16,8 @@ func generateK() string {
 #include "textflag.h"
 
 // Multi-token raw-block kernels of Q4_K, Q6_K and Q5_0 (genQ4_KRawT,
-// genQ6_KRawT, genQ5_0RawT): each reads every block of a 16-row group once
-// for up to 8 tokens;
+// genQ6_KRawT, genQ5_0RawT) and their AVX2 versions, with Q8_0's: each
+// reads every block of its row group once for up to 8 tokens;
 // lane r of every vector is row r, and each lane performs exactly the
 // scalar canonical order of generic.go (dotK). Integer parts are exact in
 // any order.
@@ -40,6 +40,9 @@ func generateK() string {
 	out.WriteString(kConstantsQ5AVX2())
 	for nt := 1; nt <= 8; nt++ {
 		genQ5_0RawTAVX2(nt)
+	}
+	for nt := 1; nt <= 8; nt++ {
+		genQ8_0RawTAVX2(nt)
 	}
 	for nt := 1; nt <= 8; nt++ {
 		genQ6_KRawTAVX2(nt)
