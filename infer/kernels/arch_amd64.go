@@ -15,7 +15,7 @@ var bestISA = func() ISA {
 	switch {
 	case avx512 && hasAMX:
 		return ISAAMX
-	case x.HasAVX512F && x.HasAVX512BW && x.HasAVX512DQ && x.HasAVX512VL && x.HasAVX512VNNI && x.HasAVX2 && x.HasFMA && x.HasF16C:
+	case avx512:
 		return ISAAVX512
 	case x.HasAVX2 && x.HasFMA && x.HasF16C:
 		return ISAAVX2

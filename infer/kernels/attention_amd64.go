@@ -30,7 +30,7 @@ func tileShape() (keys, dims int) {
 // back in key order: key c lies in lane 4·(c mod 4) + c/4.
 var scorePerm = [16]int32{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15}
 
-// scoresF16Arch computes the whole blocks of tileKeys() keys and returns
+// scoresF16Arch computes the whole blocks of tileShape() keys and returns
 // how many keys it did.
 func scoresF16Arch(s []float32, ld int, k []uint16, stride int, q []float32, dim, nq, nk int, scale float32) int {
 	var kf [16 * maxTileDim]float32

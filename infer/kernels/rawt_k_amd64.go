@@ -154,7 +154,7 @@ func q6_KRaw8x8AVX2(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *in
 
 // rawT8Kernel is an AVX2 multi-token raw-block kernel: up to 8 tokens
 // against an 8-row group, reading each weight block once
-// (genQ4_KRawTAVX2, genQ6_KRawTAVX2, genQ5_0RawTAVX2).
+// (genQ4_KRawTAVX2, genQ6_KRawTAVX2, genQ5_0RawTAVX2, genQ8_0RawTAVX2).
 type rawT8Kernel func(w *byte, idx *[8]int32, nb int, q *int8, da *float32, ms *int32, acc *float32)
 
 //go:noescape
