@@ -528,6 +528,7 @@ type floatSet struct{ lanes, reduced [4]floatKernel }
 type floatSets struct {
 	plain, plainAcc, fast, fastAcc *floatSet
 	useFast                        func(t0, nt int) bool
+	rows                           int // rows a kernel call computes (0: 4)
 }
 
 // floatChunkMin16 and floatChunk16 (in steps of 16 columns): batches of
@@ -541,18 +542,22 @@ var (
 	floatChunk16    = 32
 )
 
-// matmulFloatN runs float kernels over groups of 4 rows and up to maxT
-// tokens: the lanes kernel leaves the 16 canonical lane sums, Go adds the
-// columns past the last whole 16 (into lane c mod 16) and reduces by the
-// fixed tree; when the columns are a whole number of 16, the reduced
-// kernel does the tree itself. Rows past the last whole group of 4 take
-// the portable path.
+// matmulFloatN runs float kernels over groups of 4 rows (sets.rows, if
+// set) and up to maxT tokens: the lanes kernel leaves the 16 canonical
+// lane sums, Go adds the columns past the last whole 16 (into lane c mod
+// 16) and reduces by the fixed tree; when the columns are a whole number
+// of 16, the reduced kernel does the tree itself. Rows past the last whole
+// group take the portable path.
 func matmulFloatN(y []float32, m *Matrix, a *acts, r0, r1 int, sets *floatSets, maxT int) {
 	rb, rows, cols := m.RowBytes, m.Rows, m.Cols
 	n16 := cols / 16
 	esize := rb / cols
-	gEnd := r0 + (r1-r0)/4*4
-	nq := (gEnd - r0) / 4
+	gr := sets.rows
+	if gr == 0 {
+		gr = 4
+	}
+	gEnd := r0 + (r1-r0)/gr*gr
+	nq := (gEnd - r0) / gr
 	chunk := n16
 	var bufs [4][4 * 4 * lanes]float32
 	if sets.plainAcc != nil && a.n > 4 && nq <= len(bufs) && n16 >= floatChunkMin16 {
@@ -580,21 +585,21 @@ func matmulFloatN(y []float32, m *Matrix, a *acts, r0, r1 int, sets *floatSets, 
 				k = set.reduced[nt-1]
 			}
 			for q := 0; q < nq; q++ {
-				g0 := r0 + 4*q
+				g0 := r0 + gr*q
 				buf := &bufs[q%len(bufs)]
 				k(&m.Data[g0*rb+c0*16*esize], rb, &a.f[t0*cols+c0*16], cols*4, nc, &buf[0])
 				if !last {
 					continue
 				}
 				if cols%16 == 0 {
-					for r := 0; r < 4; r++ {
+					for r := 0; r < gr; r++ {
 						for t := 0; t < nt; t++ {
 							y[(t0+t)*rows+g0+r] = buf[r*nt+t]
 						}
 					}
 					continue
 				}
-				for r := 0; r < 4; r++ {
+				for r := 0; r < gr; r++ {
 					row := m.row(g0 + r)
 					for t := 0; t < nt; t++ {
 						acc := (*[lanes]float32)(buf[(r*nt+t)*lanes:])
@@ -888,6 +893,10 @@ func archImplAVX2(t ggml.Type) matmulImpl {
 		return func(y []float32, m *Matrix, a *acts, r0, r1 int) {
 			if kd, ok := decodeFloatAVX2[m.Type]; ok && floatDecode8 && a.n == 1 && m.Cols%16 == 0 {
 				matmulFloatDecodeAVX2(y, m, a, r0, r1, kd)
+				return
+			}
+			if sets := floatAVX2Batch[m.Type]; sets != nil && multiToken && a.n > 1 {
+				matmulFloatN(y, m, a, r0, r1, sets, floatAVX2Tokens)
 				return
 			}
 			matmulFloat(y, m, a, r0, r1, k[0], k[1])

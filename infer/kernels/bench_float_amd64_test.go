@@ -179,3 +179,36 @@ func BenchmarkFloatPrefill(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFloatAVX2Batch compares, on the AVX2 variant, the batch kernels
+// (2 rows × 3 tokens, kernels=multi) with the 4-row × 1-token kernel per
+// token (kernels=single, SetMultiToken(false)) for F16, BF16 and F32
+// weights at two Qwen2.5-0.5B shapes, 64 tokens, one thread, in GFLOP per
+// CPU-second.
+func BenchmarkFloatAVX2Batch(b *testing.B) {
+	const n = 64
+	if BestISA() < ISAAVX2 {
+		b.Skip("no AVX2")
+	}
+	for _, sh := range benchShapes[1:3] {
+		for _, typ := range []ggml.Type{ggml.TypeF16, ggml.TypeBF16, ggml.TypeF32} {
+			for _, multi := range []bool{true, false} {
+				name := map[bool]string{true: "multi", false: "single"}[multi]
+				b.Run(fmt.Sprintf("%s/%s/n=%d/kernels=%s", sh.name, typ, n, name), func(b *testing.B) {
+					defer SetISA(SetISA(ISAAVX2))
+					defer SetMultiToken(SetMultiToken(multi))
+					p := NewPool(1)
+					defer p.Close()
+					m := benchMatrix(b, typ, sh.rows, sh.cols)
+					x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
+					y := make([]float32, n*sh.rows)
+					cpu := startCPU(b)
+					for b.Loop() {
+						p.MatMul(y, m, x, n)
+					}
+					cpu.report(2*float64(sh.rows*sh.cols*n)/1e9, "GFLOP")
+				})
+			}
+		}
+	}
+}

@@ -104,10 +104,11 @@
 // given w's sign, whose magnitude the quantizer keeps at 127) cannot
 // saturate, and VPMADDWD widens them, for the K-quants by the row's
 // scale) —
-// and for F16, F32 and BF16 weights (4 rows × 1 token; one token of F16
-// or BF16 weights with columns a whole number of 16 reads the 4 rows one
-// after the other, f16_avx2_amd64.s, as the AVX-512 decode kernel below
-// does with 8),
+// and for F16, F32 and BF16 weights (batches: 2 rows × up to 3 tokens,
+// each half-row widened once for the 3 tokens; 4 rows × 1 token with
+// SetMultiToken(false); one token of F16 or BF16 weights with columns a
+// whole number of 16 reads the 4 rows one after the other,
+// f16_avx2_amd64.s, as the AVX-512 decode kernel below does with 8),
 // and the portable Go code for the rest (Q2_K, Q3_K, NVFP4, the activation
 // quantizers, Exp32). Every other CPU and architecture runs the portable
 // code.

@@ -25,7 +25,8 @@ var multiToken = true
 // returns the previous setting. On (the default), batches of 2 tokens or
 // more of a type that has them (with AVX-512: Q8_0 at every size; Q5_0,
 // Q4_K and Q6_K up to 128 tokens; with AVX2: Q4_K, Q6_K, Q5_0 and Q8_0
-// at every size) read each weight block once for up to 8 tokens; off, they take the
+// at every size, and F16, BF16 and F32 batches 3 tokens at a time) read
+// each weight block once for up to 8 tokens; off, they take the
 // one-token raw-block kernel per token (with AVX-512 up to 4 tokens, and
 // unpacked panels above), as before those kernels existed. Both give
 // identical bits (doc.go), so this is a knob for benchmarks that compare

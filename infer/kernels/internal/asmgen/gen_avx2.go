@@ -383,27 +383,101 @@ func genFloatAVX2(typ string, reduce bool) {
 			}
 		}
 	}
+	floatAVX2End(name, step, 4, reduce, 10)
+}
+
+// genFloatAVX2N writes the AVX2 float kernel for 2 rows × nt tokens (nt ≤
+// 3): the 16 canonical lanes of row r and token t are Y(2(r·nt+t))
+// (lanes 0-7) and Y(2(r·nt+t)+1) (lanes 8-15); each half-row of weights is
+// widened once (Y12) for every token, whose activations are read as
+// memory operands (x + t·xStride). With reduce it runs the fixed tree and
+// stores acc[r·nt+t], otherwise the 16 lanes at acc[16(r·nt+t)] — the
+// layout of the 4-row kernels with 2 rows.
+func genFloatAVX2N(typ string, nt int, reduce bool) {
+	suffix := ""
+	if reduce {
+		suffix = "R"
+	}
+	name := fmt.Sprintf("%sDot2x%d%sAVX2", map[string]string{"F16": "f16", "F32": "f32", "BF16": "bf16"}[typ], nt, suffix)
+	step := 32
+	if typ == "F32" {
+		step = 64
+	}
+	half := step / 2
+	emit("")
+	emit("// func %s(w *byte, rowBytes int, x *float32, xStride int, n16 int, acc *float32)", name)
+	emit("TEXT ·%s(SB), NOSPLIT, $0-48", name)
+	emit("\tMOVQ w+0(FP), SI")
+	emit("\tMOVQ rowBytes+8(FP), DX")
+	emit("\tMOVQ x+16(FP), DI")
+	emit("\tMOVQ xStride+24(FP), R8")
+	emit("\tMOVQ n16+32(FP), CX")
+	emit("\tLEAQ (SI)(DX*4), AX") // prefetch pointer: two 2-row groups ahead, linear
+	for i := 0; i < 4*nt; i++ {
+		emit("\tVXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	xaddr := func(t, disp int) string {
+		return fmt.Sprintf("%d(DI)%s", disp, [...]string{"", "(R8*1)", "(R8*2)"}[t])
+	}
+	emit("\tTESTQ CX, CX")
+	emit("\tJLE %sdone", name)
+	emit("%sloop:", name)
+	for off := 0; off < 2*step; off += 64 {
+		emit("\tPREFETCHT0 %d(AX)", off)
+	}
+	emit("\tADDQ $%d, AX", 2*step)
+	for r := 0; r < 2; r++ {
+		for h := 0; h < 2; h++ {
+			switch typ {
+			case "F16":
+				emit("\tVCVTPH2PS %s, Y12", row(r, h*half))
+			case "F32":
+				emit("\tVMOVUPS %s, Y12", row(r, h*half))
+			case "BF16":
+				emit("\tVPMOVZXWD %s, Y12", row(r, h*half))
+				emit("\tVPSLLD $16, Y12, Y12")
+			}
+			for t := 0; t < nt; t++ {
+				a := 2*(r*nt+t) + h
+				if typ == "F16" {
+					emit("\tVFMADD231PS %s, Y12, Y%d", xaddr(t, 32*h), a)
+				} else {
+					emit("\tVMULPS %s, Y12, Y13", xaddr(t, 32*h))
+					emit("\tVADDPS Y13, Y%d, Y%d", a, a)
+				}
+			}
+		}
+	}
+	floatAVX2End(name, step, 2*nt, reduce, 14)
+}
+
+// floatAVX2End emits the end of an AVX2 float kernel's column loop (step
+// weight bytes and 64 activation bytes per 16 columns) and the store of
+// its outs accumulators, output o in Y(2o) (lanes 0-7) and Y(2o+1)
+// (lanes 8-15): the 16 lanes at acc[16o], or with reduce the fixed tree
+// +8, +4, +2, +1 (X(tmp) scratch) and acc[o].
+func floatAVX2End(name string, step, outs int, reduce bool, tmp int) {
 	emit("\tADDQ $%d, SI", step)
 	emit("\tADDQ $64, DI")
 	emit("\tDECQ CX")
 	emit("\tJNZ %sloop", name)
 	emit("%sdone:", name)
 	emit("\tMOVQ acc+40(FP), AX")
-	for r := 0; r < 4; r++ {
-		lo, hi := 2*r, 2*r+1
+	for o := 0; o < outs; o++ {
+		lo, hi := 2*o, 2*o+1
 		if !reduce {
-			emit("\tVMOVUPS Y%d, %d(AX)", lo, 64*r)
-			emit("\tVMOVUPS Y%d, %d(AX)", hi, 64*r+32)
+			emit("\tVMOVUPS Y%d, %d(AX)", lo, 64*o)
+			emit("\tVMOVUPS Y%d, %d(AX)", hi, 64*o+32)
 			continue
 		}
 		emit("\tVADDPS Y%d, Y%d, Y%d", hi, lo, lo)
-		emit("\tVEXTRACTF128 $1, Y%d, X10", lo)
-		emit("\tVADDPS X10, X%d, X%d", lo, lo)
-		emit("\tVMOVHLPS X%d, X%d, X10", lo, lo)
-		emit("\tVADDPS X10, X%d, X%d", lo, lo)
-		emit("\tVMOVSHDUP X%d, X10", lo)
-		emit("\tVADDSS X10, X%d, X%d", lo, lo)
-		emit("\tVMOVSS X%d, %d(AX)", lo, 4*r)
+		emit("\tVEXTRACTF128 $1, Y%d, X%d", lo, tmp)
+		emit("\tVADDPS X%d, X%d, X%d", tmp, lo, lo)
+		emit("\tVMOVHLPS X%d, X%d, X%d", lo, lo, tmp)
+		emit("\tVADDPS X%d, X%d, X%d", tmp, lo, lo)
+		emit("\tVMOVSHDUP X%d, X%d", lo, tmp)
+		emit("\tVADDSS X%d, X%d, X%d", tmp, lo, lo)
+		emit("\tVMOVSS X%d, %d(AX)", lo, 4*o)
 	}
 	emit("\tVZEROUPPER")
 	emit("\tRET")

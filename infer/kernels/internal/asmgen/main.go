@@ -93,6 +93,10 @@ func generate() string {
 		}
 		genFloatAVX2(typ, false)
 		genFloatAVX2(typ, true)
+		for nt := 1; nt <= 3; nt++ {
+			genFloatAVX2N(typ, nt, false)
+			genFloatAVX2N(typ, nt, true)
+		}
 	}
 	for nt := 1; nt <= 4; nt++ {
 		genFloat("BF16F", nt, false, false)
