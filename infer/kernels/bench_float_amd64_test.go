@@ -28,7 +28,8 @@ func benchColdMemSum(b *testing.B, p *Pool, size, rows int) {
 	for i := range data {
 		data[i] = uint64(i)
 	}
-	sums := make([]uint64, (rows+decodeTileRows-1)/decodeTileRows)
+	tr := workRows(ggml.TypeQ8_0, 1, rows, p.threads)
+	sums := make([]uint64, (rows+tr-1)/tr)
 	i := 0
 	cpu := startCPU(b)
 	for b.Loop() {

@@ -11,12 +11,38 @@ import (
 // tileRows is the number of output rows one work item computes (a
 // multiple of 8, the SIMD kernels' row group). Threads split output rows,
 // never the reduction dimension, so a result does not depend on which
-// thread computes it. Decode (a few tokens) takes decodeTileRows, so that
-// each thread streams longer contiguous runs of weights.
+// thread computes it. Batches that read the weights in place take at
+// least decodeTileRows, so that each thread streams longer contiguous runs
+// of weights (workRows).
 const (
 	tileRows       = 16
 	decodeTileRows = 64
 )
+
+// streamTokens is the largest batch whose MatMul streams the weights from
+// memory once (decode of one stream or a few): it takes a few large work
+// items per thread (tilesPerThread), not tiles of decodeTileRows, because
+// each work item starts cold: the raw-block kernels prefetch two row groups
+// ahead within it, and the next item usually runs on the other thread.
+// Measured: 2-thread decode of Llama-3.2-1B's ffn_up and output matrices
+// read Q4_K at 1.39–1.63× and Q6_K at 1.29–1.49× the rate of 64-row
+// tiles (docs/benchmarks.md, "Decode work items").
+const (
+	streamTokens   = 8
+	tilesPerThread = 4
+)
+
+// workRows returns the output rows of one work item of a MatMul of n
+// tokens of type t into rows rows on threads threads.
+func workRows(t ggml.Type, n, rows, threads int) int {
+	if n > rawMaxTokens(t) {
+		return tileRows
+	}
+	if n > streamTokens {
+		return decodeTileRows
+	}
+	return max(decodeTileRows, rows/(threads*tilesPerThread)/16*16)
+}
 
 // multiToken enables the multi-token raw-block kernels (SetMultiToken).
 var multiToken = true
@@ -105,10 +131,7 @@ func (p *Pool) MatMul(y []float32, m *Matrix, x []float32, n int) {
 	}
 	archPrepare(a, m.Type)
 	impl := pickImpl(m.Type)
-	tr := tileRows
-	if n <= rawMaxTokens(m.Type) {
-		tr = decodeTileRows
-	}
+	tr := workRows(m.Type, n, m.Rows, p.threads)
 	tiles := (m.Rows + tr - 1) / tr
 	p.Parallel(tiles, func(i int) {
 		r0 := i * tr
