@@ -55,7 +55,10 @@ if has engine; then
 				MUSER_ISA=$v "$bin/muser" bench --model "$m" --threads "$threads" --prompt-tokens "$p" --gen-tokens "$gen" --reps 1 --json |
 					sed "s/^{/{\"isa\":\"$v\",/" | tee -a "$out/engine.jsonl"
 			done
-			/tmp/lcpcpu/llama.cpp/build/bin/llama-bench -m "$m" -t "$threads" -p "$p" -n "$gen" -r 1 -o jsonl 2>/dev/null | tee -a "$out/llama.jsonl"
+			# prefill of P tokens, then decode of GEN tokens after P tokens of
+			# context (-d), the depth at which muser bench decodes
+			/tmp/lcpcpu/llama.cpp/build/bin/llama-bench -m "$m" -t "$threads" -p "$p" -n 0 -r 1 -o jsonl 2>/dev/null | tee -a "$out/llama.jsonl"
+			/tmp/lcpcpu/llama.cpp/build/bin/llama-bench -m "$m" -t "$threads" -p 0 -n "$gen" -d "$p" -r 1 -o jsonl 2>/dev/null | tee -a "$out/llama.jsonl"
 		done
 	done
 fi
