@@ -42,7 +42,11 @@ type Fetched struct {
 	id      pack.Digest
 	missing []pack.Digest
 	used    atomic.Bool
+	bytes   atomic.Int64 // chunk bytes the restore read from the tier
 }
+
+// BytesFetched returns the chunk bytes the restore read from the tier.
+func (f *Fetched) BytesFetched() int64 { return f.bytes.Load() }
 
 // Install copies the pack into the store and publishes it, as
 // Tier.Install does after its checks: the chunks the store lacks are
@@ -241,6 +245,7 @@ func (s *stream) fill(ctx context.Context, j int) error {
 	if err != nil {
 		return err
 	}
+	s.f.bytes.Add(int64(len(data)))
 	sl.data = data
 	close(sl.ready)
 	return nil

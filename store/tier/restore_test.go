@@ -204,3 +204,102 @@ func TestInstallAfterRestoreAborted(t *testing.T) {
 		})
 	}
 }
+
+// TestReadThroughRestore: the server's restore through the tier hands
+// over the tier's verified blocks, then installs the pack in the
+// background; a request for the pack while that install runs waits for
+// it and restores locally, and the store shows no pack until the install
+// published it whole.
+func TestReadThroughRestore(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	_, want := restoreAll(t, f.a, f.id, f.salt, f.tokens)
+	installing, release := make(chan struct{}), make(chan struct{})
+	cfg := f.config(testKey, "node-b")
+	// The restore GETs the 5 chunks; the install's first GET waits.
+	cfg.Transport = &onChunkGet{n: 6, do: func() { close(installing); <-release }}
+	tr, err := tier.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
+	rt := tier.NewReadThrough(tr, b, tier.ReadThroughOptions{})
+	defer rt.Close()
+	if err := rt.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	prompt := append(append([]int32(nil), f.tokens...), 1, 2, 3)
+	c := &consumer{t: t}
+	if n, err := rt.Restore(ctx, f.id, f.salt, prompt, c.put); err != nil || n != 80 {
+		t.Fatalf("restore through the tier: got %d tokens, %v; want 80", n, err)
+	}
+	checkBlocks(t, c.blocks, want)
+	<-installing
+	if n, _ := restoreAll(t, b, f.id, f.salt, prompt); n != 0 {
+		t.Fatalf("B restores %d tokens while the install runs, want 0", n)
+	}
+	second := make(chan error, 1)
+	c2 := &consumer{t: t}
+	go func() {
+		n, err := rt.Restore(ctx, f.id, f.salt, prompt, c2.put)
+		if err == nil && n != 80 {
+			err = errors.New("not 80 tokens")
+		}
+		second <- err
+	}()
+	close(release)
+	if err := <-second; err != nil {
+		t.Fatalf("restore during the install: %v", err)
+	}
+	checkBlocks(t, c2.blocks, want)
+	stats, fetched := rt.Stats()
+	if stats[tier.OutcomeHit] != 1 || stats[tier.OutcomeMiss] != 1 || fetched != 2*5*96 {
+		t.Fatalf("stats: got %v, %d bytes; want 1 hit, 1 miss, %d bytes (restore and install)", stats, fetched, 2*5*96)
+	}
+	storetest.Check(t, b)
+}
+
+// TestReadThroughRestoreRefused: a chunk that fails its check refuses the
+// pack; when put already had blocks the error reaches the caller (who
+// discards them), else the store's restore serves the request.
+func TestReadThroughRestoreRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		block   int
+		wantErr bool
+	}{
+		{name: "first block", block: 0},
+		{name: "midway", block: 3, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			key := "chunks/" + f.m.Chunks[tt.block].ID.String()
+			o := f.object(t, key)
+			o[5] ^= 1
+			f.putObject(t, key, o)
+			b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
+			rt := tier.NewReadThrough(f.open(t, testKey, "node-b"), b, tier.ReadThroughOptions{})
+			defer rt.Close()
+			if err := rt.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c := &consumer{t: t}
+			n, err := rt.Restore(ctx, f.id, f.salt, f.tokens, c.put)
+			if n != 0 || (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, pack.ErrRefused)) {
+				t.Fatalf("restore: got %d tokens, %v; want 0 and an error %v", n, err, tt.wantErr)
+			}
+			if len(c.blocks) > tt.block {
+				t.Fatalf("put got %d blocks; block %d is damaged", len(c.blocks), tt.block)
+			}
+			if stats, _ := rt.Stats(); stats[tier.OutcomeRefused] != 1 {
+				t.Fatalf("stats: got %v, want 1 refused", stats)
+			}
+			if ps, _ := b.Packs(); len(ps) != 0 {
+				t.Fatalf("B holds %d packs, want 0", len(ps))
+			}
+			storetest.Check(t, b)
+		})
+	}
+}
