@@ -89,3 +89,42 @@ func TestInstallUnsizedBodies(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreUnsizedBodies: the streamed restore reads chunk GETs
+// without a length as Install does: whole ones restore; a body cut short
+// fails the restore with ErrUnavailable and no receipt, after which the
+// consumer discards what it got.
+func TestRestoreUnsizedBodies(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cut  int32
+	}{{"whole", 0}, {"cut short", 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
+			cfg := f.config(testKey, "node-b")
+			cfg.Transport = &unsized{cut: tc.cut}
+			tr, err := tier.Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &consumer{t: t}
+			n, _, err := tr.Restore(context.Background(), b, tier.RestoreRequest{Pack: f.pack, Identity: f.id, Salt: f.salt, Tokens: f.tokens}, c.put)
+			if tc.cut == 0 {
+				if err != nil || n != 80 || len(c.blocks) != 5 {
+					t.Fatalf("restore: got %d tokens, %d blocks, %v; want 80, 5", n, len(c.blocks), err)
+				}
+				return
+			}
+			if n != 0 || !errors.Is(err, tier.ErrUnavailable) || errors.Is(err, pack.ErrRefused) {
+				t.Fatalf("restore with a body cut short: got %d tokens, %v; want 0, ErrUnavailable, no refusal", n, err)
+			}
+			if len(c.blocks) == 5 {
+				t.Fatal("put got every block, one of them from a body cut short")
+			}
+			if rs, _ := b.Receipts(store.ReceiptFilter{}); len(rs) != 0 {
+				t.Fatalf("B holds %d receipts, want 0: a broken connection refuses nothing", len(rs))
+			}
+		})
+	}
+}
