@@ -40,6 +40,27 @@ func (u *unsized) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// unsizedCases are chunk GETs without a length: all whole, or the third
+// cut short.
+var unsizedCases = []struct {
+	name string
+	cut  int32
+}{{"whole", 0}, {"cut short", 3}}
+
+// unsizedReader returns a fixture, an empty store B and a reader of the
+// fixture's tier whose chunk GETs come without a length (unsized).
+func unsizedReader(t *testing.T, cut int32) (*fixture, *store.Store, *tier.Tier) {
+	t.Helper()
+	f := newFixture(t)
+	cfg := f.config(testKey, "node-b")
+	cfg.Transport = &unsized{cut: cut}
+	tr, err := tier.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16}), tr
+}
+
 // TestInstallUnsizedBodies: chunk GETs whose responses give no length
 // are read to the manifest's size and judged by their hashes, so whole
 // ones install; a body that ends early is the connection's fault, not
@@ -47,19 +68,9 @@ func (u *unsized) RoundTrip(r *http.Request) (*http.Response, error) {
 // and leaves nothing visible, and a later install succeeds.
 func TestInstallUnsizedBodies(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name string
-		cut  int32
-	}{{"whole", 0}, {"cut short", 3}} {
+	for _, tc := range unsizedCases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
-			cfg := f.config(testKey, "node-b")
-			cfg.Transport = &unsized{cut: tc.cut}
-			tr, err := tier.Open(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f, b, tr := unsizedReader(t, tc.cut)
 			res, err := tr.Install(ctx, b, f.pack, f.id)
 			if tc.cut == 0 {
 				if err != nil || !res.New || res.ChunksFetched != 5 {
@@ -95,19 +106,9 @@ func TestInstallUnsizedBodies(t *testing.T) {
 // fails the restore with ErrUnavailable and no receipt, after which the
 // consumer discards what it got.
 func TestRestoreUnsizedBodies(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		cut  int32
-	}{{"whole", 0}, {"cut short", 3}} {
+	for _, tc := range unsizedCases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
-			cfg := f.config(testKey, "node-b")
-			cfg.Transport = &unsized{cut: tc.cut}
-			tr, err := tier.Open(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f, b, tr := unsizedReader(t, tc.cut)
 			c := &consumer{t: t}
 			n, _, err := tr.Restore(context.Background(), b, tier.RestoreRequest{Pack: f.pack, Identity: f.id, Salt: f.salt, Tokens: f.tokens}, c.put)
 			if tc.cut == 0 {
