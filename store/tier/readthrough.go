@@ -302,10 +302,17 @@ func (r *ReadThrough) claim(ctx context.Context, id pack.Identity, salt []byte, 
 	}
 }
 
-// Holds reports whether the tier's index holds more whole blocks of the
-// prompt under (id, salt) than the store: a restore would read them
-// through. It reads nothing from the tier.
+// Holds reports whether a restore would read the prompt under (id,
+// salt) through the tier: its index holds more whole blocks of it than
+// the store, and the tier is not skipped after a failure. It reads
+// nothing from the tier.
 func (r *ReadThrough) Holds(id pack.Identity, salt []byte, tokens []int32) bool {
+	r.mu.Lock()
+	down := r.t.now().Before(r.downUntil)
+	r.mu.Unlock()
+	if down {
+		return false
+	}
 	_, ok := r.lookup(id, salt, tokens)
 	return ok
 }
