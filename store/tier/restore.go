@@ -76,10 +76,11 @@ func (f *Fetched) Install(ctx context.Context) (InstallResult, error) {
 //
 // It returns the tokens handed to put and a *Fetched for the local
 // install, which the caller runs (Fetched.Install) or drops; nothing is
-// written to the store before that. Errors
-// are Install's: a refusal with a receipt, or the tier unavailable; an
-// error of put is returned wrapped. After any error the caller must
-// discard what put received: no partial restore is ever valid.
+// written to the store before that. Errors are Install's: a refusal with
+// a receipt (a tenant other than the salt's wraps ErrTenant), or the
+// tier unavailable; an error of put is returned wrapped. After any error
+// the caller must discard what put received: no partial restore is ever
+// valid.
 func (t *Tier) Restore(ctx context.Context, st *store.Store, req RestoreRequest, put func(block int, kv []byte) error) (int, *Fetched, error) {
 	m, missing, err := t.admit(ctx, st, req.Pack, req.Identity)
 	if err != nil {
