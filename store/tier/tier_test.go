@@ -89,11 +89,25 @@ type fixture struct {
 	m      *pack.Manifest
 }
 
+// fixtureRequest is the identity, salt and tokens of a fixture's pack.
+type fixtureRequest struct {
+	id     pack.Identity
+	salt   []byte
+	tokens []int32
+}
+
+// newFixtureTokens returns the identity, salt and tokens of the pack
+// newFixture publishes (5 blocks of 16 tokens).
+func newFixtureTokens() fixtureRequest {
+	return fixtureRequest{id: packtest.Identity("tier"), salt: []byte("tenant-1"), tokens: packtest.Tokens(7, 16*5, 500)}
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	e := newEnv(t)
+	fx := newFixtureTokens()
 	f := &fixture{env: e, tier: e.open(t, testKey, "node-a"), a: storetest.Open(t, "", store.Options{Node: "node-a", BlockTokens: 16}),
-		id: packtest.Identity("tier"), salt: []byte("tenant-1"), tokens: packtest.Tokens(7, 16*5, 500)}
+		id: fx.id, salt: fx.salt, tokens: fx.tokens}
 	f.pack = storetest.Publish(t, f.a, f.id, f.salt, f.tokens, 96).Pack
 	res, err := f.tier.Upload(context.Background(), f.a, f.pack)
 	if err != nil {
