@@ -121,6 +121,10 @@ type Options struct {
 	// RemotePrefill is called before each restore: the hook for a
 	// consumer of a prefill producer (sched.Config.RemotePrefill).
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
+	// Restore, when set, restores each request's prefix in place of the
+	// store's Restore: the hook for the fleet tier's read-through
+	// (sched.Config.Restore).
+	Restore func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32, put func(block int, kv []byte) error) (int, error)
 	// Cluster, when set, reports the node's cluster for the dashboard's
 	// Nodes tab (nil result: not in a cluster); muser serve fills it in
 	// from its replication node.
@@ -307,6 +311,7 @@ func New(opts Options) (s *Server, err error) {
 		StoreMaxBytes: opts.StoreMaxBytes,
 		OnPublish:     opts.OnPublish,
 		RemotePrefill: opts.RemotePrefill,
+		Restore:       opts.Restore,
 		Observer:      observers{s.metrics, s.newDashboard()},
 		Logger:        s.log,
 		Drafter:       s.drafter,

@@ -1,14 +1,12 @@
 package store_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,28 +76,7 @@ func crashLoop(t *testing.T, name string, kills int) {
 	for i := 0; i < kills; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashEnv+"="+dir, crashEnv+"_SEED="+strconv.Itoa(i))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		if line != "ready\n" {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("child %d: got %q, want ready", i, line)
-		}
-		time.Sleep(time.Duration(rng.IntN(40000)) * time.Microsecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("child %d exited by itself (%v): it failed before the kill", i, err)
-		}
+		storetest.KillChild(t, cmd, "ready", time.Duration(rng.IntN(40000))*time.Microsecond)
 		killed++
 
 		s, err := store.Open(dir, store.Options{OrphanGrace: -1})

@@ -3,7 +3,6 @@
 package store_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,28 +59,8 @@ func TestCreateCrash(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "home")
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCreateCrash$", "-test.count=1")
 		cmd.Env = append(os.Environ(), createCrashEnv+"="+dir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "go\n" {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("child %d: got %q, want go", i, line)
-		}
 		// The creation takes a few milliseconds: kill within them.
-		time.Sleep(time.Duration(rng.IntN(6000)) * time.Microsecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("child %d exited by itself (%v): it failed before the kill", i, err)
-		}
+		storetest.KillChild(t, cmd, "go", time.Duration(rng.IntN(6000))*time.Microsecond)
 
 		ro, err := store.Open(dir, store.Options{ReadOnly: true})
 		switch {

@@ -294,6 +294,24 @@ func (s *Store) readChunk(ref pack.ChunkRef, buf []byte) ([]byte, error) {
 	return data, nil
 }
 
+// ReadChunk reads chunk ref into buf (grown as needed) and verifies it
+// against its ID (rule R2); gc does not delete the file while it is
+// read. It serves a reader that holds a manifest naming the chunk but no
+// pack of this store (the fleet tier's streamed restore, for the chunks
+// the store already holds). A fault is returned as it is, with no
+// receipt and no quarantine: the caller fetches the chunk elsewhere.
+func (s *Store) ReadChunk(ref pack.ChunkRef, buf []byte) ([]byte, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	defer s.lease(ref.ID)()
+	data, err := s.readChunk(ref, buf)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", ref.ID.Short(), err)
+	}
+	return data, nil
+}
+
 // readExact reads the file at path, which must be exactly size bytes, into
 // buf.
 func (s *Store) readExact(path string, size int64, buf []byte) ([]byte, error) {

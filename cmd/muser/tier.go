@@ -240,7 +240,7 @@ func (o *serveTierOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 // serveTier is the tier side of `muser serve`: the uploader (OnPublish)
-// and the read-through (before each restore, in RemotePrefill's place).
+// and the read-through (the restore, serve.Options.Restore).
 type serveTier struct {
 	t        *tier.Tier
 	up       *tier.Uploader
@@ -250,8 +250,9 @@ type serveTier struct {
 }
 
 // openServeTier wires the tier into opts: it opens the store (unless the
-// replication side did), chains OnPublish to the uploader and runs the
-// read-through before any RemotePrefill.
+// replication side did), chains OnPublish to the uploader and restores
+// through the tier, asking a prefill producer (RemotePrefill) only for
+// prompts the tier does not hold.
 func openServeTier(home string, o *serveTierOptions, log *slog.Logger, opts *serve.Options) (*serveTier, error) {
 	t, name, err := openTier(home, &o.tierFlags)
 	if err != nil {
@@ -276,13 +277,14 @@ func openServeTier(home string, o *serveTierOptions, log *slog.Logger, opts *ser
 			_ = st.up.Enqueue(ev.Result.Pack)
 		}
 	}
-	prevPrefill := opts.RemotePrefill
-	opts.RemotePrefill = func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error {
-		_ = st.rt.Prefill(ctx, id, salt, tokens)
-		if prevPrefill != nil {
-			return prevPrefill(ctx, id, salt, tokens)
+	opts.Restore = st.rt.Restore
+	if prev := opts.RemotePrefill; prev != nil {
+		opts.RemotePrefill = func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error {
+			if st.rt.Holds(id, salt, tokens) {
+				return nil // the restore reads the tier's blocks through
+			}
+			return prev(ctx, id, salt, tokens)
 		}
-		return nil
 	}
 	// Warm the index before serving; a tier that is down or slow is
 	// logged (by Refresh) and retried every --tier-refresh.

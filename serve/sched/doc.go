@@ -48,7 +48,8 @@
 // grows past its budget. Close flushes the queue. Config.OnPublish is
 // called after each publish (the hook for replication), and
 // Config.RemotePrefill before each restore (the hook for disaggregated
-// prefill); a PrefillOnly request computes and publishes a prompt's KV and
+// prefill); Config.Restore, when set, restores in the store's place (the
+// hook for the fleet tier's read-through); a PrefillOnly request computes and publishes a prompt's KV and
 // returns the pack (the producer side).
 //
 // # Speculative decoding

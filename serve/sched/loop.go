@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/muserhq/muser/infer"
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/infer/tokenizer"
+	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
 )
 
@@ -341,8 +343,8 @@ func (s *Scheduler) start(t *Task) {
 		}
 	}
 	if s.cfg.Store != nil && !req.NoCache && reuse > 0 {
-		if s.cfg.RemotePrefill != nil && reuse < min(len(req.Prompt)/s.block*s.block, limit) {
-			best, reuse = nil, 0 // a prefill producer can supply every whole block
+		if (s.cfg.RemotePrefill != nil || s.cfg.Restore != nil) && reuse < min(len(req.Prompt)/s.block*s.block, limit) {
+			best, reuse = nil, 0 // a prefill producer or a read-through can supply every whole block
 		} else if m, err := s.cfg.Store.Match(s.cfg.Identity, req.Salt, req.Prompt); err == nil && min(m.Tokens, limit) > reuse {
 			best, reuse = nil, 0 // the store holds more
 		}
@@ -397,8 +399,24 @@ func (s *Scheduler) restore(sl *slot, t *Task) {
 			return
 		}
 	}
-	n, err := s.cfg.Model.RestorePrefix(t.ctx, s.cfg.Store, s.cfg.Identity, req.Salt, sl.seq, req.Prompt)
+	var ps infer.PrefixStore = s.cfg.Store
+	if s.cfg.Restore != nil {
+		ps = restoreHook{Store: s.cfg.Store, restore: s.cfg.Restore}
+	}
+	n, err := s.cfg.Model.RestorePrefix(t.ctx, ps, s.cfg.Identity, req.Salt, sl.seq, req.Prompt)
 	s.restored <- restoreResult{slot: sl, n: n, err: err, remoteDone: remoteDone, prefillAt: at}
+}
+
+// restoreHook is the store with Config.Restore in place of its Restore.
+type restoreHook struct {
+	Store
+	restore func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32, put func(block int, kv []byte) error) (int, error)
+}
+
+// Restore calls Config.Restore.
+func (h restoreHook) Restore(ctx context.Context, id pack.Identity, salt []byte, tokens []int32,
+	put func(block int, kv []byte) error) (int, error) {
+	return h.restore(ctx, id, salt, tokens, put)
 }
 
 func commonPrefix(a, b []int32) int {

@@ -93,6 +93,13 @@ type Config struct {
 	// prefill); an error fails the request with an error wrapping
 	// ErrRemotePrefill.
 	RemotePrefill func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error
+	// Restore, when set, restores a request's prefix in place of
+	// Store.Restore, with its shape and contract (infer.PrefixStore): the
+	// hook for a read-through (the fleet tier) that hands the engine
+	// verified blocks as they arrive from elsewhere. As with
+	// RemotePrefill, an idle slot's KV is reused only when it covers
+	// every whole block of the prompt.
+	Restore func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32, put func(block int, kv []byte) error) (int, error)
 	// Drafter, when set, proposes draft tokens that each decode step
 	// verifies (speculative decoding, doc.go): it changes speed, never
 	// output. The caller closes it after the scheduler. A HiddenDrafter

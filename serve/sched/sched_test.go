@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/muserhq/muser/infer/engine"
@@ -571,5 +572,53 @@ func TestHooks(t *testing.T) {
 	info, err := st.Pack(published[0].Result.Pack)
 	if err != nil || info.Tokens != published[0].Tokens {
 		t.Errorf("published pack: %+v, %v; want %d tokens", info, err, published[0].Tokens)
+	}
+}
+
+// TestRestoreHook: Config.Restore restores each request's prefix in
+// place of the store's Restore; a hook that fails after it handed the
+// engine a block leaves the request to a local prefill of the whole
+// prompt, with the same answer (the engine discarded the block).
+func TestRestoreHook(t *testing.T) {
+	e := loadEnv(t)
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	var calls, handed atomic.Int32
+	fault := errors.New("the read-through failed after a block (test)")
+	s := e.newSched(t, st, func(c *Config) {
+		c.Restore = func(ctx context.Context, id pack.Identity, salt []byte, tokens []int32, put func(int, []byte) error) (int, error) {
+			calls.Add(1)
+			if string(salt) != "broken" {
+				return st.Restore(ctx, id, salt, tokens, put)
+			}
+			// The blocks of salt s, the first handed over, then a fault.
+			_, err := st.Restore(ctx, id, []byte("s"), tokens, func(block int, kv []byte) error {
+				if block > 0 {
+					return fault
+				}
+				handed.Add(1)
+				return put(block, kv)
+			})
+			return 0, err
+		}
+	})
+	p := e.encode(t, infertest.Story(0, 150))
+	first := run(t, s, &Request{ID: "cold", Prompt: p, Salt: []byte("s"), MaxTokens: 3})
+	if first.err != nil || first.res.CachedTokens != 0 {
+		t.Fatalf("cold request: %d cached tokens, %v; want 0, nil", first.res.CachedTokens, first.err)
+	}
+	s.Sync(context.Background())
+	warm := run(t, s, &Request{ID: "warm", Prompt: p, Salt: []byte("s"), MaxTokens: 3})
+	if warm.err != nil || warm.res.CachedTokens == 0 || warm.res.CacheSource != "store" || !slices.Equal(warm.tokens, first.tokens) {
+		t.Fatalf("warm request: %d cached tokens from %q, %v, %v; want the hook's blocks and %v", warm.res.CachedTokens,
+			warm.res.CacheSource, warm.tokens, warm.err, first.tokens)
+	}
+	broken := run(t, s, &Request{ID: "broken", Prompt: p, Salt: []byte("broken"), MaxTokens: 3})
+	if broken.err != nil || broken.res.CachedTokens != 0 || !slices.Equal(broken.tokens, first.tokens) {
+		t.Fatalf("request whose restore failed after a block: %d cached tokens, %v, %v; want 0 and %v", broken.res.CachedTokens,
+			broken.tokens, broken.err, first.tokens)
+	}
+	if n, h := calls.Load(), handed.Load(); n != 3 || h != 1 {
+		t.Fatalf("the hook was called %d times and handed %d blocks of the broken restore, want 3 and 1", n, h)
 	}
 }

@@ -11,4 +11,9 @@
 //
 // Publish, KV and Restore publish and restore packs whose chunks are
 // packtest.KV of their block keys, as a batch-invariant engine's would be.
+//
+// # Crashes
+//
+// KillChild runs the test binary again in a child role and SIGKILLs it
+// at a chosen instant, for tests that reopen what a crash left.
 package storetest

@@ -205,6 +205,45 @@ func (bp *benchPack) rawGet(b *testing.B) {
 	}
 }
 
+// rawGetCore GETs the pack's chunk objects, 8 at a time, with the
+// requests a restore sends (minio.Core, no Object wrapper), each body
+// read through one 128 KiB buffer per transfer and discarded: a stricter
+// peer than rawGet, whose io.Discard reads 8 KiB at a time.
+func (bp *benchPack) rawGetCore(b *testing.B) {
+	bufs := make(chan []byte, 8)
+	for range 8 {
+		bufs <- make([]byte, 128<<10)
+	}
+	core := minio.Core{Client: bp.cl}
+	err := bp.parallel(len(bp.chunks), func(i int) error {
+		buf := <-bufs
+		defer func() { bufs <- buf }()
+		body, _, _, err := core.GetObject(bp.ctx, bp.e.bucket, fmt.Sprintf("%s/chunks/%s", bp.readPrefix, bp.m.Chunks[i].ID), minio.GetObjectOptions{})
+		if err != nil {
+			return err
+		}
+		defer body.Close()
+		n := 0
+		for {
+			k, err := body.Read(buf)
+			n += k
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if n != benchChunk {
+			return fmt.Errorf("chunk %d: %d bytes", i, n)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
 // install installs the pack into an empty store.
 func (bp *benchPack) install(b *testing.B, noSync bool) {
 	dst, err := store.Open(b.TempDir(), store.Options{Node: "dst", NoSync: noSync})
@@ -297,21 +336,141 @@ func cpuTime() time.Duration {
 // the S3 server (the load average is not reported: note it with uptime).
 func BenchmarkTierInstall32K(b *testing.B) {
 	bp := newBenchPack(b)
-	variants := []struct {
-		name string
-		f    func()
-	}{
-		{"raw-get", func() { bp.rawGet(b) }},
-		{"install", func() { bp.install(b, false) }},
-		{"install-nosync", func() { bp.install(b, true) }},
-		{"install-buffered", func() { bp.installBuffered(b) }},
+	spent := bp.runVariants(b, []benchVariant{
+		{name: "raw-get", f: func() { bp.rawGet(b) }},
+		{name: "install", f: func() { bp.install(b, false) }},
+		{name: "install-nosync", f: func() { bp.install(b, true) }},
+		{name: "install-buffered", f: func() { bp.installBuffered(b) }},
+	})
+	rate := func(i int) float64 { return bp.rate(b, spent[i]) }
+	b.ReportMetric(rate(1)/rate(0), "install/raw-get")
+	b.ReportMetric(rate(2)/rate(0), "install-nosync/raw-get")
+	b.ReportMetric(rate(3)/rate(0), "install-buffered/raw-get")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkTierRestore32K times what a request waits for on a tier hit,
+// beside raw GETs of the same bytes, each variant in turn each iteration
+// under a pprof label (variant=NAME):
+//
+//   - raw-get: the 512 chunk objects GET, 8 at a time, bytes discarded;
+//
+//   - restore: Tier.Restore into an empty store, the read-through's
+//     path: the manifest's checks, each chunk GET, BLAKE3-verified and
+//     handed to a consumer (which checks the block order and size),
+//     timed to the last block;
+//
+//   - restore-install: then that restore's local install
+//     (Fetched.Install: every chunk GET again, verified, written with
+//     fsync, published), which the server runs after the request has its
+//     blocks;
+//
+//   - install: Tier.Install into an empty store with fsync, the
+//     read-through's path before the streamed restore;
+//
+//   - install-restore: then the local restore of the installed pack into
+//     the same consumer (store.Restore, from the disk after direct
+//     writes), which completed that path's request.
+//
+//     go test -run '^$' -bench BenchmarkTierRestore32K -benchtime 2x ./store/tier
+//
+// It reports each variant's MB/s, CPU seconds per iteration (client and
+// S3 server), restore/raw-get, and install-path/raw-get: a raw GET's
+// time over the install plus its local restore (what the request waited
+// for before).
+func BenchmarkTierRestore32K(b *testing.B) {
+	bp := newBenchPack(b)
+	// The consumer checks the order and the size, as the store's
+	// restore benchmarks' consumers do nothing: the engine's import of
+	// the bytes costs the same after either path.
+	next := 0
+	consume := func(block int, data []byte) error {
+		if block != next%len(bp.chunks) || len(data) != benchChunk {
+			return fmt.Errorf("block %d of %d bytes, want block %d", block, len(data), next%len(bp.chunks))
+		}
+		next++
+		return nil
 	}
-	spent := make([]time.Duration, len(variants))
-	cpu := make([]time.Duration, len(variants))
-	srvCPU := make([]time.Duration, len(variants))
+	tokens := bp.m.Tokens
+	var (
+		fetched *tier.Fetched
+		dst     *store.Store
+	)
+	defer func() {
+		if dst != nil {
+			dst.Close()
+		}
+	}()
+	fresh := func() {
+		if dst != nil {
+			dst.Close()
+		}
+		var err error
+		if dst, err = store.Open(b.TempDir(), store.Options{Node: "dst"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	restore := func() {
+		n, f, err := bp.rt.Restore(bp.ctx, dst, tier.RestoreRequest{Pack: bp.pid, Identity: bp.id, Tokens: tokens}, consume)
+		if err != nil || n != benchTokens {
+			b.Fatalf("restore: %d tokens, %v", n, err)
+		}
+		fetched = f
+	}
+	// An empty store is opened before each of the two paths, untimed.
+	spent := bp.runVariants(b, []benchVariant{
+		{name: "raw-get", f: func() { bp.rawGetCore(b) }},
+		{name: "restore", f: restore, before: fresh},
+		{name: "restore-install", f: func() {
+			res, err := fetched.Install(bp.ctx)
+			if err != nil || !res.New || res.ChunksFetched != len(bp.chunks) {
+				b.Fatalf("install after restore: %+v, %v", res, err)
+			}
+		}},
+		{name: "install", f: func() {
+			res, err := bp.rt.Install(bp.ctx, dst, bp.pid, bp.id)
+			if err != nil || res.ChunksFetched != len(bp.chunks) {
+				b.Fatalf("install: %+v, %v", res, err)
+			}
+		}, before: fresh},
+		{name: "install-restore", f: func() {
+			n, err := dst.Restore(bp.ctx, bp.id, nil, tokens, consume)
+			if err != nil || n != benchTokens {
+				b.Fatalf("local restore: %d tokens, %v", n, err)
+			}
+		}},
+		{name: "raw-get-object", f: func() { bp.rawGet(b) }},
+	})
+	rate := func(d time.Duration) float64 { return bp.rate(b, d) }
+	b.ReportMetric(rate(spent[1])/rate(spent[0]), "restore/raw-get")
+	b.ReportMetric(rate(spent[3])/rate(spent[0]), "install/raw-get")
+	b.ReportMetric(rate(spent[3]+spent[4])/rate(spent[0]), "install-path/raw-get")
+	b.ReportMetric(rate(spent[1])/rate(spent[5]), "restore/raw-get-object")
+	b.ReportMetric(0, "ns/op")
+}
+
+// benchVariant is one timed variant of a benchmark; before, when set,
+// runs untimed just before it.
+type benchVariant struct {
+	name   string
+	f      func()
+	before func()
+}
+
+// runVariants runs every variant once per iteration, in turn, each
+// under a pprof label (variant=NAME), and reports each one's MB/s and
+// CPU seconds per iteration of this process (client, hashing, store) and
+// of the S3 server. It returns the time each variant took in all.
+func (bp *benchPack) runVariants(b *testing.B, vs []benchVariant) []time.Duration {
+	spent := make([]time.Duration, len(vs))
+	cpu := make([]time.Duration, len(vs))
+	srvCPU := make([]time.Duration, len(vs))
 	b.ResetTimer()
 	for b.Loop() {
-		for i, v := range variants {
+		for i, v := range vs {
+			if v.before != nil {
+				v.before()
+			}
 			c0, s0, t0 := cpuTime(), bp.e.srv.CPUTime(), time.Now()
 			pprof.Do(bp.ctx, pprof.Labels("variant", v.name), func(context.Context) { v.f() })
 			spent[i] += time.Since(t0)
@@ -319,14 +478,15 @@ func BenchmarkTierInstall32K(b *testing.B) {
 			srvCPU[i] += bp.e.srv.CPUTime() - s0
 		}
 	}
-	rate := func(i int) float64 { return float64(bp.total) * float64(b.N) / spent[i].Seconds() / 1e6 }
-	for i, v := range variants {
-		b.ReportMetric(rate(i), v.name+"-MB/s")
+	for i, v := range vs {
+		b.ReportMetric(bp.rate(b, spent[i]), v.name+"-MB/s")
 		b.ReportMetric(cpu[i].Seconds()/float64(b.N), v.name+"-cpu-s")
 		b.ReportMetric(srvCPU[i].Seconds()/float64(b.N), v.name+"-server-cpu-s")
 	}
-	b.ReportMetric(rate(1)/rate(0), "install/raw-get")
-	b.ReportMetric(rate(2)/rate(0), "install-nosync/raw-get")
-	b.ReportMetric(rate(3)/rate(0), "install-buffered/raw-get")
-	b.ReportMetric(0, "ns/op")
+	return spent
+}
+
+// rate is the pack's MB/s over b.N iterations that took d.
+func (bp *benchPack) rate(b *testing.B, d time.Duration) float64 {
+	return float64(bp.total) * float64(b.N) / d.Seconds() / 1e6
 }

@@ -40,6 +40,27 @@ func (u *unsized) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// unsizedCases are chunk GETs without a length: all whole, or the third
+// cut short.
+var unsizedCases = []struct {
+	name string
+	cut  int32
+}{{"whole", 0}, {"cut short", 3}}
+
+// unsizedReader returns a fixture, an empty store B and a reader of the
+// fixture's tier whose chunk GETs come without a length (unsized).
+func unsizedReader(t *testing.T, cut int32) (*fixture, *store.Store, *tier.Tier) {
+	t.Helper()
+	f := newFixture(t)
+	cfg := f.config(testKey, "node-b")
+	cfg.Transport = &unsized{cut: cut}
+	tr, err := tier.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16}), tr
+}
+
 // TestInstallUnsizedBodies: chunk GETs whose responses give no length
 // are read to the manifest's size and judged by their hashes, so whole
 // ones install; a body that ends early is the connection's fault, not
@@ -47,19 +68,9 @@ func (u *unsized) RoundTrip(r *http.Request) (*http.Response, error) {
 // and leaves nothing visible, and a later install succeeds.
 func TestInstallUnsizedBodies(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name string
-		cut  int32
-	}{{"whole", 0}, {"cut short", 3}} {
+	for _, tc := range unsizedCases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
-			cfg := f.config(testKey, "node-b")
-			cfg.Transport = &unsized{cut: tc.cut}
-			tr, err := tier.Open(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f, b, tr := unsizedReader(t, tc.cut)
 			res, err := tr.Install(ctx, b, f.pack, f.id)
 			if tc.cut == 0 {
 				if err != nil || !res.New || res.ChunksFetched != 5 {
@@ -86,6 +97,35 @@ func TestInstallUnsizedBodies(t *testing.T) {
 				t.Fatalf("install again: got %+v, %v", res, err)
 			}
 			storetest.Check(t, b)
+		})
+	}
+}
+
+// TestRestoreUnsizedBodies: the streamed restore reads chunk GETs
+// without a length as Install does: whole ones restore; a body cut short
+// fails the restore with ErrUnavailable and no receipt, after which the
+// consumer discards what it got.
+func TestRestoreUnsizedBodies(t *testing.T) {
+	for _, tc := range unsizedCases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, b, tr := unsizedReader(t, tc.cut)
+			c := &consumer{t: t}
+			n, _, err := tr.Restore(context.Background(), b, tier.RestoreRequest{Pack: f.pack, Identity: f.id, Salt: f.salt, Tokens: f.tokens}, c.put)
+			if tc.cut == 0 {
+				if err != nil || n != 80 || len(c.blocks) != 5 {
+					t.Fatalf("restore: got %d tokens, %d blocks, %v; want 80, 5", n, len(c.blocks), err)
+				}
+				return
+			}
+			if n != 0 || !errors.Is(err, tier.ErrUnavailable) || errors.Is(err, pack.ErrRefused) {
+				t.Fatalf("restore with a body cut short: got %d tokens, %v; want 0, ErrUnavailable, no refusal", n, err)
+			}
+			if len(c.blocks) == 5 {
+				t.Fatal("put got every block, one of them from a body cut short")
+			}
+			if rs, _ := b.Receipts(store.ReceiptFilter{}); len(rs) != 0 {
+				t.Fatalf("B holds %d receipts, want 0: a broken connection refuses nothing", len(rs))
+			}
 		})
 	}
 }

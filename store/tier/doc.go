@@ -26,14 +26,20 @@
 // # Reading
 //
 // Index lists and authenticates the manifests and finds the longest
-// prefix of a request the tier holds. Install copies a pack into the
-// local store through the store's checks for received packs (Admit, a
-// ChunkSink, PublishPack), streaming each chunk from its GET into the
-// sink, which hashes it as it is read and writes, fsyncs and renames it
-// in the background, so every refusal leaves a receipt and no unverified
-// byte becomes visible. ReadThrough ties them to the server:
-// its Prefill has the shape of serve.Options.RemotePrefill and never fails
-// a request.
+// prefix of a request the tier holds. Restore hands a consumer (the
+// engine) the blocks of a pack straight from their GETs, each hashed as
+// it is read and checked against the manifest's chunk ID before the
+// consumer sees it, after the manifest's checks; its Fetched then
+// installs the pack. Install copies a pack into the local store through
+// the store's checks for received packs (Admit, a ChunkSink,
+// PublishPack), streaming each chunk from its GET into the sink, which
+// hashes it as it is read and writes, fsyncs and renames it in the
+// background, so every refusal leaves a receipt and no unverified byte
+// becomes visible. ReadThrough ties them to the server: its Restore has
+// the shape of serve.Options.Restore (the tier's blocks first, the
+// install in the background), its Prefill that of
+// serve.Options.RemotePrefill (the install before a local restore);
+// neither fails a request.
 //
 // # Operations
 //

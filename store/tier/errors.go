@@ -32,6 +32,14 @@ var ErrClosed = errors.New("uploader closed")
 // ErrQueueFull is returned by Uploader.Enqueue when its queue is full.
 var ErrQueueFull = errors.New("upload queue full")
 
+// ErrTenant is returned (inside a refusal) by Restore when the pack
+// belongs to another tenant than the request's salt.
+var ErrTenant = errors.New("the pack belongs to another tenant")
+
+// ErrFetchedUsed is returned by Fetched.Install after an Install or a
+// Release of the same Fetched.
+var ErrFetchedUsed = errors.New("fetched pack already installed or released")
+
 // ErrTooSlow is returned when an upload runs past MaxUploadTime: its
 // manifest is not written (docs/tier.md, rule G2).
 var ErrTooSlow = errors.New("upload took longer than the tier allows")

@@ -45,22 +45,36 @@ type InstallResult struct {
 // wrapping ErrNotFound; neither writes a receipt. Once the pack is
 // published it records the use for least-recently-used eviction (Touch).
 func (t *Tier) Install(ctx context.Context, st *store.Store, id pack.Digest, expect pack.Identity) (InstallResult, error) {
-	res := InstallResult{Pack: id}
-	src := t.Source()
+	m, missing, err := t.admit(ctx, st, id, expect)
+	if err != nil {
+		return InstallResult{Pack: id}, err
+	}
+	return t.install(ctx, st, m, id, missing)
+}
+
+// admit reads the manifest object of pack id and admits it into st
+// (store.Admit: the seal under the tier's key, the identity expect, the
+// block size, the Merkle root), returning the manifest and the chunks st
+// lacks. A manifest object that does not decode is refused with a
+// receipt; one gone from the bucket wraps ErrNotFound.
+func (t *Tier) admit(ctx context.Context, st *store.Store, id pack.Digest, expect pack.Identity) (*pack.Manifest, []pack.Digest, error) {
 	seal, mb, _, err := t.Manifest(ctx, id)
 	if err != nil {
 		var oe *ObjectError
 		if errors.As(err, &oe) {
-			return res, st.Refuse(id, src, "", err)
+			return nil, nil, st.Refuse(id, t.Source(), "", err)
 		}
-		return res, err
+		return nil, nil, err
 	}
-	m, missing, err := st.Admit(ctx, store.Offer{Manifest: mb, Seal: seal},
-		store.AdmitOptions{Key: t.cfg.Key, Expect: &expect, Source: src, Stored: true})
-	if err != nil {
-		return res, err
-	}
-	res.Tokens = len(m.Tokens)
+	return st.Admit(ctx, store.Offer{Manifest: mb, Seal: seal},
+		store.AdmitOptions{Key: t.cfg.Key, Expect: &expect, Source: t.Source(), Stored: true})
+}
+
+// install copies the chunks of admitted pack m that st lacks (missing)
+// from their GETs into st and publishes the pack.
+func (t *Tier) install(ctx context.Context, st *store.Store, m *pack.Manifest, id pack.Digest, missing []pack.Digest) (InstallResult, error) {
+	res := InstallResult{Pack: id, Tokens: len(m.Tokens)}
+	src := t.Source()
 	size := map[pack.Digest]uint32{}
 	block := map[pack.Digest]int{}
 	for i := len(m.Chunks) - 1; i >= 0; i-- {
@@ -114,6 +128,30 @@ func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, sink *store.Chun
 	if sink.Held(c, int(size)) {
 		return false, nil
 	}
+	body, err := t.openChunk(ctx, st, pid, c, size, block)
+	if err != nil {
+		return false, err
+	}
+	defer body.Close()
+	if err := sink.Put(ctx, c, int(size), body); err != nil {
+		var se *store.SourceError
+		if errors.As(err, &se) {
+			// The body failed or ended before its length: the
+			// connection, not the object.
+			return false, t.opError("get", t.chunkKey(c), se.Err)
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// openChunk sends the GET of chunk c of pack pid (block names its first
+// block in receipts) and returns the object's body. The object's size,
+// when the response gives it, is checked against the manifest's before a
+// byte is read; a body without a length (-1, chunked) is left to the
+// reader, who reads the manifest's size and lets the hash decide. A
+// missing, oversized or short object refuses the pack with a receipt.
+func (t *Tier) openChunk(ctx context.Context, st *store.Store, pid, c pack.Digest, size uint32, block int) (io.ReadCloser, error) {
 	key := t.chunkKey(c)
 	refuse := func(reason pack.Reason, err error) error {
 		return st.Refuse(pid, t.Source(), reason, &store.ChunkFault{Block: block, Chunk: c, Err: err})
@@ -123,29 +161,19 @@ func (t *Tier) fetchChunk(ctx context.Context, st *store.Store, sink *store.Chun
 		err = t.opError("get", key, err)
 		if isNotFound(err) {
 			// Missing in the bucket: refuse the pack, naming the chunk.
-			return false, refuse(pack.ReasonMissingChunk, err)
+			return nil, refuse(pack.ReasonMissingChunk, err)
 		}
-		return false, err
+		return nil, err
 	}
-	defer body.Close()
-	// A size of -1 is a body without a length (chunked): the sink
-	// reads the manifest's size and the hash decides.
 	switch {
 	case info.Size > int64(size):
-		return false, refuse(pack.ReasonOversize, &ObjectError{Key: key,
+		body.Close()
+		return nil, refuse(pack.ReasonOversize, &ObjectError{Key: key,
 			Err: &pack.LimitError{Object: "tier object " + key, Field: "size", Got: uint64(info.Size), Max: uint64(size)}})
 	case info.Size >= 0 && info.Size < int64(size):
-		return false, refuse(pack.ReasonTruncated, &ObjectError{Key: key,
+		body.Close()
+		return nil, refuse(pack.ReasonTruncated, &ObjectError{Key: key,
 			Err: fmt.Errorf("%w: %d bytes, the manifest says %d", io.ErrUnexpectedEOF, info.Size, size)})
 	}
-	if err := sink.Put(ctx, c, int(size), body); err != nil {
-		var se *store.SourceError
-		if errors.As(err, &se) {
-			// The body failed or ended before its length: the
-			// connection, not the object.
-			return false, t.opError("get", key, se.Err)
-		}
-		return false, err
-	}
-	return true, nil
+	return body, nil
 }

@@ -244,6 +244,9 @@ func TestReadThrough(t *testing.T) {
 		t.Fatalf("restored %d tokens after the hit, want 80", n)
 	}
 	// Now the store holds it: a miss, without a request to the tier.
+	if rt.Holds(f.id, f.salt, prompt) {
+		t.Fatal("Holds after the install: got true, want false (the store holds the pack)")
+	}
 	if got, _ := rt.Read(ctx, f.id, f.salt, prompt); got != tier.OutcomeMiss {
 		t.Fatalf("second read: got %s, want miss", got)
 	}
@@ -260,9 +263,15 @@ func TestReadThrough(t *testing.T) {
 		t.Fatalf("another identity: got %s, want miss", got)
 	}
 	// The server down: unavailable, and Prefill still returns nil.
+	if !rc.Holds(f.id, f.salt, prompt) {
+		t.Fatal("Holds before the read: got false, want true")
+	}
 	f.srv.Stop()
 	if got, _ := rc.Read(ctx, f.id, f.salt, prompt); got != tier.OutcomeUnavailable {
 		t.Fatalf("server down: got %s, want unavailable", got)
+	}
+	if rc.Holds(f.id, f.salt, prompt) {
+		t.Fatal("Holds while the tier is skipped: got true, want false")
 	}
 	if err := rc.Prefill(ctx, f.id, f.salt, prompt); err != nil {
 		t.Fatalf("prefill with the server down: got %v, want nil", err)

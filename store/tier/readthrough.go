@@ -68,6 +68,10 @@ type ReadThrough struct {
 	started atomic.Bool
 	stop    chan struct{}
 	done    chan struct{}
+
+	base     context.Context // the background installs' context; Close cancels it
+	cancel   context.CancelFunc
+	installs sync.WaitGroup // background installs after streamed restores
 }
 
 // NewReadThrough returns a read-through of t into st; each read names
@@ -87,8 +91,10 @@ func NewReadThrough(t *Tier, st *store.Store, opts ReadThroughOptions) *ReadThro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &ReadThrough{t: t, st: st, ix: NewIndex(t), opts: opts, log: log, counts: map[string]int{}, inflight: map[pack.Digest]chan struct{}{},
+	r := &ReadThrough{t: t, st: st, ix: NewIndex(t), opts: opts, log: log, counts: map[string]int{}, inflight: map[pack.Digest]chan struct{}{},
 		stop: make(chan struct{}), done: make(chan struct{})}
+	r.base, r.cancel = context.WithCancel(context.Background())
+	return r
 }
 
 // Index returns the read-through's index.
@@ -132,13 +138,23 @@ func (r *ReadThrough) Start() {
 	}()
 }
 
-// Close stops the background refresh, waiting at most Timeout for a
-// refresh under way.
+// Close stops the background refresh and the background installs,
+// waiting at most Timeout for each kind to end.
 func (r *ReadThrough) Close() {
 	select {
 	case <-r.stop:
 	default:
 		close(r.stop)
+	}
+	r.cancel()
+	installed := make(chan struct{})
+	go func() {
+		r.installs.Wait()
+		close(installed)
+	}()
+	select {
+	case <-installed:
+	case <-time.After(r.opts.Timeout):
 	}
 	if !r.started.Load() {
 		return
@@ -147,6 +163,78 @@ func (r *ReadThrough) Close() {
 	case <-r.done:
 	case <-time.After(r.opts.Timeout):
 	}
+}
+
+// Restore has the shape of infer.PrefixStore.Restore: it is the server's
+// restore with a tier (serve.Options.Restore). When the tier holds more
+// whole blocks of the prompt than the store, it hands put the tier's
+// blocks as they arrive, each verified first (Tier.Restore), and then
+// installs the pack in the store in the background (Fetched.Install), so
+// that later requests restore it locally; a request that needs the pack
+// while that install runs waits for it. Otherwise, and when the tier
+// fails before put received a block, it restores from the store. A
+// failure after put received a block is returned: the caller discards
+// those blocks and computes the prompt, as after any failed restore.
+// Outcomes are counted as Read counts them.
+func (r *ReadThrough) Restore(ctx context.Context, id pack.Identity, salt []byte, tokens []int32,
+	put func(block int, kv []byte) error) (int, error) {
+	pid, outcome, done := r.claim(ctx, id, salt, tokens)
+	if outcome != "" {
+		r.count(outcome)
+		return r.st.Restore(ctx, id, salt, tokens, put)
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	var (
+		handed int
+		perr   error
+	)
+	n, f, err := r.t.Restore(tctx, r.st, RestoreRequest{Pack: pid, Identity: id, Salt: salt, Tokens: tokens}, func(b int, kv []byte) error {
+		handed++
+		perr = put(b, kv)
+		return perr
+	})
+	if err != nil {
+		done()
+		if perr != nil {
+			// The consumer failed, not the tier.
+			r.count(OutcomeMiss)
+			return 0, err
+		}
+		r.count(r.failed(ctx, pid, err))
+		if handed > 0 {
+			return 0, err
+		}
+		return r.st.Restore(ctx, id, salt, tokens, put)
+	}
+	r.count(OutcomeHit)
+	r.mu.Lock()
+	r.bytes += f.BytesFetched()
+	r.mu.Unlock()
+	r.log.Info("pack restored from the tier", "tier", r.t.String(), "pack", pid.Short(), "tokens", n, "bytes", f.BytesFetched())
+	r.installs.Add(1)
+	go r.install(f, done)
+	if n == 0 {
+		// The pack's tokens differ from the prompt's after all.
+		return r.st.Restore(ctx, id, salt, tokens, put)
+	}
+	return n, nil
+}
+
+// install runs the local install that follows a streamed restore, then
+// done. A failure is logged: the pack stays in the tier, and a later
+// request reads it through again.
+func (r *ReadThrough) install(f *Fetched, done func()) {
+	defer r.installs.Done()
+	defer done()
+	ctx, cancel := context.WithTimeout(r.base, r.opts.Timeout)
+	defer cancel()
+	res, err := f.Install(ctx)
+	if err != nil {
+		r.log.Warn("tier pack not installed after its restore", "tier", r.t.String(), "pack", res.Pack.Short(), "err", err)
+		return
+	}
+	r.installed(res)
 }
 
 // Prefill has the shape of serve.Options.RemotePrefill and always
@@ -160,17 +248,32 @@ func (r *ReadThrough) Prefill(ctx context.Context, id pack.Identity, salt []byte
 // Read is Prefill returning the outcome and, for a hit, what Install
 // did.
 func (r *ReadThrough) Read(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) (string, InstallResult) {
-	block := r.st.BlockTokens()
-	if len(tokens) < block {
-		return r.count(OutcomeMiss), InstallResult{}
+	pid, outcome, done := r.claim(ctx, id, salt, tokens)
+	if outcome != "" {
+		return r.count(outcome), InstallResult{}
 	}
-	keys := pack.BlockKeys(id.Key(), pack.TenantTag(salt), tokens, block)
-	pid, depth, ok := r.ix.Lookup(keys)
+	defer done()
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	res, err := r.t.Install(ctx, r.st, pid, id)
+	if err == nil {
+		r.installed(res)
+		return r.count(OutcomeHit), res
+	}
+	return r.count(r.failed(parent, pid, err)), res
+}
+
+// claim looks the prompt up in the index. When the tier holds more whole
+// blocks of it than the store, and the tier is not in its backoff, and no
+// other request is installing that pack, it claims the pack's install:
+// it returns the pack and done, which the caller calls once the install
+// ended. Otherwise it returns the outcome to count (a request that found
+// another installing the pack waits for that install, a miss).
+func (r *ReadThrough) claim(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) (pack.Digest, string, func()) {
+	pid, ok := r.lookup(id, salt, tokens)
 	if !ok {
-		return r.count(OutcomeMiss), InstallResult{}
-	}
-	if m, err := r.st.Match(id, salt, tokens); err == nil && m.Blocks >= depth {
-		return r.count(OutcomeMiss), InstallResult{}
+		return pid, OutcomeMiss, nil
 	}
 	r.mu.Lock()
 	down := r.t.now().Before(r.downUntil)
@@ -180,7 +283,7 @@ func (r *ReadThrough) Read(ctx context.Context, id pack.Identity, salt []byte, t
 	}
 	r.mu.Unlock()
 	if down {
-		return r.count(OutcomeUnavailable), InstallResult{}
+		return pid, OutcomeUnavailable, nil
 	}
 	if busy {
 		// Another request is installing the same pack: wait for it, and
@@ -189,39 +292,76 @@ func (r *ReadThrough) Read(ctx context.Context, id pack.Identity, salt []byte, t
 		case <-wait:
 		case <-ctx.Done():
 		}
-		return r.count(OutcomeMiss), InstallResult{}
+		return pid, OutcomeMiss, nil
 	}
-	defer func() {
+	return pid, "", func() {
 		r.mu.Lock()
 		close(r.inflight[pid])
 		delete(r.inflight, pid)
 		r.mu.Unlock()
-	}()
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	defer cancel()
-	res, err := r.t.Install(ctx, r.st, pid, id)
+	}
+}
+
+// Holds reports whether a restore would read the prompt under (id,
+// salt) through the tier: its index holds more whole blocks of it than
+// the store, and the tier is not skipped after a failure. It reads
+// nothing from the tier.
+func (r *ReadThrough) Holds(id pack.Identity, salt []byte, tokens []int32) bool {
+	r.mu.Lock()
+	down := r.t.now().Before(r.downUntil)
+	r.mu.Unlock()
+	if down {
+		return false
+	}
+	_, ok := r.lookup(id, salt, tokens)
+	return ok
+}
+
+// lookup finds the pack of the index that holds the most whole blocks of
+// the prompt, and reports whether that is more than the store holds.
+func (r *ReadThrough) lookup(id pack.Identity, salt []byte, tokens []int32) (pack.Digest, bool) {
+	block := r.st.BlockTokens()
+	if len(tokens) < block {
+		return pack.Digest{}, false
+	}
+	keys := pack.BlockKeys(id.Key(), pack.TenantTag(salt), tokens, block)
+	pid, depth, ok := r.ix.Lookup(keys)
+	if !ok {
+		return pid, false
+	}
+	if m, err := r.st.Match(id, salt, tokens); err == nil && m.Blocks >= depth {
+		return pid, false
+	}
+	return pid, true
+}
+
+// installed logs and counts a pack installed from the tier.
+func (r *ReadThrough) installed(res InstallResult) {
+	r.mu.Lock()
+	r.bytes += res.BytesFetched
+	r.mu.Unlock()
+	r.log.Info("pack installed from the tier", "tier", r.t.String(), "pack", res.Pack.Short(), "tokens", res.Tokens,
+		"chunks_fetched", res.ChunksFetched, "bytes", res.BytesFetched, "use_recorded", res.UseRecorded)
+}
+
+// failed logs a read-through of pack pid that failed with err and
+// returns its outcome; a tier found unavailable is skipped for Backoff.
+// parent is the request's context: a request that went away blames
+// nothing.
+func (r *ReadThrough) failed(parent context.Context, pid pack.Digest, err error) string {
 	switch {
-	case err == nil:
-		r.mu.Lock()
-		r.bytes += res.BytesFetched
-		r.mu.Unlock()
-		r.log.Info("pack restored from the tier", "tier", r.t.String(), "pack", pid.Short(), "tokens", res.Tokens,
-			"chunks_fetched", res.ChunksFetched, "bytes", res.BytesFetched, "use_recorded", res.UseRecorded)
-		return r.count(OutcomeHit), res
 	case errors.Is(err, pack.ErrRefused):
 		r.log.Warn("tier pack refused; prefilling locally", "tier", r.t.String(), "pack", pid.Short(), "err", err)
-		return r.count(OutcomeRefused), res
+		return OutcomeRefused
 	case errors.Is(err, ErrNotFound):
 		r.log.Info("tier pack gone from the bucket; prefilling locally", "tier", r.t.String(), "pack", pid.Short())
-		return r.count(OutcomeMiss), res
-	}
-	if parent.Err() != nil {
+		return OutcomeMiss
+	case parent.Err() != nil:
 		// The request went away; the tier is not to blame.
-		return r.count(OutcomeMiss), res
+		return OutcomeMiss
 	}
 	r.markDown(err)
-	return r.count(OutcomeUnavailable), res
+	return OutcomeUnavailable
 }
 
 // markDown skips the tier for Backoff after it failed.

@@ -89,11 +89,25 @@ type fixture struct {
 	m      *pack.Manifest
 }
 
+// fixtureRequest is the identity, salt and tokens of a fixture's pack.
+type fixtureRequest struct {
+	id     pack.Identity
+	salt   []byte
+	tokens []int32
+}
+
+// newFixtureTokens returns the identity, salt and tokens of the pack
+// newFixture publishes (5 blocks of 16 tokens).
+func newFixtureTokens() fixtureRequest {
+	return fixtureRequest{id: packtest.Identity("tier"), salt: []byte("tenant-1"), tokens: packtest.Tokens(7, 16*5, 500)}
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	e := newEnv(t)
+	fx := newFixtureTokens()
 	f := &fixture{env: e, tier: e.open(t, testKey, "node-a"), a: storetest.Open(t, "", store.Options{Node: "node-a", BlockTokens: 16}),
-		id: packtest.Identity("tier"), salt: []byte("tenant-1"), tokens: packtest.Tokens(7, 16*5, 500)}
+		id: fx.id, salt: fx.salt, tokens: fx.tokens}
 	f.pack = storetest.Publish(t, f.a, f.id, f.salt, f.tokens, 96).Pack
 	res, err := f.tier.Upload(context.Background(), f.a, f.pack)
 	if err != nil {
@@ -199,41 +213,48 @@ func TestManifestIsNeverOverwritten(t *testing.T) {
 	}
 }
 
-func TestInstallRefusals(t *testing.T) {
-	ctx := context.Background()
-	tests := []struct {
-		name   string
-		damage func(t *testing.T, f *fixture)
-		key    []byte
-		expect func(f *fixture) pack.Identity
-		reason pack.Reason
-	}{
-		{name: "chunk deleted", reason: pack.ReasonMissingChunk, damage: func(t *testing.T, f *fixture) {
+// refusalCase is a fault of a tier's pack, or of a reader, that a read
+// refuses with a receipt.
+type refusalCase struct {
+	name   string
+	damage func(t *testing.T, f *fixture)
+	key    []byte
+	expect func(f *fixture) pack.Identity
+	reason pack.Reason
+	// block is the first block whose chunk is damaged; -1 when the fault
+	// is the manifest's or the reader's (no block may be read).
+	block int
+}
+
+// refusalCases are the faults every way of reading a pack refuses.
+func refusalCases() []refusalCase {
+	return []refusalCase{
+		{name: "chunk deleted", reason: pack.ReasonMissingChunk, block: 2, damage: func(t *testing.T, f *fixture) {
 			f.removeObject(t, "chunks/"+f.m.Chunks[2].ID.String())
 		}},
-		{name: "chunk truncated", reason: pack.ReasonTruncated, damage: func(t *testing.T, f *fixture) {
+		{name: "chunk truncated", reason: pack.ReasonTruncated, block: 1, damage: func(t *testing.T, f *fixture) {
 			c := f.object(t, "chunks/"+f.m.Chunks[1].ID.String())
 			f.putObject(t, "chunks/"+f.m.Chunks[1].ID.String(), c[:len(c)/2])
 		}},
-		{name: "chunk extended", reason: pack.ReasonOversize, damage: func(t *testing.T, f *fixture) {
+		{name: "chunk extended", reason: pack.ReasonOversize, block: 4, damage: func(t *testing.T, f *fixture) {
 			c := f.object(t, "chunks/"+f.m.Chunks[4].ID.String())
 			f.putObject(t, "chunks/"+f.m.Chunks[4].ID.String(), append(c, 0))
 		}},
-		{name: "chunk bit-flipped", reason: pack.ReasonChunkDigest, damage: func(t *testing.T, f *fixture) {
+		{name: "chunk bit-flipped", reason: pack.ReasonChunkDigest, block: 3, damage: func(t *testing.T, f *fixture) {
 			c := f.object(t, "chunks/"+f.m.Chunks[3].ID.String())
 			c[17] ^= 0x10
 			f.putObject(t, "chunks/"+f.m.Chunks[3].ID.String(), c)
 		}},
-		{name: "manifest bit-flipped", reason: pack.ReasonManifestDigest, damage: func(t *testing.T, f *fixture) {
+		{name: "manifest bit-flipped", reason: pack.ReasonManifestDigest, block: -1, damage: func(t *testing.T, f *fixture) {
 			o := f.object(t, "manifests/"+f.pack.String())
 			o[len(o)-9] ^= 1
 			f.putObject(t, "manifests/"+f.pack.String(), o)
 		}},
-		{name: "manifest truncated", reason: pack.ReasonManifestDigest, damage: func(t *testing.T, f *fixture) {
+		{name: "manifest truncated", reason: pack.ReasonManifestDigest, block: -1, damage: func(t *testing.T, f *fixture) {
 			o := f.object(t, "manifests/"+f.pack.String())
 			f.putObject(t, "manifests/"+f.pack.String(), o[:len(o)-40])
 		}},
-		{name: "manifest sealed with a foreign key", reason: pack.ReasonBadSeal, damage: func(t *testing.T, f *fixture) {
+		{name: "manifest sealed with a foreign key", reason: pack.ReasonBadSeal, block: -1, damage: func(t *testing.T, f *fixture) {
 			mb, err := f.m.Marshal()
 			if err != nil {
 				t.Fatal(err)
@@ -248,48 +269,66 @@ func TestInstallRefusals(t *testing.T) {
 			}
 			f.putObject(t, "manifests/"+f.pack.String(), o)
 		}},
-		{name: "reader with another key", reason: pack.ReasonBadSeal, key: bytes.Repeat([]byte("z"), 32)},
-		{name: "another identity expected", reason: pack.ReasonIdentityMismatch, expect: func(f *fixture) pack.Identity {
+		{name: "reader with another key", reason: pack.ReasonBadSeal, block: -1, key: bytes.Repeat([]byte("z"), 32)},
+		{name: "another identity expected", reason: pack.ReasonIdentityMismatch, block: -1, expect: func(f *fixture) pack.Identity {
 			return packtest.Identity("other")
 		}},
 	}
-	for _, tt := range tests {
+}
+
+// reader returns the case's reader of f's tier and the identity it
+// expects, once the case's damage is done.
+func (tt refusalCase) reader(t *testing.T, f *fixture) (*tier.Tier, pack.Identity) {
+	t.Helper()
+	if tt.damage != nil {
+		tt.damage(t, f)
+	}
+	key := testKey
+	if tt.key != nil {
+		key = tt.key
+	}
+	expect := f.id
+	if tt.expect != nil {
+		expect = tt.expect(f)
+	}
+	return f.open(t, key, "node-b"), expect
+}
+
+// checkRefused checks that err refused f's pack with one receipt in b
+// naming the tier, for reason, and that b holds nothing of it.
+func checkRefused(t *testing.T, f *fixture, b *store.Store, err error, reason pack.Reason) {
+	t.Helper()
+	var re *store.RefusalError
+	if !errors.As(err, &re) {
+		t.Fatalf("got %v, want a refusal", err)
+	}
+	if re.Receipt.Reason != reason || re.Receipt.ID == "" {
+		t.Fatalf("receipt: got reason %q id %q, want %q with an ID", re.Receipt.Reason, re.Receipt.ID, reason)
+	}
+	if re.Receipt.Source != f.tier.Source() {
+		t.Errorf("receipt source: got %q, want %q", re.Receipt.Source, f.tier.Source())
+	}
+	rs, err := b.Receipts(store.ReceiptFilter{})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("receipts in B: got %d (%v), want 1", len(rs), err)
+	}
+	if n, _ := restoreAll(t, b, f.id, f.salt, f.tokens); n != 0 {
+		t.Fatalf("B restores %d tokens after a refusal, want 0", n)
+	}
+	if ps, _ := b.Packs(); len(ps) != 0 {
+		t.Fatalf("B holds %d packs after a refusal, want 0", len(ps))
+	}
+	storetest.Check(t, b)
+}
+
+func TestInstallRefusals(t *testing.T) {
+	for _, tt := range refusalCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			if tt.damage != nil {
-				tt.damage(t, f)
-			}
-			key := testKey
-			if tt.key != nil {
-				key = tt.key
-			}
-			expect := f.id
-			if tt.expect != nil {
-				expect = tt.expect(f)
-			}
+			tr, expect := tt.reader(t, f)
 			b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
-			_, err := f.open(t, key, "node-b").Install(ctx, b, f.pack, expect)
-			var re *store.RefusalError
-			if !errors.As(err, &re) {
-				t.Fatalf("install: got %v, want a refusal", err)
-			}
-			if re.Receipt.Reason != tt.reason || re.Receipt.ID == "" {
-				t.Fatalf("receipt: got reason %q id %q, want %q with an ID", re.Receipt.Reason, re.Receipt.ID, tt.reason)
-			}
-			if re.Receipt.Source != f.tier.Source() {
-				t.Errorf("receipt source: got %q, want %q", re.Receipt.Source, f.tier.Source())
-			}
-			rs, err := b.Receipts(store.ReceiptFilter{})
-			if err != nil || len(rs) != 1 {
-				t.Fatalf("receipts in B: got %d (%v), want 1", len(rs), err)
-			}
-			if n, _ := restoreAll(t, b, f.id, f.salt, f.tokens); n != 0 {
-				t.Fatalf("B restores %d tokens after a refusal, want 0", n)
-			}
-			if ps, _ := b.Packs(); len(ps) != 0 {
-				t.Fatalf("B holds %d packs after a refusal, want 0", len(ps))
-			}
-			storetest.Check(t, b)
+			_, err := tr.Install(context.Background(), b, f.pack, expect)
+			checkRefused(t, f, b, err, tt.reason)
 		})
 	}
 }
