@@ -37,9 +37,8 @@
 // background, so every refusal leaves a receipt and no unverified byte
 // becomes visible. ReadThrough ties them to the server: its Restore has
 // the shape of serve.Options.Restore (the tier's blocks first, the
-// install in the background), its Prefill that of
-// serve.Options.RemotePrefill (the install before a local restore);
-// neither fails a request.
+// install in the background), and its Read installs before a local
+// restore; neither fails a request.
 //
 // # Operations
 //

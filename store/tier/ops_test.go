@@ -262,7 +262,7 @@ func TestReadThrough(t *testing.T) {
 	if got, _ := rc.Read(ctx, packtest.Identity("other"), f.salt, prompt); got != tier.OutcomeMiss {
 		t.Fatalf("another identity: got %s, want miss", got)
 	}
-	// The server down: unavailable, and Prefill still returns nil.
+	// The server down: unavailable.
 	if !rc.Holds(f.id, f.salt, prompt) {
 		t.Fatal("Holds before the read: got false, want true")
 	}
@@ -273,8 +273,8 @@ func TestReadThrough(t *testing.T) {
 	if rc.Holds(f.id, f.salt, prompt) {
 		t.Fatal("Holds while the tier is skipped: got true, want false")
 	}
-	if err := rc.Prefill(ctx, f.id, f.salt, prompt); err != nil {
-		t.Fatalf("prefill with the server down: got %v, want nil", err)
+	if got, _ := rc.Read(ctx, f.id, f.salt, prompt); got != tier.OutcomeUnavailable {
+		t.Fatalf("read while the tier is skipped: got %s, want unavailable", got)
 	}
 	stats, _ := rc.Stats()
 	if stats[tier.OutcomeUnavailable] != 2 || stats[tier.OutcomeMiss] != 2 {
@@ -297,7 +297,7 @@ func TestReadThroughConcurrent(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 4 {
-		wg.Go(func() { _ = rt.Prefill(ctx, f.id, f.salt, f.tokens) })
+		wg.Go(func() { rt.Read(ctx, f.id, f.salt, f.tokens) })
 	}
 	wg.Wait()
 	stats, bytes := rt.Stats()

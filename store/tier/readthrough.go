@@ -46,11 +46,12 @@ type ReadThroughOptions struct {
 	Logger *slog.Logger
 }
 
-// ReadThrough serves a store's misses from the tier: before a request's
-// local restore, Prefill looks the prompt up in the tier's index and, when
-// the tier holds more of it than the store, installs that pack in the
-// store (Install: every check of a received pack), so the restore that
-// follows finds it. Nothing it does fails a request: a refusal or an
+// ReadThrough serves a store's misses from the tier: Restore looks the
+// prompt up in the tier's index and, when the tier holds more of it than
+// the store, hands the engine the pack's verified blocks from the tier and
+// installs the pack in the store in the background; Read installs it
+// first (Install: every check of a received pack), for a local restore
+// that follows. Nothing it does fails a request: a refusal or an
 // unreachable tier is logged, counted and left to a local prefill.
 type ReadThrough struct {
 	t    *Tier
@@ -237,16 +238,11 @@ func (r *ReadThrough) install(f *Fetched, done func()) {
 	r.installed(res)
 }
 
-// Prefill has the shape of serve.Options.RemotePrefill and always
-// returns nil: it installs from the tier the longest prefix of tokens
-// under (id, salt) that the tier holds beyond what the store holds.
-func (r *ReadThrough) Prefill(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) error {
-	r.Read(ctx, id, salt, tokens)
-	return nil
-}
-
-// Read is Prefill returning the outcome and, for a hit, what Install
-// did.
+// Read installs from the tier the longest prefix of tokens under (id,
+// salt) that the tier holds beyond what the store holds, for a caller
+// that restores from the local store afterwards; it returns the outcome
+// and, for a hit, what Install did. It never fails: a tier that is down
+// or refuses is counted and logged, as in Restore.
 func (r *ReadThrough) Read(ctx context.Context, id pack.Identity, salt []byte, tokens []int32) (string, InstallResult) {
 	pid, outcome, done := r.claim(ctx, id, salt, tokens)
 	if outcome != "" {
