@@ -65,7 +65,37 @@ func genQ8_0RawT(nt int) {
 		emit("\tPREFETCHT0 %d(R10)", 64*i)
 	}
 	emit("\tADDQ $544, R10")
-	loadTranspose16(true)
+	// Z(16+r) = rows r | r+4 (r < 4), Z(20+r) = rows 8+r | 12+r; unsigned.
+	for r := 0; r < 4; r++ {
+		emit("\tVMOVDQU32 %s, Y%d", row16(r, 2), 16+r)
+		emit("\tVINSERTI64X4 $1, %s, Z%d, Z%d", row16(r+4, 2), 16+r, 16+r)
+		emit("\tVMOVDQU32 %s, Y%d", row16(r+8, 2), 20+r)
+		emit("\tVINSERTI64X4 $1, %s, Z%d, Z%d", row16(r+12, 2), 20+r, 20+r)
+	}
+	for r := 0; r < 8; r++ {
+		emit("\tVPXORD Z13, Z%d, Z%d", 16+r, 16+r)
+	}
+	// Within each 128-bit lane, as for 8 rows: stage 1 interleaves dwords of
+	// register pairs (Z24..Z31), stage 2 quadwords, leaving in Z(16+i) dword
+	// i in lanes 0 and 2 and dword i+4 in lanes 1 and 3, for rows 0-3 (lanes
+	// 0, 1) and 4-7 (lanes 2, 3); Z(20+i) likewise for rows 8-15.
+	for p := 0; p < 4; p++ {
+		emit("\tVPUNPCKLDQ Z%d, Z%d, Z%d", 17+2*p, 16+2*p, 24+2*p)
+		emit("\tVPUNPCKHDQ Z%d, Z%d, Z%d", 17+2*p, 16+2*p, 25+2*p)
+	}
+	for h := 0; h < 2; h++ {
+		t0 := 24 + 4*h
+		emit("\tVPUNPCKLQDQ Z%d, Z%d, Z%d", t0+2, t0, 16+4*h)
+		emit("\tVPUNPCKHQDQ Z%d, Z%d, Z%d", t0+2, t0, 17+4*h)
+		emit("\tVPUNPCKLQDQ Z%d, Z%d, Z%d", t0+3, t0+1, 18+4*h)
+		emit("\tVPUNPCKHQDQ Z%d, Z%d, Z%d", t0+3, t0+1, 19+4*h)
+	}
+	// Stage 3: K_i = lanes 0, 2 of Z(16+i) then lanes 0, 2 of Z(20+i) (rows
+	// 0-3, 4-7, 8-11, 12-15); K_{4+i} the same from lanes 1, 3.
+	for i := 0; i < 4; i++ {
+		emit("\tVSHUFI32X4 $0x88, Z%d, Z%d, Z%d", 20+i, 16+i, kreg[i])
+		emit("\tVSHUFI32X4 $0xdd, Z%d, Z%d, Z%d", 20+i, 16+i, kreg[4+i])
+	}
 	// dw of the 16 rows.
 	emit("\tKXNORW K1, K1, K1")
 	emit("\tVPGATHERDD (SI)(Z12*1), K1, Z14")
@@ -99,48 +129,10 @@ func genQ8_0RawT(nt int) {
 	emit("\tRET")
 }
 
-// loadTranspose16 emits the loads of one block's 32 quant bytes of a
-// 16-row group (row16's registers) and their transposition into the
-// kreg[k] vectors, lane j holding bytes 4k..4k+3 of row j; with flip, the
-// bytes are made unsigned (w+128, Z13 holding 0x80 bytes) first.
-func loadTranspose16(flip bool) {
-	// Z(16+r) = rows r | r+4 (r < 4), Z(20+r) = rows 8+r | 12+r.
-	for r := 0; r < 4; r++ {
-		emit("\tVMOVDQU32 %s, Y%d", row16(r, 2), 16+r)
-		emit("\tVINSERTI64X4 $1, %s, Z%d, Z%d", row16(r+4, 2), 16+r, 16+r)
-		emit("\tVMOVDQU32 %s, Y%d", row16(r+8, 2), 20+r)
-		emit("\tVINSERTI64X4 $1, %s, Z%d, Z%d", row16(r+12, 2), 20+r, 20+r)
-	}
-	for r := 0; flip && r < 8; r++ {
-		emit("\tVPXORD Z13, Z%d, Z%d", 16+r, 16+r)
-	}
-	// Within each 128-bit lane, as for 8 rows: stage 1 interleaves dwords of
-	// register pairs (Z24..Z31), stage 2 quadwords, leaving in Z(16+i) dword
-	// i in lanes 0 and 2 and dword i+4 in lanes 1 and 3, for rows 0-3 (lanes
-	// 0, 1) and 4-7 (lanes 2, 3); Z(20+i) likewise for rows 8-15.
-	for p := 0; p < 4; p++ {
-		emit("\tVPUNPCKLDQ Z%d, Z%d, Z%d", 17+2*p, 16+2*p, 24+2*p)
-		emit("\tVPUNPCKHDQ Z%d, Z%d, Z%d", 17+2*p, 16+2*p, 25+2*p)
-	}
-	for h := 0; h < 2; h++ {
-		t0 := 24 + 4*h
-		emit("\tVPUNPCKLQDQ Z%d, Z%d, Z%d", t0+2, t0, 16+4*h)
-		emit("\tVPUNPCKHQDQ Z%d, Z%d, Z%d", t0+2, t0, 17+4*h)
-		emit("\tVPUNPCKLQDQ Z%d, Z%d, Z%d", t0+3, t0+1, 18+4*h)
-		emit("\tVPUNPCKHQDQ Z%d, Z%d, Z%d", t0+3, t0+1, 19+4*h)
-	}
-	// Stage 3: K_i = lanes 0, 2 of Z(16+i) then lanes 0, 2 of Z(20+i) (rows
-	// 0-3, 4-7, 8-11, 12-15); K_{4+i} the same from lanes 1, 3.
-	for i := 0; i < 4; i++ {
-		emit("\tVSHUFI32X4 $0x88, Z%d, Z%d, Z%d", 20+i, 16+i, kreg[i])
-		emit("\tVSHUFI32X4 $0xdd, Z%d, Z%d, Z%d", 20+i, 16+i, kreg[4+i])
-	}
-}
-
 // genQ8_0PackAMX writes q8_0PackAMX (infer/kernels/amx_amd64.go): nb Q8_0
 // blocks of a 16-row group packed for the AMX kernel, block by block: the
-// 8 transposed vectors of loadTranspose16 (signed, as stored) as tile rows
-// 0..7 (512 bytes), and the 16 rows' scales widened to float32 in dw.
+// 8 vectors of transpose16x32 (signed, as stored) as tile rows 0..7 (512
+// bytes), and the 16 rows' scales widened to float32 in dw.
 func genQ8_0PackAMX() {
 	emit("")
 	emit("// func q8_0PackAMX(w *byte, idx *[16]int32, nb int, b *byte, dw *float32)")
@@ -150,7 +142,7 @@ func genQ8_0PackAMX() {
 	emit("\tMOVQ nb+16(FP), CX")
 	emit("\tMOVQ b+24(FP), DI")
 	emit("\tMOVQ dw+32(FP), R11")
-	emit("\tVMOVDQU32 (AX), Z12")
+	emit("\tVMOVDQU32 (AX), Z16")
 	emit("\tMOVL 4(AX), DX")
 	emit("\tLEAQ (DX)(DX*2), BX")
 	emit("\tLEAQ (SI)(DX*4), R14")
@@ -159,15 +151,15 @@ func genQ8_0PackAMX() {
 	emit("\tTESTQ CX, CX")
 	emit("\tJLE q8_0PackAMXdone")
 	emit("q8_0PackAMXloop:")
-	loadTranspose16(false)
+	transpose16x32(2)
 	for k := 0; k < 8; k++ {
 		emit("\tVMOVDQU32 Z%d, %d(DI)", kreg[k], 64*k)
 	}
 	emit("\tKXNORW K1, K1, K1")
-	emit("\tVPGATHERDD (SI)(Z12*1), K1, Z14")
-	emit("\tVPMOVDW Z14, Y14")
-	emit("\tVCVTPH2PS Y14, Z14")
-	emit("\tVMOVUPS Z14, (R11)")
+	emit("\tVPGATHERDD (SI)(Z16*1), K1, Z17")
+	emit("\tVPMOVDW Z17, Y17")
+	emit("\tVCVTPH2PS Y17, Z17")
+	emit("\tVMOVUPS Z17, (R11)")
 	for _, r := range []string{"SI", "R14", "AX", "R12"} {
 		emit("\tADDQ $34, %s", r)
 	}
