@@ -15,6 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/scripts/parity/out}
 : "${MODEL:?set MODEL to a GGUF file}"
+MODEL=$(realpath "$MODEL") # llama.cpp's side runs in scripts/parity
 prompts=${PROMPTS:-512 2048 8192}
 rounds=${ROUNDS:-3}
 gen=${GEN:-4}

@@ -12,11 +12,14 @@ import (
 )
 
 // amxShapes are the matrices of the AMX tests: whole and partial 16-row
-// groups, even and odd block counts.
-var amxShapes = []struct{ rows, cols int }{{16, 768}, {40, 800}, {48, 96}, {135, 768}, {32, 4864}}
+// groups, even and odd block counts, and every way the tile kernel's
+// two-pair pipeline can end (1 to 7 blocks: no pair, one pair, two or
+// three pairs, with and without a last single block).
+var amxShapes = []struct{ rows, cols int }{{16, 768}, {40, 800}, {48, 96}, {135, 768}, {32, 4864},
+	{16, 32}, {32, 64}, {16, 128}, {32, 160}, {16, 192}, {48, 224}}
 
 // amxBatches are the batch sizes: one group, groups with a rest, many.
-var amxBatches = []int{16, 17, 31, 32, 33, 100, 160}
+var amxBatches = []int{16, 17, 31, 32, 33, 48, 80, 100, 160}
 
 // TestAMXPack checks the weight packing of the AMX kernels against its
 // definition: block k's tile row j holds bytes 4j..4j+3 of each row's
@@ -57,17 +60,17 @@ func TestAMXPack(t *testing.T) {
 // amxModel is a Go model of q8_0AMX16 (same arguments, same canonical
 // float steps), so that the AMX driver and layouts are checked on CPUs
 // without AMX.
-func amxModel(bp *byte, dwp *float32, nb int, qp *int8, qStride int, daTp *float32, ntg int, yp *float32, yStride int, _ *byte, _ *byte) {
+func amxModel(bp *byte, dwp *float32, nb int, qp *int8, qStride, qBlock, qGroup int, daTp *float32, ntg int, yp *float32, yStride int, _ *byte, _ *byte) {
 	b := unsafe.Slice(bp, nb*512)
 	dw := unsafe.Slice(dwp, nb*16)
-	q := unsafe.Slice(qp, ntg*16*qStride)
+	q := unsafe.Slice(qp, (ntg-1)*qGroup+15*qStride+(nb-1)*qBlock+32)
 	daT := unsafe.Slice(daTp, ntg*nb*16)
 	y := unsafe.Slice(yp, ((ntg*16-1)*yStride)/4+16)
 	for g := 0; g < ntg; g++ {
 		var acc [16][16]float32
 		for k := 0; k < nb; k++ {
 			for t := 0; t < 16; t++ {
-				qt := q[(g*16+t)*qStride+k*32:]
+				qt := q[g*qGroup+t*qStride+k*qBlock:]
 				da := daT[(g*nb+k)*16+t]
 				for r := 0; r < 16; r++ {
 					var isum int32
@@ -82,6 +85,37 @@ func amxModel(bp *byte, dwp *float32, nb int, qp *int8, qStride int, daTp *float
 		}
 		for t := 0; t < 16; t++ {
 			copy(y[(g*16+t)*yStride/4:], acc[t][:])
+		}
+	}
+}
+
+// amxQuadModel is a Go model of q8_0AMX32, like amxModel.
+func amxQuadModel(b0p, b1p *byte, dwp *float32, dwOff, nb int, qp *int8, qPair int, daPp *float32, npair int, yp *float32, yStride int, _, _ *byte, _ *float32) {
+	bs := [2][]byte{unsafe.Slice(b0p, nb*512), unsafe.Slice(b1p, nb*512)}
+	dw := unsafe.Slice(dwp, dwOff/4+nb*16)
+	q := unsafe.Slice(qp, npair*qPair)
+	daP := unsafe.Slice(daPp, npair*nb*32)
+	y := unsafe.Slice(yp, ((npair*32-1)*yStride)/4+32)
+	for p := 0; p < npair; p++ {
+		var acc [32][32]float32
+		for k := 0; k < nb; k++ {
+			for t := 0; t < 32; t++ {
+				qt := q[p*qPair+k*1024+(t%16)*64+(t/16)*32:]
+				da := daP[(p*nb+k)*32+t]
+				for r := 0; r < 32; r++ {
+					b := bs[r/16]
+					var isum int32
+					for c := 0; c < 32; c++ {
+						isum += int32(qt[c]) * int32(int8(b[k*512+(c/4)*64+(r%16)*4+c%4]))
+					}
+					p := float32(dw[(r/16)*dwOff/4+k*16+r%16] * da)
+					p = float32(p * float32(isum))
+					acc[t][r] = acc[t][r] + p
+				}
+			}
+		}
+		for t := 0; t < 32; t++ {
+			copy(y[(p*32+t)*yStride/4:], acc[t][:])
 		}
 	}
 }
@@ -140,19 +174,22 @@ func TestMatMulAMXModel(t *testing.T) {
 	if BestISA() < ISAAVX512 {
 		t.Skip("the AMX path's packing and tails need AVX-512 (this CPU: " + BestISA().String() + ")")
 	}
-	defer func(k func(*byte, *float32, int, *int8, int, *float32, int, *float32, int, *byte, *byte)) {
-		amxTile = k
-	}(amxTile)
-	var calls atomic.Int64
-	amxTile = func(bp *byte, dw *float32, nb int, q *int8, qStride int, daT *float32, ntg int, y *float32, yStride int, cfg, scratch *byte) {
+	tile, quad := amxTile, amxQuad
+	defer func() { amxTile, amxQuad = tile, quad }()
+	var calls, quads atomic.Int64
+	amxTile = func(bp *byte, dw *float32, nb int, q *int8, qStride, qBlock, qGroup int, daT *float32, ntg int, y *float32, yStride int, cfg, scratch *byte) {
 		calls.Add(1)
-		amxModel(bp, dw, nb, q, qStride, daT, ntg, y, yStride, cfg, scratch)
+		amxModel(bp, dw, nb, q, qStride, qBlock, qGroup, daT, ntg, y, yStride, cfg, scratch)
+	}
+	amxQuad = func(b0, b1 *byte, dw *float32, dwOff, nb int, q *int8, qPair int, daP *float32, npair int, y *float32, yStride int, cfg, scratch *byte, acc *float32) {
+		quads.Add(1)
+		amxQuadModel(b0, b1, dw, dwOff, nb, q, qPair, daP, npair, y, yStride, cfg, scratch, acc)
 	}
 	defer func(old ISA) { isa = old }(isa)
-	isa = ISAAMX // the tile kernel is the model: no AMX instruction runs
+	isa = ISAAMX // the tile kernels are the models: no AMX instruction runs
 	amxCheck(t)
-	if calls.Load() == 0 {
-		t.Fatal("the AMX path never called its tile kernel")
+	if calls.Load() == 0 || quads.Load() == 0 {
+		t.Fatalf("the AMX path called its 16×16 kernel %d times and its 32×32 kernel %d times; the shapes must reach both", calls.Load(), quads.Load())
 	}
 }
 

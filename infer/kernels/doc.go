@@ -120,11 +120,16 @@
 // no AMX mnemonics, so the tile instructions are spelled as bytes). Each
 // 16-row group of weights is packed once per call into tile layout (block
 // by block, tile row j holding bytes 4j..4j+3 of every row: the same
-// transposition as the VNNI kernels'), and every whole group of 16 tokens
-// is multiplied by it one block at a time: tdpbssd gives the 16×16 exact
-// int32 block sums Σ w·a (signed × signed, no offset), which are stored
-// and then scaled and added in the canonical order by AVX-512, a token a
-// vector. The tokens after the last whole group take the one-token
+// transposition as the VNNI kernels'), and multiplied one block at a
+// time: tdpbssd gives the 16×16 exact int32 block sums Σ w·a (signed ×
+// signed, no offset), which are stored and then scaled and added in the
+// canonical order by AVX-512 while the tile unit computes the next block.
+// Pairs of row groups take pairs of whole 16-token groups at once (four
+// result tiles from two activation and two weight tiles, the
+// activations copied once per call into tile rows, the 32×32
+// accumulators in memory); a last unpaired token group or row group
+// takes the 16×16 kernel (accumulators in registers). The tokens after
+// the last whole group take the one-token
 // raw-block kernel. Q4_K, Q5_0 and Q6_K and the float types have no AMX
 // kernels yet.
 // SetISA forces a variant, for tests and benchmarks; the environment

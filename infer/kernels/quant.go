@@ -55,9 +55,12 @@ type acts struct {
 	dI  []float32
 	ncI []int32
 
-	// Per group of 16 tokens, [group][block][token] scales for the AMX
-	// kernels (prepAMX).
+	// The AMX kernels' layouts (prepAMX): per group of 16 tokens,
+	// [group][block][token] scales; per pair of groups, the values in tile
+	// rows and [pair][block][token] scales.
 	daA []float32
+	qP  []int8
+	daP []float32
 }
 
 // bsPer returns how many quantized values one entry of bs sums.
