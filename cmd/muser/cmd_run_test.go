@@ -176,3 +176,39 @@ func TestDeviceFlag(t *testing.T) {
 		t.Errorf("--device cpu: exit %d, %q, %q", code, out, errOut)
 	}
 }
+
+// TestBenchReusesSequence: muser bench runs every repetition in one
+// sequence (emptied before each, its cache sized for prompt+gen+8 tokens),
+// and three repetitions decode the same tokens as a single run: nothing of
+// one repetition leaks into the next.
+func TestBenchReusesSequence(t *testing.T) {
+	type result struct {
+		PrefillTokS  float64 `json:"prefill_tok_s"`
+		DecodeTokS   float64 `json:"decode_tok_s"`
+		DecodeDigest string  `json:"decode_digest"`
+		KVBytes      int64   `json:"kv_bytes"`
+	}
+	bench := func(reps string) result {
+		code, out, errOut := runCLI(t, "bench", "--model", stories(t), "--prompt-tokens", "40", "--gen-tokens", "8", "--reps", reps, "--json")
+		if code != exitOK {
+			t.Fatalf("bench --reps %s: exit %d, %s", reps, code, errOut)
+		}
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("bench --reps %s: %v in %q", reps, err, out)
+		}
+		return r
+	}
+	one, three := bench("1"), bench("3")
+	if one.DecodeDigest == "" || one.DecodeDigest != three.DecodeDigest {
+		t.Errorf("decode digests %q (1 run) and %q (3 runs in one sequence) differ", one.DecodeDigest, three.DecodeDigest)
+	}
+	// stories260K: 5 layers, 4 KV heads of 8 dims, f16 K and V.
+	const rowBytes = 5 * 2 * 4 * 8 * 2
+	if want := int64((40 + 8 + 8) * rowBytes); one.KVBytes != want || three.KVBytes != want {
+		t.Errorf("kv_bytes %d and %d, want %d (prompt+gen+8 tokens)", one.KVBytes, three.KVBytes, want)
+	}
+	if one.PrefillTokS <= 0 || three.DecodeTokS <= 0 {
+		t.Errorf("rates %+v %+v", one, three)
+	}
+}
