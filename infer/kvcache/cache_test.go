@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"testing"
 )
 
@@ -191,4 +192,47 @@ func BenchmarkExportBlock(b *testing.B) {
 	for b.Loop() {
 		buf, _ = c.ExportBlock(buf[:0], 0, 64)
 	}
+}
+
+// BenchmarkFirstWrite measures what writing a cache's rows costs the
+// first time (fresh memory from the OS, each page faulted in) and once
+// they have been written (the same cache again), per 4 KiB page: the
+// cost muser bench takes out of its timed runs by writing its sequence's
+// cache first (docs/benchmarks.md, "Engine"). 2,048 tokens of a
+// Qwen2.5-0.5B-shaped f16 cache, 24 MiB.
+func BenchmarkFirstWrite(b *testing.B) {
+	shape := Shape{Layers: 24, KVHeads: 2, HeadDim: 64}
+	const n = 2048
+	newCache := func() *Cache {
+		c, err := New(shape, DTypeF16, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	src := make([]byte, newCache().BlockBytes(n))
+	pages := float64(len(src)) / 4096
+	write := func(c *Cache) {
+		if err := c.ImportBlock(src, 0, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("fresh", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			debug.FreeOSMemory() // the last iteration's cache goes back to the OS
+			c := newCache()
+			b.StartTimer()
+			write(c)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pages, "ns/page")
+	})
+	b.Run("written", func(b *testing.B) {
+		c := newCache()
+		write(c)
+		for b.Loop() {
+			write(c)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/pages, "ns/page")
+	})
 }
