@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/muserhq/muser/infer/ggml"
 	"golang.org/x/sys/cpu"
@@ -507,6 +508,9 @@ func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	sets := floatSets{plain: &plain, plainAcc: floatAccSets[m.Type]}
 	if exact := bf16ExactTokens(m, a, r0, r1); exact != nil {
 		sets.fast, sets.fastAcc, sets.useFast = &bf16fKernels, bf16fAccSet, exact
+		if len(a.bp) > 0 {
+			sets.fast, sets.fastAcc, sets.fastPacked = &bf16dKernels, &bf16dAccKernels, true
+		}
 	}
 	matmulFloatN(y, m, a, r0, r1, &sets, 4)
 }
@@ -528,7 +532,8 @@ type floatSet struct{ lanes, reduced [4]floatKernel }
 type floatSets struct {
 	plain, plainAcc, fast, fastAcc *floatSet
 	useFast                        func(t0, nt int) bool
-	rows                           int // rows a kernel call computes (0: 4)
+	rows                           int  // rows a kernel call computes (0: 4)
+	fastPacked                     bool // the fast kernels take acts.bp (the VDPBF16PS kernels), 32 columns a step
 }
 
 // floatChunkMin16 and floatChunk16 (in steps of 16 columns): batches of
@@ -559,17 +564,21 @@ func matmulFloatN(y []float32, m *Matrix, a *acts, r0, r1 int, sets *floatSets, 
 	gEnd := r0 + (r1-r0)/gr*gr
 	nq := (gEnd - r0) / gr
 	chunk := n16
-	var bufs [4][4 * 4 * lanes]float32
+	var bufs [8][4 * 4 * lanes]float32
 	if sets.plainAcc != nil && a.n > 4 && nq <= len(bufs) && n16 >= floatChunkMin16 {
 		chunk = floatChunk16
+		if sets.fastPacked {
+			chunk += chunk % 2 // the packed kernels step 32 columns
+		}
 	}
 	// Tokens outer, column chunks, then row quads inner: the tile's weights
 	// stay in cache while the tokens' activations are used by every quad.
 	for t0 := 0; t0 < a.n; t0 += maxT {
 		nt := min(maxT, a.n-t0)
 		ks, ka := sets.plain, sets.plainAcc
+		packed := false
 		if sets.useFast != nil && gEnd > r0 && sets.useFast(t0, nt) {
-			ks, ka = sets.fast, sets.fastAcc
+			ks, ka, packed = sets.fast, sets.fastAcc, sets.fastPacked
 		}
 		// One pass when the rows are not chunked (chunk = n16, 0 for rows
 		// shorter than 16 columns, whose kernel call only clears the lanes).
@@ -587,7 +596,11 @@ func matmulFloatN(y []float32, m *Matrix, a *acts, r0, r1 int, sets *floatSets, 
 			for q := 0; q < nq; q++ {
 				g0 := r0 + gr*q
 				buf := &bufs[q%len(bufs)]
-				k(&m.Data[g0*rb+c0*16*esize], rb, &a.f[t0*cols+c0*16], cols*4, nc, &buf[0])
+				x, xs := &a.f[t0*cols+c0*16], cols*4
+				if packed {
+					x, xs = (*float32)(unsafe.Pointer(&a.bp[t0*cols+c0*16])), cols*2
+				}
+				k(&m.Data[g0*rb+c0*16*esize], rb, x, xs, nc, &buf[0])
 				if !last {
 					continue
 				}

@@ -142,18 +142,17 @@ var prefillShapesLlama = []struct {
 // BenchmarkFloatPrefill measures prefill MatMul (n=512) of F16 and BF16
 // weights at the Qwen2.5-0.5B shapes (not the output matrix, which a
 // prefill multiplies by its last token only) and two Llama-3.2-1B ones
-// in GFLOP per CPU-second
-// (2·rows·cols·n per op). The -whole kinds take rows whole (no column
-// chunks); the -before kinds also have the fused BF16 kernels off (the
-// multiply-then-add kernels) and round F16 activations with the table
-// loop, as before all three changes. Each shape and thread count runs its
-// cases back to back.
+// in GFLOP per CPU-second (2·rows·cols·n per op). BF16 takes the
+// VDPBF16PS kernels where the CPU has them (else it is BF16-fma again);
+// BF16-fma has them off (the fused-multiply-add kernels); BF16-before
+// also has those off (the multiply-then-add kernels) and takes rows whole,
+// as before both. Each shape and thread count runs its cases back to back.
 func BenchmarkFloatPrefill(b *testing.B) {
 	const n = 512
 	shapes := append(benchShapes[:3:3], prefillShapesLlama...)
 	for _, sh := range shapes {
 		for _, th := range []int{1, 2} {
-			for _, kind := range []string{"F16", "F16-whole", "F16-before", "BF16", "BF16-whole", "BF16-before"} {
+			for _, kind := range []string{"F16", "BF16", "BF16-fma", "BF16-before"} {
 				b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
 					p := NewPool(th)
 					defer p.Close()
@@ -161,10 +160,10 @@ func BenchmarkFloatPrefill(b *testing.B) {
 					if strings.HasPrefix(kind, "BF16") {
 						typ = ggml.TypeBF16
 					}
-					defer func(on, r bool, mn int) { bf16FMA, f16RoundSIMD, floatChunkMin16 = on, r, mn }(bf16FMA, f16RoundSIMD, floatChunkMin16)
+					defer func(on, dot bool, mn int) { bf16FMA, bf16Dot, floatChunkMin16 = on, dot, mn }(bf16FMA, bf16Dot, floatChunkMin16)
 					bf16FMA = kind != "BF16-before"
-					f16RoundSIMD = kind != "F16-before"
-					if strings.HasSuffix(kind, "-whole") || strings.HasSuffix(kind, "-before") {
+					bf16Dot = hasBF16Dot && kind == "BF16"
+					if kind == "BF16-before" {
 						floatChunkMin16 = math.MaxInt
 					}
 					m := benchMatrix(b, typ, sh.rows, sh.cols)

@@ -1,6 +1,9 @@
 package kernels
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // Exact bf16 products. A bf16 value has at most 8 significant bits, so the
 // product of two of them has at most 16 and is exact in float32 (24 bits)
@@ -70,4 +73,41 @@ func bf16ProductsExact(rw, rx bf16Range) bool {
 	}
 	high := func(e int) int { return max(e, 1) - 126 }
 	return low(wlo)+low(xlo) >= -126 && high(whi)+high(xhi) <= 128
+}
+
+// bf16DotExact reports whether the BF16 kernels on VDPBF16PS give the
+// canonical bits for every product w·x of a value w of the set of range rw
+// and a value x of the set of range rx, and every sum of such products
+// (genBF16Dot in internal/asmgen). The instruction adds each exact product
+// with one rounding, as a fused multiply-add, but takes subnormal inputs
+// as zero and flushes subnormal results to zero. So, beyond the finite
+// range of bf16ProductsExact: no non-zero value is subnormal, and the
+// smallest exponent fields add up to at least 142. A normal bf16 value
+// with exponent field e is a multiple of 2^(e−134), so every product is
+// then a multiple of 2^−126, and so is every sum of them and every
+// rounding of such a sum (a float32 below 2^(k+24) that is a multiple of
+// 2^k is exact): a non-zero sum is never below 2^−126, never subnormal.
+func bf16DotExact(rw, rx bf16Range) bool {
+	if !bf16ProductsExact(rw, rx) {
+		return false
+	}
+	wlo, xlo := int(rw&0xFFFF), int(rx&0xFFFF)
+	if wlo == 0xFFFF || xlo == 0xFFFF {
+		return true // every product is ±0
+	}
+	return wlo >= 1 && xlo >= 1 && wlo+xlo >= 142
+}
+
+// packBF16Pairs writes the values of x (float32 values that are bf16
+// values) to dst as bf16 in the pair layout of the VDPBF16PS kernels: of
+// each 32 columns from 32m, word 32m+2l+1 is column 32m+l and word 32m+2l
+// column 32m+l+16, so that lane l adds column l, then column l+16 (the
+// canonical order). len(x) is a multiple of 32.
+func packBF16Pairs(dst []uint16, x []float32) {
+	for m := 0; m+32 <= len(x); m += 32 {
+		for l := 0; l < 16; l++ {
+			dst[m+2*l+1] = uint16(math.Float32bits(x[m+l]) >> 16)
+			dst[m+2*l] = uint16(math.Float32bits(x[m+l+16]) >> 16)
+		}
+	}
 }

@@ -59,15 +59,22 @@ func bf16TileRange(b []byte) bf16Range {
 
 // bf16ExactTokens returns, for a BF16 tile of rows [r0,r1) of m and a's
 // tokens, a function reporting whether tokens [t0,t0+nt) may take the
-// fused kernels (every product exact), or nil where none may be checked.
+// exact kernels, or nil where none may be checked. The exact kernels are
+// the VDPBF16PS ones where a's activations are packed for them (their
+// check is bf16DotExact), else the fused-multiply-add ones (every product
+// exact: bf16ProductsExact).
 func bf16ExactTokens(m *Matrix, a *acts, r0, r1 int) func(t0, nt int) bool {
 	if !bf16FMA || m.Type != ggml.TypeBF16 || a.n < bf16FMAMinTokens {
 		return nil
 	}
+	check := bf16ProductsExact
+	if len(a.bp) > 0 {
+		check = bf16DotExact
+	}
 	rw := bf16TileRange(m.Data[r0*m.RowBytes : r1*m.RowBytes])
 	return func(t0, nt int) bool {
 		for t := t0; t < t0+nt; t++ {
-			if !bf16ProductsExact(rw, a.fr[t]) {
+			if !check(rw, a.fr[t]) {
 				return false
 			}
 		}

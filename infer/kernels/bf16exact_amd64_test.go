@@ -6,6 +6,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
 
 	"github.com/muserhq/muser/infer/ggml"
 )
@@ -41,105 +44,171 @@ func TestBF16TileRange(t *testing.T) {
 	}
 }
 
-// TestMatMulBF16Exact checks BF16 batches on the fused-multiply-add
-// kernels bit for bit against the portable kernels: ordinary weights and
-// activations (where the fused kernels must run: bf16ExactTokens accepts
-// every tile), tokens whose activations are tiny mixed with ordinary ones
-// (their token groups fall back to the multiply-then-add kernels), and
-// tiny weights, where the fused kernel called directly does give other
-// bits (so the check that keeps it out is what the result rests on).
+// TestMatMulBF16Exact checks BF16 batches on the exact kernels (the
+// VDPBF16PS ones where the CPU has them and the rows are whole 32-column
+// groups, the fused-multiply-add ones otherwise or with bf16Dot off) bit
+// for bit against the portable kernels: ordinary weights and activations
+// (where the exact kernels must run: bf16ExactTokens accepts every tile),
+// tokens whose activations are tiny mixed with ordinary ones (their token
+// groups fall back to the multiply-then-add kernels), and tiny weights,
+// where each exact kernel called directly does give other bits (so the
+// check that keeps it out is what the result rests on).
 func TestMatMulBF16Exact(t *testing.T) {
 	if BestISA() < ISAAVX512 {
 		t.Skip("no AVX-512")
 	}
 	defer SetISA(SetISA(ISAGeneric))
+	defer func(on bool) { bf16Dot = on }(bf16Dot)
 	pools := map[int]*Pool{1: NewPool(1), 2: NewPool(2)}
 	defer func() {
 		for _, p := range pools {
 			p.Close()
 		}
 	}()
-	const rows, cols = 70, 912
+	const rows = 70
 	bf16 := func(v float32) uint16 { return ggml.F32ToBF16(v) }
-	weights := func(rng *rand.Rand, scale float32) []byte {
+	weights := func(rng *rand.Rand, cols int, scale float32) []byte {
 		d := make([]byte, rows*cols*2)
 		for i := 0; i < rows*cols; i++ {
 			binary.LittleEndian.PutUint16(d[2*i:], bf16(float32(rng.NormFloat64())*scale))
 		}
 		return d
 	}
-	for _, c := range []struct {
-		name        string
-		wScale      float32
-		tinyTokens  []int // tokens whose activations are scaled by 2^tinyExp
-		tinyExp     int
-		n           int
-		wantAllFast bool
-	}{
-		{"ordinary/n=4", 0.05, nil, 0, 4, true},
-		{"ordinary/n=13", 0.05, nil, 0, 13, true},
-		{"ordinary/n=64", 0.05, nil, 0, 64, true},
-		{"tiny tokens", 0.05, []int{1, 9}, -122, 16, false},
-		// Products near 2^-140: float32 subnormals with bits below 2^-149.
-		{"tiny weights", 1e-21, []int{0, 1, 2, 3, 4, 5, 6, 7}, -70, 8, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(21, uint64(c.n)))
-			m, err := NewMatrix(ggml.TypeBF16, rows, cols, weights(rng, c.wScale))
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := randomActs(rng, c.n*cols)
-			for _, tok := range c.tinyTokens {
-				for i := tok * cols; i < (tok+1)*cols; i++ {
-					x[i] = float32(math.Ldexp(float64(x[i]), c.tinyExp))
-				}
-			}
-			SetISA(ISAGeneric)
-			want := make([]float32, c.n*rows)
-			pools[1].MatMul(want, m, x, c.n)
-			SetISA(ISAAVX512)
-			a := new(acts)
-			a.reset(actBF16, c.n, cols)
-			for tok := 0; tok < c.n; tok++ {
-				a.quantRow(x, tok)
-			}
-			exact := bf16ExactTokens(m, a, 0, rows)
-			if exact == nil {
-				t.Fatal("bf16ExactTokens: nil for a BF16 batch")
-			}
-			allFast := exact(0, c.n)
-			if allFast != c.wantAllFast {
-				t.Errorf("all tokens exact: got %v, want %v", allFast, c.wantAllFast)
-			}
-			if c.name == "tiny weights" {
-				// The fused kernel on its own rounds differently here.
-				var acc [16]float32
-				differs := false
-				for g := 0; g+4 <= rows && !differs; g += 4 {
-					bf16fDot4x4RAVX512(&m.Data[g*m.RowBytes], m.RowBytes, &a.f[0], cols*4, cols/16, &acc[0])
-					for r := 0; r < 4; r++ {
-						for tok := 0; tok < 4; tok++ {
-							if math.Float32bits(acc[r*4+tok]) != math.Float32bits(want[tok*rows+g+r]) {
-								differs = true
-							}
+	dots := []bool{false}
+	if hasBF16Dot {
+		dots = append(dots, true)
+	} else if cpu.X86.HasAVX512BF16 {
+		t.Error("the CPU has AVX512_BF16 but bf16DotProbe refused its VDPBF16PS")
+	}
+	for _, dot := range dots {
+		for _, cols := range []int{912, 896} {
+			for _, c := range []struct {
+				name        string
+				wScale      float32
+				tinyTokens  []int // tokens whose activations are scaled by 2^tinyExp
+				tinyExp     int
+				n           int
+				wantAllFast bool
+			}{
+				{"ordinary/n=4", 0.05, nil, 0, 4, true},
+				{"ordinary/n=13", 0.05, nil, 0, 13, true},
+				{"ordinary/n=64", 0.05, nil, 0, 64, true},
+				{"tiny tokens", 0.05, []int{1, 9}, -122, 16, false},
+				// Products near 2^-140: float32 subnormals with bits below 2^-149.
+				{"tiny weights", 1e-21, []int{0, 1, 2, 3, 4, 5, 6, 7}, -70, 8, false},
+			} {
+				t.Run(fmt.Sprintf("dot=%v/cols=%d/%s", dot, cols, c.name), func(t *testing.T) {
+					bf16Dot = dot
+					rng := rand.New(rand.NewPCG(21, uint64(c.n)))
+					m, err := NewMatrix(ggml.TypeBF16, rows, cols, weights(rng, cols, c.wScale))
+					if err != nil {
+						t.Fatal(err)
+					}
+					x := randomActs(rng, c.n*cols)
+					for _, tok := range c.tinyTokens {
+						for i := tok * cols; i < (tok+1)*cols; i++ {
+							x[i] = float32(math.Ldexp(float64(x[i]), c.tinyExp))
 						}
 					}
-				}
-				if !differs {
-					t.Fatal("the fused kernel gave the canonical bits on tiny weights: the case does not test the check")
-				}
+					SetISA(ISAGeneric)
+					want := make([]float32, c.n*rows)
+					pools[1].MatMul(want, m, x, c.n)
+					SetISA(ISAAVX512)
+					a := new(acts)
+					a.reset(actBF16, c.n, cols)
+					for tok := 0; tok < c.n; tok++ {
+						a.quantRow(x, tok)
+					}
+					if packed, wantPacked := len(a.bp) > 0, dot && cols%32 == 0; packed != wantPacked {
+						t.Fatalf("activations packed for VDPBF16PS: %v, want %v", packed, wantPacked)
+					}
+					exact := bf16ExactTokens(m, a, 0, rows)
+					if exact == nil {
+						t.Fatal("bf16ExactTokens: nil for a BF16 batch")
+					}
+					if allFast := exact(0, c.n); allFast != c.wantAllFast {
+						t.Errorf("all tokens exact: got %v, want %v", allFast, c.wantAllFast)
+					}
+					if c.name == "tiny weights" {
+						// The exact kernel on its own rounds differently here.
+						k, xp, xs := bf16fDot4x4RAVX512, &a.f[0], cols*4
+						if len(a.bp) > 0 {
+							k, xp, xs = bf16dDot4x4RAVX512, (*float32)(unsafe.Pointer(&a.bp[0])), cols*2
+						}
+						var acc [16]float32
+						differs := false
+						for g := 0; g+4 <= rows && !differs; g += 4 {
+							k(&m.Data[g*m.RowBytes], m.RowBytes, xp, xs, cols/16, &acc[0])
+							for r := 0; r < 4; r++ {
+								for tok := 0; tok < 4; tok++ {
+									if math.Float32bits(acc[r*4+tok]) != math.Float32bits(want[tok*rows+g+r]) {
+										differs = true
+									}
+								}
+							}
+						}
+						if !differs {
+							t.Fatal("the exact kernel gave the canonical bits on tiny weights: the case does not test the check")
+						}
+					}
+					for th, p := range pools {
+						for _, on := range []bool{true, false} {
+							bf16FMA = on
+							got := make([]float32, c.n*rows)
+							p.MatMul(got, m, x, c.n)
+							bitsEqual(t, fmt.Sprintf("%d threads, exact kernels %v", th, on), got, want)
+						}
+						bf16FMA = true
+					}
+				})
 			}
-			for th, p := range pools {
-				for _, on := range []bool{true, false} {
-					bf16FMA = on
-					got := make([]float32, c.n*rows)
-					p.MatMul(got, m, x, c.n)
-					bitsEqual(t, fmt.Sprintf("%d threads, fused kernels %v", th, on), got, want)
+		}
+	}
+}
+
+// TestBF16DotProbe checks that the probe's tile tells VDPBF16PS's order
+// of operations from its neighbours: computed in Go with the even product
+// added first, or with the pair's two products summed exactly before one
+// rounding into the accumulator, its results differ from the canonical
+// ones that the probe expects; and that the kernel passes it on a CPU
+// with AVX512_BF16.
+func TestBF16DotProbe(t *testing.T) {
+	w, x, want := bf16DotProbeTile()
+	emulate := func(step func(acc, pOdd, pEven float32) float32) (got [16]float32) {
+		const n = bf16ProbeCols
+		for r := 0; r < 4; r++ {
+			for tok := 0; tok < 4; tok++ {
+				var acc [lanes]float32
+				for m := 0; m < n; m += 32 {
+					for l := 0; l < 16; l++ {
+						wv := func(c int) float32 {
+							return ggml.BF16ToF32(binary.LittleEndian.Uint16(w[2*(r*n+c):]))
+						}
+						xo := ggml.BF16ToF32(x[tok*n+m+2*l+1])
+						xe := ggml.BF16ToF32(x[tok*n+m+2*l])
+						acc[l] = step(acc[l], float32(wv(m+l)*xo), float32(wv(m+l+16)*xe))
+					}
 				}
-				bf16FMA = true
+				got[r*4+tok] = reduceLanes(&acc)
 			}
-		})
+		}
+		return got
+	}
+	for _, c := range []struct {
+		name string
+		step func(acc, pOdd, pEven float32) float32
+		same bool
+	}{
+		{"SDM order", func(acc, o, e float32) float32 { return (acc + o) + e }, true},
+		{"even first", func(acc, o, e float32) float32 { return (acc + e) + o }, false},
+		{"pair summed first", func(acc, o, e float32) float32 { return float32(float64(acc) + (float64(o) + float64(e))) }, false},
+	} {
+		if got := emulate(c.step); (got == want) != c.same {
+			t.Errorf("%s: results equal to the canonical ones: %v, want %v", c.name, got == want, c.same)
+		}
+	}
+	if cpu.X86.HasAVX512BF16 && cpu.X86.HasAVX512BW && !bf16DotProbe() {
+		t.Error("the CPU has AVX512_BF16 but its VDPBF16PS fails the probe")
 	}
 }
 
@@ -210,7 +279,9 @@ func TestMatMulFloatChunks(t *testing.T) {
 	for _, ch := range [][2]int{{floatChunkMin16, floatChunk16}, {8, 5}} {
 		for _, typ := range []ggml.Type{ggml.TypeF16, ggml.TypeF32, ggml.TypeBF16} {
 			// 7 and 15: rows shorter than one 16-column step (no kernel step at all).
-			for _, cols := range []int{7, 15, 16*ch[0] + 7, 16 * (2*ch[1] + 3), 16*(ch[0]+ch[1]) + 9} {
+			// 32·(…)+32: whole 32-column groups, which BF16 batches on
+			// VDPBF16PS take (chunks made even), a last chunk shorter.
+			for _, cols := range []int{7, 15, 16*ch[0] + 7, 16 * (2*ch[1] + 3), 16*(ch[0]+ch[1]) + 9, 32*(ch[0]/2+ch[1]) + 32} {
 				for _, n := range []int{5, 8, 37} {
 					t.Run(fmt.Sprintf("chunk=%d/%s/cols=%d/n=%d", ch[1], typ, cols, n), func(t *testing.T) {
 						floatChunkMin16, floatChunk16 = ch[0], ch[1]

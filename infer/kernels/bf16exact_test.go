@@ -99,3 +99,79 @@ func TestBF16RowsRange(t *testing.T) {
 		}
 	}
 }
+
+// dpbf16Step is one step of VDPBF16PS as the Intel SDM defines it, in Go:
+// acc + w·x rounded once (the product is exact here), a subnormal input
+// taken as zero and a subnormal result flushed to zero of its sign.
+func dpbf16Step(acc, w, x float32) float32 {
+	daz := func(v float32) float32 {
+		if v != 0 && math.Abs(float64(v)) < 0x1p-126 {
+			return float32(math.Copysign(0, float64(v)))
+		}
+		return v
+	}
+	r := float32(float64(daz(acc)) + float64(daz(w))*float64(daz(x)))
+	return daz(r)
+}
+
+// TestBF16DotExact checks bf16DotExact against the instruction's
+// arithmetic (dpbf16Step): where it accepts two ranges, chains of
+// products of values at the ranges' ends (the smallest mantissas of the
+// smallest exponents, which make the finest sums, and cancelling pairs)
+// equal the canonical multiply-then-add bit for bit; one exponent field
+// lower, a chain whose sum lands below 2^−126 is flushed by the
+// instruction, so the bound is tight. Ordinary model ranges pass.
+func TestBF16DotExact(t *testing.T) {
+	val := func(neg bool, e, m uint16) float32 { _, v := bf16Value(neg, e, m); return v }
+	rangeOf := func(vs ...float32) bf16Range {
+		r := bf16RangeEmpty
+		for _, v := range vs {
+			r = r.addBits(uint16(math.Float32bits(v) >> 16))
+		}
+		return r
+	}
+	chain := func(ws, xs []float32) (canon, dp float32) {
+		for i := range ws {
+			canon = canon + ws[i]*xs[i]
+			dp = dpbf16Step(dp, ws[i], xs[i])
+		}
+		return canon, dp
+	}
+	// With u the product grid 2^(ew+ex−268): 129·129·u − 130·128·u = u.
+	for ew := uint16(1); ew <= 141; ew += 7 {
+		for _, ex := range []uint16{142 - ew, 141 - ew} {
+			if ex < 1 {
+				continue
+			}
+			ws := []float32{val(false, ew, 1), val(true, ew, 2)}
+			xs := []float32{val(false, ex, 1), val(false, ex, 0)}
+			c, d := chain(ws, xs)
+			accepted := bf16DotExact(rangeOf(ws...), rangeOf(xs...))
+			switch {
+			case ew+ex == 142 && !accepted:
+				t.Fatalf("fields %d+%d: rejected at the bound", ew, ex)
+			case ew+ex == 142 && math.Float32bits(c) != math.Float32bits(d):
+				t.Fatalf("fields %d+%d: canonical %g, instruction %g", ew, ex, c, d)
+			case ew+ex == 141 && accepted:
+				t.Fatalf("fields %d+%d: accepted below the bound", ew, ex)
+			case ew+ex == 141 && c == d:
+				t.Fatalf("fields %d+%d: canonical and instruction agree (%g): the case does not test the bound", ew, ex, c)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		w, x []float32
+		want bool
+	}{
+		{"ordinary", []float32{1e-7, -0.02, 0.5, 3}, []float32{1e-6, -40, 1e3, 0}, true},
+		{"zeros", []float32{0}, []float32{1e-39, 1}, true},
+		{"subnormal activation", []float32{0.5}, []float32{1e-39}, false},
+		{"tiny pair", []float32{1e-19}, []float32{1e-19}, false},
+		{"infinity", []float32{float32(math.Inf(-1))}, []float32{1}, false},
+	} {
+		if got := bf16DotExact(rangeOf(c.w...), rangeOf(c.x...)); got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}

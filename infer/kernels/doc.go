@@ -197,6 +197,21 @@
 //     token's (taken when its activations are rounded) bound every
 //     product; a group that may leave the range (tiny or huge values,
 //     subnormals, infinities, NaN) takes the multiply-then-add kernel.
+//     Where the CPU has AVX512_BF16 and the rows are whole 32-column
+//     groups, those groups take VDPBF16PS instead (32 products per
+//     instruction, twice an FMA's 16): per 32-bit lane it adds the odd
+//     word's product, then the even word's, each rounded once, with
+//     subnormal inputs taken as zero and subnormal results flushed. The
+//     weights are permuted as they load (VPERMW) and the activations are
+//     packed once per call so that lane l's pair is columns l and l+16:
+//     the canonical order. The stricter range check (bf16DotExact: no
+//     subnormal operand, the smallest exponent fields adding up to at
+//     least 142, so every product and every sum is a multiple of 2^−126
+//     and none is subnormal) decides per group of 4 tokens; a start-up
+//     probe (bf16DotProbe) checks that the CPU computes the instruction
+//     as the SDM defines it, on a tile where other orders or roundings
+//     give other bits. With AVX-512 every float batch takes 32-row work
+//     items, not 16: each activation fetched from L2 serves twice the rows.
 //     Batches of more than 4 tokens take rows of 4,096 columns or more in
 //     chunks of 512 (each lane's sums carried from chunk to chunk in
 //     memory, its additions in the same column order), so that a chunk of

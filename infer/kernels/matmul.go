@@ -8,6 +8,12 @@ import (
 	"github.com/muserhq/muser/infer/ggml"
 )
 
+// floatTileRows is tileRows for AVX-512 batches of float weights: each
+// activation loaded from L2 serves twice the rows, which the VDPBF16PS
+// kernels (twice the products per instruction) need most
+// (docs/benchmarks.md, "F16 and BF16 prefill").
+var floatTileRows = 32
+
 // tileRows is the number of output rows one work item computes (a
 // multiple of 8, the SIMD kernels' row group). Threads split output rows,
 // never the reduction dimension, so a result does not depend on which
@@ -36,6 +42,9 @@ const (
 // tokens of type t into rows rows on threads threads.
 func workRows(t ggml.Type, n, rows, threads int) int {
 	if n > rawMaxTokens(t) {
+		if isa >= ISAAVX512 && (t == ggml.TypeBF16 || t == ggml.TypeF16 || t == ggml.TypeF32) {
+			return floatTileRows
+		}
 		return tileRows
 	}
 	if n > streamTokens {

@@ -36,6 +36,7 @@ type acts struct {
 	bs      []int32     // sums of q: per 32 (Q8_0, Q8_1, n*nb) or per 16 (Q8_K, n*cols/16)
 	f       []float32   // n*cols (float kinds): the activations after rounding to the weight's float type
 	fr      []bf16Range // n (BF16): the exponent range of each token's rounded activations (bf16exact.go)
+	bp      []uint16    // n*cols (BF16, where bf16PackWanted): the rounded activations as bf16 in the pair layout of the VDPBF16PS kernels; empty otherwise
 
 	qu   []uint8 // Q8_0, Q8_1: q + 128 as unsigned bytes (the SIMD kernels' operand)
 	bs16 []int16 // Q8_K: bs as int16, as ggml stores them (the SIMD kernels' operand)
@@ -79,8 +80,12 @@ func (a *acts) reset(kind actKind, n, cols int) {
 	case actF32, actF16, actBF16:
 		a.nb = 0
 		a.f = grow(a.f, n*cols)
+		a.bp = a.bp[:0]
 		if kind == actBF16 {
 			a.fr = grow(a.fr, n)
+			if bf16PackWanted(n, cols) {
+				a.bp = grow(a.bp, n*cols)
+			}
 		}
 	case actQ8_0, actQ8_1, actQ8_K:
 		bsz := 32
@@ -128,17 +133,19 @@ func (a *acts) quantRow(x []float32, t int) {
 		}
 	case actBF16:
 		dst := a.f[t*c : (t+1)*c]
-		if r, ok := roundBF16Arch(src, dst); ok {
-			a.fr[t] = r
-			return
-		}
-		r := bf16RangeEmpty
-		for i, v := range src {
-			b := ggml.F32ToBF16(v)
-			r = r.addBits(b)
-			dst[i] = ggml.BF16ToF32(b)
+		r, ok := roundBF16Arch(src, dst)
+		if !ok {
+			r = bf16RangeEmpty
+			for i, v := range src {
+				b := ggml.F32ToBF16(v)
+				r = r.addBits(b)
+				dst[i] = ggml.BF16ToF32(b)
+			}
 		}
 		a.fr[t] = r
+		if len(a.bp) > 0 {
+			packBF16Pairs(a.bp[t*c:(t+1)*c], dst)
+		}
 	case actQ8_0, actQ8_1:
 		nb := a.nb
 		var s []float32

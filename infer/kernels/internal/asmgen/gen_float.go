@@ -100,6 +100,14 @@ func genFloat(typ string, nt int, reduce, accIn bool) {
 	emit("\tDECQ CX")
 	emit("\tJNZ %sloop", name)
 	emit("%sdone:", name)
+	floatStore(nt, reduce)
+}
+
+// floatStore writes the end of a 4-row × nt-token float kernel whose
+// accumulator (r,t) is Z(r·4+t): the 16 lanes of each to acc, or with
+// reduce each one's fixed tree (+8, +4, +2, +1) to acc[r·nt+t]; Z24 is
+// free scratch by then.
+func floatStore(nt int, reduce bool) {
 	emit("\tMOVQ acc+40(FP), AX")
 	for r := 0; r < 4; r++ {
 		for t := 0; t < nt; t++ {
@@ -108,7 +116,6 @@ func genFloat(typ string, nt int, reduce, accIn bool) {
 				emit("\tVMOVUPS Z%d, %d(AX)", a, (r*nt+t)*64)
 				continue
 			}
-			// The fixed tree: +8, +4, +2, +1.
 			emit("\tVEXTRACTF32X8 $1, Z%d, Y24", a)
 			emit("\tVADDPS Y24, Y%d, Y%d", a, a)
 			emit("\tVEXTRACTF32X4 $1, Y%d, X24", a)

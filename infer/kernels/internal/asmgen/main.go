@@ -108,6 +108,14 @@ func generate() string {
 			genFloat(typ, nt, true, true)
 		}
 	}
+	emit("")
+	bf16dPerm()
+	for nt := 1; nt <= 4; nt++ {
+		for _, accIn := range []bool{false, true} {
+			genBF16Dot(nt, false, accIn)
+			genBF16Dot(nt, true, accIn)
+		}
+	}
 	return out.String()
 }
 
