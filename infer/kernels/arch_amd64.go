@@ -739,12 +739,17 @@ func matmulLegacyAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 		kerns = &legacyMinPanels
 	}
 	ngroups := (n + 7) / 8
-	pn.acc = grow(pn.acc, ngroups*64)
+	per := ngroups * 64
+	pn.acc = grow(pn.acc, panelStoreGroups*per)
 	pn.u = grow(pn.u, chunk*256)
 	pn.dw = grow(pn.dw, chunk*8)
 	pn.mw = grow(pn.mw, chunk*8)
 	for g0 := r0; g0 < r1; g0 += 8 {
-		clear(pn.acc)
+		q := (g0 - r0) / 8 % panelStoreGroups
+		if q == 0 {
+			clear(pn.acc)
+		}
+		acc := pn.acc[q*per:]
 		for c0 := 0; c0 < nbAll; c0 += chunk {
 			nb := min(chunk, nbAll-c0)
 			k.alloc(&pn.row, nb*32)
@@ -774,14 +779,41 @@ func matmulLegacyAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 					sa = &a.saT[base]
 				}
 				kerns[nt-1](&pn.u[0], &pn.dw[0], &pn.mw[0], nb, &a.q[tg*8*cols+c0*32], cols,
-					&a.daT[base], &a.corrT[base], sa, &pn.acc[tg*64])
+					&a.daT[base], &a.corrT[base], sa, &acc[tg*64])
 			}
 		}
-		for t := 0; t < n; t++ {
-			for j := 0; j < 8 && g0+j < r1; j++ {
-				y[t*rows+g0+j] = pn.acc[t*8+j]
-			}
+		storePanelRows(y, pn.acc, n, rows, r0, g0, r1)
+	}
+}
+
+// panelStoreGroups is how many 8-row groups the panel drivers keep sums
+// of before storePanelRows writes them.
+const panelStoreGroups = 8
+
+// storePanelRows writes to y, once the 8-row group at g0 of the work item
+// of rows [r0,r1) is done and it is the last of its run of
+// panelStoreGroups groups (or of the item), the sums of that run's
+// groups: acc holds group q's (q counted from the run's first) at
+// [q·per + t·8 + j] for token t and row j, per = 64·⌈n/8⌉. Each token's
+// rows of the run are one contiguous stretch of y, written at once: a
+// group at a time, 8 floats per token at a stride of the matrix's rows
+// (4 KiB for 1,024 rows, where every token's line falls in one cache set),
+// the line was fetched again for the next group.
+func storePanelRows(y, acc []float32, n, rows, r0, g0, r1 int) {
+	q := (g0 - r0) / 8 % panelStoreGroups
+	if q != panelStoreGroups-1 && g0+8 < r1 {
+		return
+	}
+	b0 := g0 - 8*q
+	b1 := min(g0+8, r1)
+	per := (n + 7) / 8 * 64
+	full := (b1 - b0) / 8
+	for t := 0; t < n; t++ {
+		dst := y[t*rows+b0 : t*rows+b1]
+		for q := 0; q < full; q++ {
+			*(*[8]float32)(dst[q*8:]) = *(*[8]float32)(acc[q*per+t*8:])
 		}
+		copy(dst[full*8:], acc[full*per+t*8:full*per+t*8+8])
 	}
 }
 
@@ -807,14 +839,19 @@ func matmulKAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 		kerns = &kPanels32
 	}
 	ngroups := (n + 7) / 8
-	pn.acc = grow(pn.acc, ngroups*64)
+	per := ngroups * 64
+	pn.acc = grow(pn.acc, panelStoreGroups*per)
 	pn.u = grow(pn.u, chunk*2048)
 	pn.sc = grow(pn.sc, chunk*ng*8)
 	pn.mn = grow(pn.mn, chunk*128)
 	pn.dw = grow(pn.dw, chunk*8)
 	pn.mw = grow(pn.mw, chunk*8)
 	for g0 := r0; g0 < r1; g0 += 8 {
-		clear(pn.acc)
+		q := (g0 - r0) / 8 % panelStoreGroups
+		if q == 0 {
+			clear(pn.acc)
+		}
+		acc := pn.acc[q*per:]
 		for c0 := 0; c0 < nsbAll; c0 += chunk {
 			nsb := min(chunk, nsbAll-c0)
 			k.alloc(&pn.row, nsb*256)
@@ -852,14 +889,10 @@ func matmulKAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 				nt := min(8, n-tg*8)
 				base := (tg*nsbAll + c0) * 8
 				kerns[nt-1](&pn.u[0], &pn.sc[0], &pn.mn[0], &pn.dw[0], &pn.mw[0], nsb, &a.q[tg*8*cols+c0*256], cols,
-					&a.daT[base], &a.bsT[base*8], &pn.acc[tg*64])
+					&a.daT[base], &a.bsT[base*8], &acc[tg*64])
 			}
 		}
-		for t := 0; t < n; t++ {
-			for j := 0; j < 8 && g0+j < r1; j++ {
-				y[t*rows+g0+j] = pn.acc[t*8+j]
-			}
-		}
+		storePanelRows(y, pn.acc, n, rows, r0, g0, r1)
 	}
 }
 

@@ -38,7 +38,7 @@ if has test; then
 fi
 if has kernels; then
 	(cd infer/kernels && "$bin/kernels.test" -test.run '^$' -test.bench 'MatMulAMX' -test.benchtime 1s 2>&1) | tee "$out/kernels.txt"
-	(cd infer/kernels && "$bin/kernels.test" -test.run '^$' -test.bench 'FloatPrefill/.*/threads=1/' -test.benchtime 10x 2>&1) | tee "$out/float.txt"
+	(cd infer/kernels && "$bin/kernels.test" -test.run '^$' -test.bench 'FloatPrefill/.*/n=512/threads=1/' -test.benchtime 10x 2>&1) | tee "$out/float.txt"
 fi
 if has engine; then
 	if [ ! -x /tmp/lcpcpu/llama.cpp/build/bin/llama-bench ]; then
