@@ -78,12 +78,28 @@ var (
 
 // hasBF16Dot reports whether the CPU has VDPBF16PS and computes it as the
 // SDM defines it (bf16DotProbe); bf16Dot is the knob that uses it (off:
-// the fused-multiply-add kernels, the same bits; for benchmarks and
-// tests that compare the two in one run).
+// the fused-multiply-add kernels, the same bits; benchmarks and tests
+// compare the two in one run). It is on where the kernels were measured
+// faster than the fused ones: AMD's CPUs (Zen 5: 1.10–1.51×). On an Intel
+// Sapphire Rapids Xeon they ran at 0.75–0.95× of them (docs/benchmarks.md,
+// "F16 and BF16 prefill"), so Intel CPUs keep the fused kernels.
 var (
 	hasBF16Dot = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16 && bf16DotProbe()
-	bf16Dot    = hasBF16Dot
+	bf16Dot    = hasBF16Dot && cpuIsAMD()
 )
+
+// cpuVendor returns CPUID leaf 0's vendor string registers.
+func cpuVendor() (ebx, edx, ecx uint32)
+
+// cpuIsAMD reports whether the CPU's vendor string is "AuthenticAMD".
+func cpuIsAMD() bool {
+	b, d, c := cpuVendor()
+	var v [12]byte
+	for i := range 4 {
+		v[i], v[4+i], v[8+i] = byte(b>>(8*i)), byte(d>>(8*i)), byte(c>>(8*i))
+	}
+	return string(v[:]) == "AuthenticAMD"
+}
 
 // bf16PackWanted reports whether BF16 activations of n tokens × cols
 // columns should also be packed in the pair layout for the VDPBF16PS

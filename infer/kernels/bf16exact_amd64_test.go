@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -306,4 +308,23 @@ func TestMatMulFloatChunks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCPUIsAMD checks the CPUID vendor test against the kernel's
+// vendor_id in /proc/cpuinfo, where there is one.
+func TestCPUIsAMD(t *testing.T) {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		t.Skipf("no /proc/cpuinfo: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(k) == "vendor_id" {
+			if got, want := cpuIsAMD(), strings.TrimSpace(v) == "AuthenticAMD"; got != want {
+				t.Fatalf("cpuIsAMD() = %v, /proc/cpuinfo vendor_id %q", got, strings.TrimSpace(v))
+			}
+			return
+		}
+	}
+	t.Skip("/proc/cpuinfo has no vendor_id")
 }

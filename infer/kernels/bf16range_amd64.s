@@ -128,3 +128,15 @@ bf16roundDone:
 	MOVL AX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func cpuVendor() (ebx, edx, ecx uint32)
+//
+// CPUID leaf 0: the vendor string, 12 bytes in EBX, EDX, ECX.
+TEXT ·cpuVendor(SB), NOSPLIT, $0-12
+	XORL AX, AX
+	XORL CX, CX
+	CPUID
+	MOVL BX, ebx+0(FP)
+	MOVL DX, edx+4(FP)
+	MOVL CX, ecx+8(FP)
+	RET
