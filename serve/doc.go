@@ -38,8 +38,8 @@
 //
 // The dashboard's page and `/` need no key; its state
 // (/dashboard/api/state) shows every tenant's packs, so it follows the
-// admin endpoint's access rule. A chat completion with the muser
-// extension "timings": true carries a timings object (queue, remote
+// admin endpoint's access rule. A chat or text completion (OpenAI) with
+// the muser extension "timings": true carries a timings object (queue, remote
 // prefill, restore, prefill, time to first token, decode rate, and where
 // the prefill ran).
 //

@@ -26,6 +26,9 @@ type completionRequest struct {
 	// ResponseFormat constrains the output as on /v1/chat/completions
 	// (an extension, as in llama-server).
 	ResponseFormat *responseFormat `json:"response_format"`
+	// Timings asks for muser's timings object, as on
+	// /v1/chat/completions (a muser extension: requestTimings).
+	Timings *bool `json:"timings"`
 	// Known and not supported yet unless at their defaults.
 	Echo   *bool   `json:"echo"`
 	Suffix *string `json:"suffix"`
@@ -242,14 +245,25 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			sw.send(errorBody(famOpenAI, e, info(r).id))
 			return
 		}
+		// The timings ride on the last chunk: the usage chunk, or else the
+		// last choice's finish chunk.
+		tm := q.timings(res, info(r).start)
 		for i := range g.choices() {
 			fr := finishReason(choiceFinish(res, i))
-			if sw.send(obj([]any{choice(i, "", nil, &fr)}, nil, includeUsage)) != nil {
+			c := obj([]any{choice(i, "", nil, &fr)}, nil, includeUsage)
+			if tm != nil && !includeUsage && i == g.choices()-1 {
+				c["timings"] = tm
+			}
+			if sw.send(c) != nil {
 				return
 			}
 		}
 		if includeUsage {
-			sw.send(obj([]any{}, usageOf(res), true))
+			c := obj([]any{}, usageOf(res), true)
+			if tm != nil {
+				c["timings"] = tm
+			}
+			sw.send(c)
 		}
 		sw.done()
 		return
@@ -268,5 +282,17 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		fr := finishReason(choiceFinish(res, i))
 		choices[i] = choice(i, eventsText(evs), lp, &fr)
 	}
-	writeJSON(w, http.StatusOK, obj(choices, usageOf(res), true))
+	body := obj(choices, usageOf(res), true)
+	if tm := q.timings(res, info(r).start); tm != nil {
+		body["timings"] = tm
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// timings returns the request's timings object when it asked for one.
+func (q *completionRequest) timings(res sched.Result, received time.Time) *requestTimings {
+	if q.Timings == nil || !*q.Timings {
+		return nil
+	}
+	return timingsOf(res, received)
 }

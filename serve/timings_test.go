@@ -9,15 +9,29 @@ import (
 	"github.com/muserhq/muser/infer/infertest"
 )
 
-// TestChatTimings: "timings": true adds muser's timings object to a chat
-// completion, streamed or not, and its figures agree with the usage; a
-// request without it is answered without the object.
-func TestChatTimings(t *testing.T) {
+// TestTimings: "timings": true adds muser's timings object to a chat
+// completion and to a text completion, streamed or not, and its figures
+// agree with the usage; a request without it is answered without the
+// object.
+func TestTimings(t *testing.T) {
 	ts := startServer(t, nil)
-	prompt := infertest.Story(3, 120)
+	for _, route := range []struct {
+		path   string
+		prompt func() map[string]any
+	}{
+		{"/v1/chat/completions", func() map[string]any {
+			return map[string]any{"messages": []map[string]string{{"role": "user", "content": infertest.Story(3, 120)}}}
+		}},
+		{"/v1/completions", func() map[string]any { return map[string]any{"prompt": infertest.Story(4, 120)} }},
+	} {
+		t.Run(route.path, func(t *testing.T) { testTimings(t, ts, route.path, route.prompt) })
+	}
+}
+
+func testTimings(t *testing.T, ts *testServer, path string, prompt func() map[string]any) {
 	req := func(extra map[string]any) map[string]any {
-		m := map[string]any{"messages": []map[string]string{{"role": "user", "content": prompt}},
-			"max_tokens": 6, "temperature": 0}
+		m := prompt()
+		m["max_tokens"], m["temperature"] = 6, 0
 		for k, v := range extra {
 			m[k] = v
 		}
@@ -33,7 +47,7 @@ func TestChatTimings(t *testing.T) {
 		Timings *requestTimings `json:"timings"`
 	}
 	// A request without timings has no timings key at all.
-	_, raw := ts.post(t, "/v1/chat/completions", mustJSON(t, req(nil)))
+	_, raw := ts.post(t, path, mustJSON(t, req(nil)))
 	if strings.Contains(string(raw), `"timings"`) {
 		t.Errorf("a request without timings: got %s, want no timings key", raw)
 	}
@@ -41,7 +55,7 @@ func TestChatTimings(t *testing.T) {
 		t.Fatal(err)
 	}
 	var a answer
-	ts.postJSON(t, "/v1/chat/completions", req(map[string]any{"timings": true}), &a)
+	ts.postJSON(t, path, req(map[string]any{"timings": true}), &a)
 	tm := a.Timings
 	if tm == nil {
 		t.Fatal("timings: true: got no timings object")
@@ -82,7 +96,7 @@ func TestChatTimings(t *testing.T) {
 		{"stream with usage", map[string]any{"stream": true, "timings": true, "stream_options": map[string]any{"include_usage": true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, body := ts.post(t, "/v1/chat/completions", mustJSON(t, req(tc.extra)))
+			_, body := ts.post(t, path, mustJSON(t, req(tc.extra)))
 			evs := sseEvents(body)
 			if len(evs) < 3 || evs[len(evs)-1] != "[DONE]" {
 				t.Fatalf("got events %q, want chunks and [DONE]", evs)

@@ -337,6 +337,33 @@ type bench struct {
 	srv    *serve.Server
 	url    string
 	stopFn func()
+	// timings is the server's timings object of the last firstToken.
+	timings serverTimings
+}
+
+// serverTimings is the part of muser's timings object (docs/serve.md,
+// "Timings") that splits a time to first token: where the prompt's
+// tokens came from and what each phase took, as the server measured it.
+type serverTimings struct {
+	QueueMS         *float64 `json:"queue_ms"`
+	RemotePrefillMS *float64 `json:"remote_prefill_ms"`
+	RestoreMS       *float64 `json:"restore_ms"`
+	PrefillMS       *float64 `json:"prefill_ms"`
+	TTFTMS          *float64 `json:"ttft_ms"`
+}
+
+// String lists the phases that ran, in milliseconds.
+func (t serverTimings) String() string {
+	var parts []string
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"queue", t.QueueMS}, {"remote prefill", t.RemotePrefillMS}, {"restore", t.RestoreMS}, {"prefill", t.PrefillMS}, {"ttft", t.TTFTMS}} {
+		if f.v != nil {
+			parts = append(parts, fmt.Sprintf("%s %.0f ms", f.name, *f.v))
+		}
+	}
+	return "server: " + strings.Join(parts, ", ")
 }
 
 func (b *bench) start() error {
@@ -366,10 +393,11 @@ func (b *bench) stop() {
 
 // firstToken streams a one-token completion of prompt and returns the time
 // from sending the request to the first SSE event carrying a token, and the
-// cached tokens the usage reports.
+// cached tokens the usage reports; b.timings keeps the server's timings.
 func (b *bench) firstToken(prompt []int32) (time.Duration, int, error) {
 	body, _ := json.Marshal(map[string]any{"prompt": prompt, "max_tokens": 1, "temperature": 0, "stream": true,
-		"stream_options": map[string]any{"include_usage": true}})
+		"stream_options": map[string]any{"include_usage": true}, "timings": true})
+	b.timings = serverTimings{}
 	start := time.Now()
 	resp, err := http.Post(b.url+"/v1/completions", "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -399,6 +427,7 @@ func (b *bench) firstToken(prompt []int32) (time.Duration, int, error) {
 					Cached int `json:"cached_tokens"`
 				} `json:"prompt_tokens_details"`
 			} `json:"usage"`
+			Timings *serverTimings `json:"timings"`
 		}
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
 			return 0, 0, err
@@ -408,6 +437,9 @@ func (b *bench) firstToken(prompt []int32) (time.Duration, int, error) {
 		}
 		if ev.Usage != nil {
 			cached = ev.Usage.Details.Cached
+		}
+		if ev.Timings != nil {
+			b.timings = *ev.Timings
 		}
 	}
 	if first == 0 || cached < 0 {

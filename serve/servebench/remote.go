@@ -287,7 +287,7 @@ func runRemote(bin, modelPath string, depths []int, consumers, threads int, warm
 			}
 			r.remote, r.remoteCPU, r.producerCPU = append(r.remote, t), append(r.remoteCPU, c.cpu()-cc0), append(r.producerCPU, p.cpu()-pc0)
 			r.remoteCached = cached
-			logf("depth %d: consumer%d remote %v (consumer cpu %v, producer cpu %v), %d cached", d, i+1, t, c.cpu()-cc0, p.cpu()-pc0, cached)
+			logf("depth %d: consumer%d remote %v (consumer cpu %v, producer cpu %v), %d cached; %s", d, i+1, t, c.cpu()-cc0, p.cpu()-pc0, cached, cb.timings)
 			if err := c.waitPublished(); err != nil {
 				return err
 			}

@@ -42,6 +42,7 @@ type tierRow struct {
 	hitCached, warmCache int
 	upload               time.Duration
 	packBytes            int64
+	hitTimings           serverTimings // B's server timings of the tier hit
 }
 
 func runTier(bin, modelPath, s3bin string, depths []int, threads int) error {
@@ -161,7 +162,8 @@ func runTier(bin, modelPath, s3bin string, depths []int, threads int) error {
 			b.stop()
 			return err
 		}
-		logf("depth %d: tier hit %v, %d cached", d, r.hit, r.hitCached)
+		r.hitTimings = bb.timings
+		logf("depth %d: tier hit %v, %d cached; %s", d, r.hit, r.hitCached, bb.timings)
 		if err := b.waitPublished(); err != nil {
 			return err
 		}
@@ -186,6 +188,10 @@ func runTier(bin, modelPath, s3bin string, depths []int, threads int) error {
 		w := median(r.warm)
 		fmt.Printf("| %d | %.1f MiB | %s | %s | %s | %d / %d | **%.1f×** | %.1f× |\n", r.depth, float64(r.packBytes)/(1<<20),
 			dur(r.cold), dur(r.hit), dur(w), r.hitCached, r.warmCache, r.cold.Seconds()/r.hit.Seconds(), r.hit.Seconds()/w.Seconds())
+	}
+	fmt.Println()
+	for _, r := range rows {
+		fmt.Printf("Tier hit at %d tokens, B's %s.\n", r.depth, r.hitTimings)
 	}
 	fmt.Printf("\nLoad average at the end: %s\n", loadavg())
 	return nil
