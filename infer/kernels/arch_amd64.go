@@ -795,10 +795,10 @@ const panelStoreGroups = 8
 // panelStoreGroups groups (or of the item), the sums of that run's
 // groups: acc holds group q's (q counted from the run's first) at
 // [q·per + t·8 + j] for token t and row j, per = 64·⌈n/8⌉. Each token's
-// rows of the run are one contiguous stretch of y, written at once: a
-// group at a time, 8 floats per token at a stride of the matrix's rows
-// (4 KiB for 1,024 rows, where every token's line falls in one cache set),
-// the line was fetched again for the next group.
+// rows of the run are one contiguous stretch of y, written in one go.
+// Written a group at a time instead (8 floats per token, a stride of the
+// matrix's rows apart: 4 KiB at 1,024 rows, which puts every token's
+// line in one cache set), each line of y was fetched once per group.
 func storePanelRows(y, acc []float32, n, rows, r0, g0, r1 int) {
 	q := (g0 - r0) / 8 % panelStoreGroups
 	if q != panelStoreGroups-1 && g0+8 < r1 {
@@ -813,7 +813,9 @@ func storePanelRows(y, acc []float32, n, rows, r0, g0, r1 int) {
 		for q := 0; q < full; q++ {
 			*(*[8]float32)(dst[q*8:]) = *(*[8]float32)(acc[q*per+t*8:])
 		}
-		copy(dst[full*8:], acc[full*per+t*8:full*per+t*8+8])
+		if rest := dst[full*8:]; len(rest) > 0 { // a last partial group
+			copy(rest, acc[full*per+t*8:])
+		}
 	}
 }
 

@@ -76,11 +76,11 @@ func (a *acts) bsPer() int {
 // quantRow may be called concurrently for different t.
 func (a *acts) reset(kind actKind, n, cols int) {
 	a.kind, a.n, a.cols = kind, n, cols
+	a.bp = a.bp[:0]
 	switch kind {
 	case actF32, actF16, actBF16:
 		a.nb = 0
 		a.f = grow(a.f, n*cols)
-		a.bp = a.bp[:0]
 		if kind == actBF16 {
 			a.fr = grow(a.fr, n)
 			if bf16PackWanted(n, cols) {
