@@ -92,6 +92,9 @@ type Options struct {
 	// SlotReuse reuses an idle slot's KV for a request of the same tenant
 	// when it covers more of the prompt than the store.
 	SlotReuse bool
+	// CommitKV allocates and writes every slot's KV memory for Ctx tokens
+	// at start (sched.Config.CommitKV, --kv-commit).
+	CommitKV bool
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// ShutdownGrace is how long Serve lets in-flight requests finish after
@@ -307,6 +310,7 @@ func New(opts Options) (s *Server, err error) {
 		PrefillChunk:  opts.PrefillChunk,
 		StepTokens:    opts.StepTokens,
 		SlotReuse:     opts.SlotReuse,
+		CommitKV:      opts.CommitKV,
 		DecodeBatch:   opts.DecodeBatch,
 		StoreMaxBytes: opts.StoreMaxBytes,
 		OnPublish:     opts.OnPublish,

@@ -34,6 +34,7 @@ func (s *Server) logStartup(ln net.Listener) {
 		slog.Int("ctx", s.sched.Ctx()),
 		slog.Int("max_queue", s.maxQueue()),
 		slog.Bool("slot_reuse", s.opts.SlotReuse),
+		slog.Bool("kv_commit", s.opts.CommitKV),
 		slog.String("store", s.store.Dir()),
 		slog.Int("block_tokens", s.store.BlockTokens()),
 		slog.Int("store_packs", st.Packs),

@@ -202,7 +202,7 @@ func runBench(ctx context.Context, o *benchOptions, dev engine.Device) (*benchRe
 		return nil, err
 	}
 	defer seq.Close()
-	if err := commitKV(seq.KV(), seq.Max()); err != nil {
+	if err := seq.Commit(); err != nil {
 		return nil, err
 	}
 	var bestPrefill, bestDecode time.Duration
@@ -252,27 +252,6 @@ func runBench(ctx context.Context, o *benchOptions, dev engine.Device) (*benchRe
 	res.DecodeTokS = float64(o.gen) / bestDecode.Seconds()
 	res.PeakRSS = peakRSS()
 	return res, nil
-}
-
-// commitKV allocates kv for n tokens and writes every row of it (zeros,
-// which the runs overwrite), so that no timed run grows the cache or
-// takes the first write of its memory: a serve slot keeps its cache
-// between requests, and llama.cpp allocates and clears its KV buffer when
-// its context is created. On some virtual machines a first write costs
-// microseconds per page.
-func commitKV(kv engine.KV, n int) error {
-	if err := kv.Reserve(n); err != nil {
-		return err
-	}
-	const block = 256
-	zeros := make([]byte, kv.BlockBytes(block))
-	for first := 0; first < n; first += block {
-		b := min(block, n-first)
-		if err := kv.ImportBlock(zeros[:kv.BlockBytes(b)], first, b); err != nil {
-			return fmt.Errorf("committing the KV cache's memory: %w", err)
-		}
-	}
-	return nil
 }
 
 func argmax(v []float32) int32 {

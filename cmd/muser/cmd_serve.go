@@ -35,6 +35,7 @@ type serveOptions struct {
 	threads       int
 	device        string
 	slotReuse     bool
+	kvCommit      bool
 	grace         time.Duration
 	responsesTTL  time.Duration
 	maxBody       string
@@ -58,6 +59,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "engine worker threads")
 	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.slotReuse, "slot-reuse", true, "reuse an idle slot's KV for the same tenant when it covers more than the store")
+	fs.BoolVar(&o.kvCommit, "kv-commit", false, "allocate and write every slot's KV memory for --ctx tokens at start, as llama.cpp does,\nso no request pays for growing it (costs that memory from the start)")
 	fs.DurationVar(&o.grace, "shutdown-grace", serve.DefaultShutdownGrace, "how long in-flight requests may finish after SIGINT/SIGTERM")
 	fs.StringVar(&o.maxBody, "max-body", "8MB", "largest request body")
 	fs.DurationVar(&o.responsesTTL, "responses-ttl", serve.DefaultResponsesTTL, "how long a stored /v1/responses response can be continued or fetched (0: until deleted)")
@@ -218,6 +220,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		Threads:       o.threads,
 		Device:        dev,
 		SlotReuse:     o.slotReuse,
+		CommitKV:      o.kvCommit,
 		ShutdownGrace: o.grace,
 		ResponsesTTL:  o.responsesTTL,
 		Version:       version.String(),

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"github.com/muserhq/muser/infer/engine"
@@ -307,4 +308,53 @@ func TestForkAndTruncate(t *testing.T) {
 	if err := a.Truncate(31); err == nil {
 		t.Error("Truncate past the end succeeded")
 	}
+}
+
+// TestCommit: Commit on a sequence that holds tokens keeps their rows and
+// takes the cache to Max tokens; the continuation computes the logits of
+// one uninterrupted prefill.
+func TestCommit(t *testing.T) {
+	m := openModel(t, tinyModel(t, "qwen2", ggml.TypeQ8_0), opts{Threads: 2})
+	r := rand.New(rand.NewPCG(9, 9))
+	p := enginetest.RandomTokens(r, 30, m.Config().Vocab)
+	_, full := enginetest.Prefill(t, m, p)
+	V := m.Config().Vocab
+	s, err := m.NewSequence(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := m.Forward(context.Background(), []engine.Step{{Seq: s, Tokens: p[:20]}}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.ExportBlock(0, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.ExportBlock(0, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("Commit changed the rows of the sequence's tokens")
+	}
+	if s.Len() != 20 {
+		t.Errorf("Len after Commit: %d, want 20", s.Len())
+	}
+	ref, _ := m.NewSequence(100)
+	defer ref.Close()
+	if err := ref.KV().Reserve(100); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.KV().Bytes(), ref.KV().Bytes(); got != want {
+		t.Errorf("KV bytes after Commit: %d, want %d (all 100 tokens)", got, want)
+	}
+	st := []engine.Step{{Seq: s, Tokens: p[20:], Output: engine.OutputAll}}
+	if err := m.Forward(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.RequireSame(t, "continuation after Commit", st[0].Logits, full[20*V:])
 }

@@ -48,6 +48,29 @@ func (s *Sequence) Close() error {
 	return s.kv.Close()
 }
 
+// Commit allocates the sequence's cache for Max tokens and writes every
+// row past its tokens (zeros, which later tokens overwrite), so that no
+// later Forward or ImportBlock grows the cache or takes the first write of
+// its memory: as llama.cpp allocates and clears its KV buffer when it
+// creates a context. On some virtual machines a first write costs
+// microseconds per 4 KiB page (docs/benchmarks.md). The tokens and their
+// rows are kept.
+func (s *Sequence) Commit() error {
+	n := s.kv.Max()
+	if err := s.kv.Reserve(n); err != nil {
+		return err
+	}
+	const block = 256
+	zeros := make([]byte, s.kv.BlockBytes(block))
+	for first := len(s.tokens); first < n; first += block {
+		b := min(block, n-first)
+		if err := s.kv.ImportBlock(zeros[:s.kv.BlockBytes(b)], first, b); err != nil {
+			return fmt.Errorf("committing the KV cache's memory: %w", err)
+		}
+	}
+	return nil
+}
+
 // Truncate drops every token from position n on, so the next Forward
 // continues after token n-1. It keeps the allocation.
 func (s *Sequence) Truncate(n int) error {

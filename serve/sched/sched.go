@@ -58,6 +58,11 @@ type Config struct {
 	// Ctx is the most tokens (prompt and output) one slot holds (--ctx);
 	// 0 means the model's training context, at most DefaultCtx.
 	Ctx int
+	// CommitKV allocates and writes every slot's KV memory for Ctx tokens
+	// before New returns (engine.Sequence.Commit, --kv-commit), so that no
+	// request pays for growing a slot's cache or for the first write of
+	// its memory; off, a slot's cache grows with its context.
+	CommitKV bool
 	// MaxQueue is the most requests waiting for a slot (--max-queue);
 	// beyond it Submit returns ErrQueueFull. Negative means none wait.
 	MaxQueue int
@@ -254,6 +259,11 @@ func New(cfg Config) (*Scheduler, error) {
 		seq, err := cfg.Model.NewSequence(cfg.Ctx)
 		if err != nil {
 			return nil, fmt.Errorf("sched: slot %d: %w", i, err)
+		}
+		if cfg.CommitKV {
+			if err := seq.Commit(); err != nil {
+				return nil, fmt.Errorf("sched: slot %d: %w", i, err)
+			}
 		}
 		s.slots = append(s.slots, &slot{id: i, seq: seq})
 		s.infos = append(s.infos, SlotInfo{ID: i, State: "idle", Ctx: cfg.Ctx})

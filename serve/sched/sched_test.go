@@ -622,3 +622,40 @@ func TestRestoreHook(t *testing.T) {
 		t.Fatalf("the hook was called %d times and handed %d blocks of the broken restore, want 3 and 1", n, h)
 	}
 }
+
+// TestCommitKV: with CommitKV every slot's cache holds Ctx tokens of
+// memory before the first request, and requests give the same tokens
+// and text as on a scheduler whose slots grow their caches.
+func TestCommitKV(t *testing.T) {
+	e := loadEnv(t)
+	const ctx = 512
+	committed := e.newSched(t, nil, func(c *Config) { c.Slots, c.Ctx, c.CommitKV = 2, ctx, true })
+	ref, err := e.model.NewSequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	if err := ref.KV().Reserve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, sl := range committed.slots {
+		if got, want := sl.seq.KV().Bytes(), ref.KV().Bytes(); got != want {
+			t.Errorf("slot %d: %d bytes of KV before any request, want %d (%d tokens)", sl.id, got, want, ctx)
+		}
+		if sl.seq.Len() != 0 {
+			t.Errorf("slot %d: %d tokens after the commit, want 0", sl.id, sl.seq.Len())
+		}
+	}
+	growing := e.newSched(t, nil, func(c *Config) { c.Slots, c.Ctx = 2, ctx })
+	if b := growing.slots[0].seq.KV().Bytes(); b != 0 {
+		t.Errorf("without CommitKV: %d bytes of KV before any request, want 0", b)
+	}
+	for i := range 3 {
+		req := &Request{ID: fmt.Sprint(i), Prompt: e.encode(t, infertest.Story(i, 40+50*i)), MaxTokens: 24,
+			Sampling: sampling(uint64(7 + i)), Logprobs: 2, NoCache: true}
+		got, want := run(t, committed, req), run(t, growing, req)
+		if !slices.Equal(got.res.Generated, want.res.Generated) || got.text != want.text {
+			t.Errorf("request %d: committed slots gave %v %q, growing ones %v %q", i, got.res.Generated, got.text, want.res.Generated, want.text)
+		}
+	}
+}

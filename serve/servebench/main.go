@@ -70,8 +70,10 @@ func main() {
 		prodDev   = flag.String("producer-device", "", "with -remote: the producer's --device (e.g. cuda); each consumer then sends a prompt the producer has not seen (it prefills it cold), and local cold is a CPU server of its own")
 		tierMode  = flag.Bool("tier", false, "measure time to first token from the fleet tier (an S3 server, -s3-server) vs a cold prefill instead (muser serve processes; see tier.go)")
 		s3Server  = flag.String("s3-server", "", "with -tier: the versitygw binary (default $MUSER_S3_SERVER, else scripts/s3server.sh's)")
+		kvCommit  = flag.Bool("kv-commit", false, "with -remote or -tier: start every muser serve with --kv-commit (each slot's KV memory allocated and written at start)")
 	)
 	flag.Parse()
+	serveKVCommit = *kvCommit
 	if *tierMode {
 		model := *modelPath
 		if model == "" {

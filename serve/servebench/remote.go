@@ -44,10 +44,16 @@ type child struct {
 	done   chan error
 }
 
+// serveKVCommit starts every muser serve with --kv-commit (-kv-commit).
+var serveKVCommit bool
+
 func startServe(bin, name, home, model string, ctx, threads int, extra ...string) (*child, error) {
 	args := append([]string{"serve", "--home", home, "--model", model, "--addr", "127.0.0.1:0",
 		"--ctx", strconv.Itoa(ctx), "--threads", strconv.Itoa(threads), "--parallel", "1",
 		"--slot-reuse=false", "--log-level", "warn"}, extra...)
+	if serveKVCommit {
+		args = append(args, "--kv-commit")
+	}
 	c := &child{name: name, cmd: exec.Command(bin, args...), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	c.cmd.Stderr = c.stderr
 	out, err := c.cmd.StdoutPipe()
