@@ -257,6 +257,13 @@ func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, pr
 	}
 	for _, st := range sendStreams {
 		if err := st.Close(); err != nil {
+			// The receiver stopped the stream (STOP_SENDING) after its
+			// last chunk was buffered: Close reports only that it was
+			// cancelled; the peer's code is the stream's cause, and its
+			// reason is on the control stream (send reads it).
+			if cause := context.Cause(st.Context()); isStreamReset(cause) {
+				return cause
+			}
 			return s.conn.Err(err)
 		}
 	}
