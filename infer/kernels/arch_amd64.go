@@ -497,6 +497,10 @@ type floatKernel func(w *byte, rowBytes int, x *float32, xStride int, n16 int, a
 // the tile's weights is exact (bf16ExactTokens), which gives the same bits.
 func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	if k, ok := decodeFloat[m.Type]; ok && floatDecode8 && a.n == 1 && m.Cols%16 == 0 {
+		if bf16DotDecode(m, a) {
+			matmulBF16DotDecode(y, m, a, r0, r1)
+			return
+		}
 		matmulFloatDecode(y, m, a, r0, r1, k)
 		return
 	}

@@ -103,10 +103,39 @@ func cpuIsAMD() bool {
 
 // bf16PackWanted reports whether BF16 activations of n tokens × cols
 // columns should also be packed in the pair layout for the VDPBF16PS
-// kernels: a batch that takes the exact kernels (bf16FMAMinTokens), rows
+// kernels: one token (the one-token kernel, against the matrix's cached
+// range) or a batch that takes the exact kernels (bf16FMAMinTokens), rows
 // of whole 32-column groups.
 func bf16PackWanted(n, cols int) bool {
-	return bf16Dot && bf16FMA && isa >= ISAAVX512 && n >= bf16FMAMinTokens && cols%32 == 0
+	return bf16Dot && bf16FMA && isa >= ISAAVX512 && (n == 1 || n >= bf16FMAMinTokens) && cols%32 == 0
+}
+
+//go:noescape
+func bf16dDot8x1AVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
+
+// bf16DotDecode reports whether one token of a (packed, a.n == 1) takes
+// the VDPBF16PS one-token kernel against m: a BF16 matrix made by
+// NewMatrix whose whole range (scanned once, then cached) and the token's
+// pass bf16DotExact.
+func bf16DotDecode(m *Matrix, a *acts) bool {
+	if m.Type != ggml.TypeBF16 || m.bf16 == nil || a.n != 1 || len(a.bp) == 0 {
+		return false
+	}
+	return bf16DotExact(m.bf16.rangeOf(m.Data, bf16TileRange), a.fr[0])
+}
+
+// matmulBF16DotDecode runs the VDPBF16PS one-token kernel over whole
+// 8-row groups of [r0,r1); the rows after the last whole group take the
+// one-token 4-row kernel, which gives the same bits.
+func matmulBF16DotDecode(y []float32, m *Matrix, a *acts, r0, r1 int) {
+	rb := m.RowBytes
+	g := r0
+	for ; g+8 <= r1; g += 8 {
+		bf16dDot8x1AVX512(&m.Data[g*rb], rb, &a.bp[0], m.Cols/32, &y[g])
+	}
+	if g < r1 {
+		matmulFloatN(y, m, a, g, r1, &floatSets{plain: &floatSet{lanes: [4]floatKernel{bf16Dot4x1AVX512}, reduced: [4]floatKernel{bf16Dot4x1RAVX512}}}, 1)
+	}
 }
 
 // bf16DotProbe runs the 4-row × 4-token reduced kernel on a fixed random

@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 )
 
 // Exact bf16 products. A bf16 value has at most 8 significant bits, so the
@@ -110,4 +111,18 @@ func packBF16Pairs(dst []uint16, x []float32) {
 			dst[m+2*l] = uint16(math.Float32bits(x[m+l+16]) >> 16)
 		}
 	}
+}
+
+// bf16Cache is a BF16 matrix's exponent range, computed once (by scan)
+// when a kernel first asks for it.
+type bf16Cache struct {
+	once sync.Once
+	r    bf16Range
+}
+
+// rangeOf returns the range of the bf16 values in data, scanning them
+// with scan the first time.
+func (c *bf16Cache) rangeOf(data []byte, scan func([]byte) bf16Range) bf16Range {
+	c.once.Do(func() { c.r = scan(data) })
+	return c.r
 }

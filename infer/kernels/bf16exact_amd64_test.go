@@ -328,3 +328,92 @@ func TestCPUIsAMD(t *testing.T) {
 	}
 	t.Skip("/proc/cpuinfo has no vendor_id")
 }
+
+// TestMatMulBF16DotDecode checks one token of BF16 weights on the
+// VDPBF16PS one-token kernel bit for bit against the portable kernels:
+// ordinary weights (the kernel must run: bf16DotDecode accepts them),
+// rows past the last whole 8-row group, rows that are not whole 32-column
+// groups (the kernel must not run), a hand-built Matrix (no cached range:
+// it must not run), and tiny weights, where the kernel called directly
+// gives other bits (so the range check is what the result rests on).
+func TestMatMulBF16DotDecode(t *testing.T) {
+	if !hasBF16Dot {
+		t.Skip("no VDPBF16PS that passes the probe")
+	}
+	defer SetISA(SetISA(ISAGeneric))
+	defer func(on bool) { bf16Dot = on }(bf16Dot)
+	pools := map[int]*Pool{1: NewPool(1), 2: NewPool(2)}
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	const rows = 70
+	for _, c := range []struct {
+		name     string
+		cols     int
+		scale    float32
+		handmade bool
+		wantDot  bool
+	}{
+		{"ordinary", 896, 0.05, false, true},
+		{"ordinary, long rows", 2048, 0.05, false, true},
+		{"rows of 912 columns", 912, 0.05, false, false},
+		{"hand-built matrix", 896, 0.05, true, false},
+		// Products near 2^-140: subnormal, which VDPBF16PS flushes.
+		{"tiny weights", 896, 1e-21, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bf16Dot = true
+			rng := rand.New(rand.NewPCG(23, uint64(c.cols)))
+			d := make([]byte, rows*c.cols*2)
+			for i := 0; i < rows*c.cols; i++ {
+				binary.LittleEndian.PutUint16(d[2*i:], ggml.F32ToBF16(float32(rng.NormFloat64())*c.scale))
+			}
+			m, err := NewMatrix(ggml.TypeBF16, rows, c.cols, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.handmade {
+				m = &Matrix{Type: ggml.TypeBF16, Rows: rows, Cols: c.cols, Data: d}
+			}
+			x := randomActs(rng, c.cols)
+			if c.name == "tiny weights" {
+				for i := range x {
+					x[i] = float32(math.Ldexp(float64(x[i]), -70))
+				}
+			}
+			SetISA(ISAGeneric)
+			want := make([]float32, rows)
+			pools[1].MatMul(want, m, x, 1)
+			SetISA(ISAAVX512)
+			a := new(acts)
+			a.reset(actBF16, 1, c.cols)
+			a.quantRow(x, 0)
+			if got := bf16DotDecode(m, a); got != c.wantDot {
+				t.Fatalf("bf16DotDecode: %v, want %v", got, c.wantDot)
+			}
+			if c.name == "tiny weights" {
+				var acc [8]float32
+				differs := false
+				for g := 0; g+8 <= rows && !differs; g += 8 {
+					bf16dDot8x1AVX512(&m.Data[g*m.RowBytes], m.RowBytes, &a.bp[0], c.cols/32, &acc[0])
+					for r := range acc {
+						differs = differs || math.Float32bits(acc[r]) != math.Float32bits(want[g+r])
+					}
+				}
+				if !differs {
+					t.Fatal("the kernel gave the canonical bits on tiny weights: the case does not test the check")
+				}
+			}
+			for th, p := range pools {
+				for _, on := range []bool{true, false} {
+					bf16Dot = on
+					got := make([]float32, rows)
+					p.MatMul(got, m, x, 1)
+					bitsEqual(t, fmt.Sprintf("%d threads, VDPBF16PS %v", th, on), got, want)
+				}
+			}
+		})
+	}
+}

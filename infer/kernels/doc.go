@@ -220,6 +220,12 @@
 //     memory, its additions in the same column order), so that a chunk of
 //     4 tokens' activations (8 KiB) stays in L1 while the tile's row
 //     quads use it.
+//   - One token of BF16 weights from NewMatrix on an AMD CPU with
+//     AVX512_BF16, columns a whole number of 32, runs the 8-row kernel
+//     below on VDPBF16PS (bf16dDot8x1AVX512: 32 columns a step in the pair
+//     layout, as above) where bf16DotExact accepts the matrix's exponent
+//     range (scanned once, on the first call, and cached in the Matrix)
+//     and the token's.
 //   - One token of F16 or BF16 weights (decode) whose columns are a whole
 //     number of 16 runs an 8-row kernel (f16_amd64.s) that reads the 8
 //     rows one after the other, each row's 16 accumulators in one register,

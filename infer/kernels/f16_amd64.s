@@ -145,3 +145,100 @@ TEXT ·bf16Dot8x1AVX512(SB), NOSPLIT, $0-40
 	REDUCE8
 	VZEROUPPER
 	RET
+
+// The BF16 one-token kernel on VDPBF16PS (AVX512_BF16; the Go side takes
+// it on AMD CPUs for matrices and tokens that bf16DotExact accepts, where
+// it gives the canonical bits: bf16dot_amd64.go). As bf16Dot8x1AVX512,
+// 8 rows one after the other, each row's 16 canonical accumulators in one
+// register, then REDUCE8; a step takes 32 columns: the 64-byte weight
+// load permuted by VPERMW (bf16dperm: word 2l+1 = column l, word 2l =
+// column l+16) and the activations already in that pair layout (acts.bp),
+// so that lane l adds column l, then column l+16. The Go assembler does
+// not know VDPBF16PS; DPn is its encoding for VDPBF16PS Z20, Z16, Zn.
+#define DP0 BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xc4
+#define DP1 BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xcc
+#define DP2 BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xd4
+#define DP3 BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xdc
+#define DP4 BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xe4
+#define DP5 BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xec
+#define DP6 BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xf4
+#define DP7 BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xfc
+
+// BF16DSTEP does one step of 32 columns of row acc (DP the accumulator's
+// VDPBF16PS): weights at disp(SI), activations at disp(DI).
+#define BF16DSTEP(disp, DP) \
+	VPERMW disp(SI), Z24, Z16 \
+	VMOVDQU16 disp(DI), Z20 \
+	DP
+
+// ROWD runs one row's chain: R9 = n32/2 double steps from R11, then the
+// odd step if n32 is odd (R12 = n32 mod 2); R11 moves on to the next row.
+#define ROWD(DP, lbl, odd, next) \
+	MOVQ R11, SI \
+	MOVQ R8, DI \
+	MOVQ R9, CX \
+	TESTQ CX, CX \
+	JEQ odd \
+lbl: \
+	BF16DSTEP(0, DP) \
+	BF16DSTEP(64, DP) \
+	ADDQ $128, SI \
+	ADDQ $128, DI \
+	DECQ CX \
+	JNZ lbl \
+odd: \
+	TESTQ R12, R12 \
+	JEQ next \
+	BF16DSTEP(0, DP) \
+next: \
+	ADDQ DX, R11
+
+// The pair-layout permutation of VPERMW (as bf16dperm in matmul_amd64.s).
+DATA bf16dpermD<>+0(SB)/4, $0x00000010
+DATA bf16dpermD<>+4(SB)/4, $0x00010011
+DATA bf16dpermD<>+8(SB)/4, $0x00020012
+DATA bf16dpermD<>+12(SB)/4, $0x00030013
+DATA bf16dpermD<>+16(SB)/4, $0x00040014
+DATA bf16dpermD<>+20(SB)/4, $0x00050015
+DATA bf16dpermD<>+24(SB)/4, $0x00060016
+DATA bf16dpermD<>+28(SB)/4, $0x00070017
+DATA bf16dpermD<>+32(SB)/4, $0x00080018
+DATA bf16dpermD<>+36(SB)/4, $0x00090019
+DATA bf16dpermD<>+40(SB)/4, $0x000a001a
+DATA bf16dpermD<>+44(SB)/4, $0x000b001b
+DATA bf16dpermD<>+48(SB)/4, $0x000c001c
+DATA bf16dpermD<>+52(SB)/4, $0x000d001d
+DATA bf16dpermD<>+56(SB)/4, $0x000e001e
+DATA bf16dpermD<>+60(SB)/4, $0x000f001f
+GLOBL bf16dpermD<>(SB), RODATA|NOPTR, $64
+
+// func bf16dDot8x1AVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
+TEXT ·bf16dDot8x1AVX512(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), R11
+	MOVQ rowBytes+8(FP), DX
+	MOVQ x+16(FP), R8
+	MOVQ n32+24(FP), R9
+	MOVQ acc+32(FP), R10
+	MOVQ R9, R12
+	ANDQ $1, R12
+	SHRQ $1, R9
+	VMOVDQU16 bf16dpermD<>(SB), Z24
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	ROWD(DP0, bf16dl0, bf16do0, bf16dn0)
+	ROWD(DP1, bf16dl1, bf16do1, bf16dn1)
+	ROWD(DP2, bf16dl2, bf16do2, bf16dn2)
+	ROWD(DP3, bf16dl3, bf16do3, bf16dn3)
+	ROWD(DP4, bf16dl4, bf16do4, bf16dn4)
+	ROWD(DP5, bf16dl5, bf16do5, bf16dn5)
+	ROWD(DP6, bf16dl6, bf16do6, bf16dn6)
+	ROWD(DP7, bf16dl7, bf16do7, bf16dn7)
+	REDUCE8
+	VZEROUPPER
+	RET

@@ -20,6 +20,11 @@ type Matrix struct {
 	// checks the whole Matrix on every call (a hand-built one may leave
 	// RowBytes 0) and never writes to it.
 	RowBytes int
+
+	// bf16 caches a BF16 matrix's exponent range (NewMatrix sets it; a
+	// hand-built Matrix has none and does without it). The range assumes
+	// Data does not change after the first MatMul.
+	bf16 *bf16Cache
 }
 
 // NewMatrix returns a Matrix over data after checking that t has a kernel,
@@ -32,6 +37,9 @@ func NewMatrix(t ggml.Type, rows, cols int, data []byte) (*Matrix, error) {
 		return nil, err
 	}
 	m.RowBytes = rb
+	if t == ggml.TypeBF16 {
+		m.bf16 = new(bf16Cache)
+	}
 	return m, nil
 }
 
