@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/muserhq/muser/infer/ggml"
 )
@@ -65,7 +66,10 @@ func memSum(p *Pool, data []uint64, sums []uint64) {
 // kind=F16-4row and BF16-4row are the same MatMul with the one-token
 // kernels of f16_amd64.s (AVX-512) and f16_avx2_amd64.s (AVX2) off (the
 // 4-row kernels, as before them; n=4 always takes the 4-row × 4-token
-// kernels).
+// kernels); kind=BF16-mul has the VDPBF16PS kernels off (the one-token
+// kernel that multiplies, then adds; BF16 is that kernel again where the
+// CPU takes no VDPBF16PS kernels). The Llama-3.2-1B ffn_down shape (rows
+// of 8,192 columns) runs beside the Qwen2.5-0.5B ones.
 // Each shape, token count and thread count runs its cases back to back.
 func BenchmarkFloatDecode(b *testing.B) {
 	benchFloatDecode(b, []int{1, 4}, []int{1, 2})
@@ -84,12 +88,12 @@ func BenchmarkFloatDecodeAVX2(b *testing.B) {
 // benchFloatDecode runs the decode cases for the given token and thread
 // counts.
 func benchFloatDecode(b *testing.B, ns, threads []int) {
-	for _, sh := range benchShapes {
+	for _, sh := range append(benchShapes[:len(benchShapes):len(benchShapes)], prefillShapesLlama[1]) {
 		size := sh.rows * sh.cols * 2
 		copies := max(1, (coldBytes+size-1)/size)
 		for _, n := range ns {
 			for _, th := range threads {
-				for _, kind := range []string{"F16", "F16-4row", "BF16", "BF16-4row", "memsum"} {
+				for _, kind := range []string{"F16", "F16-4row", "BF16", "BF16-mul", "BF16-4row", "memsum"} {
 					b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
 						p := NewPool(th)
 						defer p.Close()
@@ -102,8 +106,9 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 						if strings.HasPrefix(kind, "BF16") {
 							typ = ggml.TypeBF16
 						}
-						defer func(on bool) { floatDecode8 = on }(floatDecode8)
+						defer func(on, dot bool) { floatDecode8, bf16Dot = on, dot }(floatDecode8, bf16Dot)
 						floatDecode8 = !old
+						bf16Dot = bf16Dot && kind == "BF16"
 						src := benchMatrix(b, typ, sh.rows, sh.cols)
 						ms := []*Matrix{src}
 						for len(ms) < copies {
@@ -115,6 +120,9 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 						}
 						x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
 						y := make([]float32, n*sh.rows)
+						for _, m := range ms { // a BF16 matrix's first call scans its range
+							p.MatMul(y, m, x, n)
+						}
 						i := 0
 						cpu := startCPU(b)
 						for b.Loop() {
@@ -144,15 +152,17 @@ var prefillShapesLlama = []struct {
 // prefill multiplies by its last token only) and two Llama-3.2-1B ones
 // in GFLOP per CPU-second (2·rows·cols·n per op). BF16 takes the
 // VDPBF16PS kernels where the CPU has them (else it is BF16-fma again);
-// BF16-fma has them off (the fused-multiply-add kernels); BF16-before
-// also has those off (the multiply-then-add kernels) and takes rows whole,
-// as before both. Each shape and thread count runs its cases back to back.
+// BF16-16rows is BF16 with work items of 16 rows instead of
+// floatTileRows; BF16-fma has the VDPBF16PS kernels off (the
+// fused-multiply-add kernels); BF16-before also has those off (the
+// multiply-then-add kernels) and takes rows whole, as before both. Each
+// shape and thread count runs its cases back to back.
 func BenchmarkFloatPrefill(b *testing.B) {
 	const n = 512
 	shapes := append(benchShapes[:3:3], prefillShapesLlama...)
 	for _, sh := range shapes {
 		for _, th := range []int{1, 2} {
-			for _, kind := range []string{"F16", "BF16", "BF16-fma", "BF16-before"} {
+			for _, kind := range []string{"F16", "BF16", "BF16-16rows", "BF16-fma", "BF16-before"} {
 				b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
 					p := NewPool(th)
 					defer p.Close()
@@ -160,15 +170,23 @@ func BenchmarkFloatPrefill(b *testing.B) {
 					if strings.HasPrefix(kind, "BF16") {
 						typ = ggml.TypeBF16
 					}
-					defer func(on, dot bool, mn int) { bf16FMA, bf16Dot, floatChunkMin16 = on, dot, mn }(bf16FMA, bf16Dot, floatChunkMin16)
+					defer func(on, dot bool, mn, tr int) {
+						bf16FMA, bf16Dot, floatChunkMin16, floatTileRows = on, dot, mn, tr
+					}(bf16FMA, bf16Dot, floatChunkMin16, floatTileRows)
 					bf16FMA = kind != "BF16-before"
-					bf16Dot = hasBF16Dot && kind == "BF16"
+					bf16Dot = bf16Dot && (kind == "BF16" || kind == "BF16-16rows")
+					if kind == "BF16-16rows" {
+						floatTileRows = 16
+					}
 					if kind == "BF16-before" {
 						floatChunkMin16 = math.MaxInt
 					}
 					m := benchMatrix(b, typ, sh.rows, sh.cols)
 					x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
 					y := make([]float32, n*sh.rows)
+					// Untimed: the first call writes y's fresh pages, which
+					// cost about 12 µs each on some virtual machines.
+					p.MatMul(y, m, x, n)
 					cpu := startCPU(b)
 					for b.Loop() {
 						p.MatMul(y, m, x, n)
@@ -202,6 +220,9 @@ func BenchmarkFloatAVX2Batch(b *testing.B) {
 					m := benchMatrix(b, typ, sh.rows, sh.cols)
 					x := randomActs(rand.New(rand.NewPCG(5, 6)), n*sh.cols)
 					y := make([]float32, n*sh.rows)
+					// Untimed: the first call writes y's fresh pages, which
+					// cost about 12 µs each on some virtual machines.
+					p.MatMul(y, m, x, n)
 					cpu := startCPU(b)
 					for b.Loop() {
 						p.MatMul(y, m, x, n)
@@ -210,5 +231,45 @@ func BenchmarkFloatAVX2Batch(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkBF16DotKernel times the 4-row × 4-token BF16 kernels alone on a
+// tile that stays in L1 (4 rows × 1,024 columns, 4 tokens): kind=dot the
+// VDPBF16PS kernel, kind=fma the fused-multiply-add one, in GFLOP/s
+// (2·16·1,024 per call): what the instructions give when no operand
+// waits on a cache miss, the bound of the MatMul figures of
+// BenchmarkFloatPrefill.
+func BenchmarkBF16DotKernel(b *testing.B) {
+	if !hasBF16Dot {
+		b.Skip("no VDPBF16PS that passes the probe")
+	}
+	const cols = 1024
+	rng := rand.New(rand.NewPCG(3, 4))
+	w := make([]byte, 4*cols*2)
+	for i := 0; i < 4*cols; i++ {
+		v := ggml.F32ToBF16(float32(rng.NormFloat64()))
+		w[2*i], w[2*i+1] = byte(v), byte(v>>8)
+	}
+	x := make([]float32, 4*cols)
+	for i := range x {
+		x[i] = ggml.BF16ToF32(ggml.F32ToBF16(float32(rng.NormFloat64())))
+	}
+	xp := make([]uint16, 4*cols)
+	for t := 0; t < 4; t++ {
+		packBF16Pairs(xp[t*cols:(t+1)*cols], x[t*cols:(t+1)*cols])
+	}
+	var acc [16]float32
+	for _, kind := range []string{"dot", "fma"} {
+		b.Run("kind="+kind, func(b *testing.B) {
+			for b.Loop() {
+				if kind == "dot" {
+					bf16dDot4x4RAVX512(&w[0], cols*2, (*float32)(unsafe.Pointer(&xp[0])), cols*2, cols/16, &acc[0])
+				} else {
+					bf16fDot4x4RAVX512(&w[0], cols*2, &x[0], cols*4, cols/16, &acc[0])
+				}
+			}
+			b.ReportMetric(2*16*cols*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
 }

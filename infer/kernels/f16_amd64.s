@@ -151,8 +151,8 @@ TEXT ·bf16Dot8x1AVX512(SB), NOSPLIT, $0-40
 // it gives the canonical bits: bf16dot_amd64.go). As bf16Dot8x1AVX512,
 // 8 rows one after the other, each row's 16 canonical accumulators in one
 // register, then REDUCE8; a step takes 32 columns: the 64-byte weight
-// load permuted by VPERMW (bf16dperm: word 2l+1 = column l, word 2l =
-// column l+16) and the activations already in that pair layout (acts.bp),
+// load permuted by VPERMW (·bf16dPerm, in matmul_amd64.s: word 2l+1 =
+// column l, word 2l = column l+16) and the activations already in that pair layout (acts.bp),
 // so that lane l adds column l, then column l+16. The Go assembler does
 // not know VDPBF16PS; DPn is its encoding for VDPBF16PS Z20, Z16, Zn.
 #define DP0 BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xc4
@@ -193,24 +193,6 @@ odd: \
 next: \
 	ADDQ DX, R11
 
-// The pair-layout permutation of VPERMW (as bf16dperm in matmul_amd64.s).
-DATA bf16dpermD<>+0(SB)/4, $0x00000010
-DATA bf16dpermD<>+4(SB)/4, $0x00010011
-DATA bf16dpermD<>+8(SB)/4, $0x00020012
-DATA bf16dpermD<>+12(SB)/4, $0x00030013
-DATA bf16dpermD<>+16(SB)/4, $0x00040014
-DATA bf16dpermD<>+20(SB)/4, $0x00050015
-DATA bf16dpermD<>+24(SB)/4, $0x00060016
-DATA bf16dpermD<>+28(SB)/4, $0x00070017
-DATA bf16dpermD<>+32(SB)/4, $0x00080018
-DATA bf16dpermD<>+36(SB)/4, $0x00090019
-DATA bf16dpermD<>+40(SB)/4, $0x000a001a
-DATA bf16dpermD<>+44(SB)/4, $0x000b001b
-DATA bf16dpermD<>+48(SB)/4, $0x000c001c
-DATA bf16dpermD<>+52(SB)/4, $0x000d001d
-DATA bf16dpermD<>+56(SB)/4, $0x000e001e
-DATA bf16dpermD<>+60(SB)/4, $0x000f001f
-GLOBL bf16dpermD<>(SB), RODATA|NOPTR, $64
 
 // func bf16dDot8x1AVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
 TEXT ·bf16dDot8x1AVX512(SB), NOSPLIT, $0-40
@@ -222,7 +204,7 @@ TEXT ·bf16dDot8x1AVX512(SB), NOSPLIT, $0-40
 	MOVQ R9, R12
 	ANDQ $1, R12
 	SHRQ $1, R9
-	VMOVDQU16 bf16dpermD<>(SB), Z24
+	VMOVDQU16 ·bf16dPerm(SB), Z24
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2

@@ -9,9 +9,9 @@ import (
 )
 
 // floatTileRows is tileRows for AVX-512 batches of float weights: each
-// activation loaded from L2 serves twice the rows, which the VDPBF16PS
-// kernels (twice the products per instruction) need most
-// (docs/benchmarks.md, "F16 and BF16 prefill").
+// activation loaded from L2 serves twice the rows. Measured within noise
+// of 16 rows (BenchmarkFloatPrefill's BF16-16rows; docs/benchmarks.md,
+// "F16 and BF16 prefill"); the whole-model figures were taken with it.
 var floatTileRows = 32
 
 // tileRows is the number of output rows one work item computes (a

@@ -19,14 +19,15 @@ import "fmt"
 // each 64-byte weight load with VPERMW, and the activations come packed in
 // that order already (acts.bp).
 
-// bf16dPerm is the VPERMW index that takes 32 bf16 columns to the pair
-// layout: destination word 2l+1 is source word l, word 2l is word l+16.
+// bf16dPerm writes the VPERMW index that takes 32 bf16 columns to the
+// pair layout (destination word 2l+1 is source word l, word 2l is word
+// l+16), a package symbol that f16_amd64.s's one-token kernel loads too.
 func bf16dPerm() {
 	for w := 0; w < 32; w += 2 {
 		lo, hi := w/2+16, w/2 // words w (even) and w+1 (odd)
-		emit("DATA bf16dperm<>+%d(SB)/4, $0x%04x%04x", 2*w, hi, lo)
+		emit("DATA ·bf16dPerm+%d(SB)/4, $0x%04x%04x", 2*w, hi, lo)
 	}
-	emit("GLOBL bf16dperm<>(SB), RODATA|NOPTR, $64")
+	emit("GLOBL ·bf16dPerm(SB), RODATA|NOPTR, $64")
 }
 
 // evexDPBF16PS returns the bytes of VDPBF16PS zmm(src2), zmm(src1),
@@ -69,7 +70,7 @@ func genBF16Dot(nt int, reduce, accIn bool) {
 	emit("\tLEAQ (DX)(DX*2), BX")
 	emit("\tLEAQ (R8)(R8*2), R9")
 	emit("\tLEAQ (SI)(DX*8), AX") // prefetch pointer: two 4-row groups ahead, linear
-	emit("\tVMOVDQU16 bf16dperm<>(SB), Z24")
+	emit("\tVMOVDQU16 ·bf16dPerm(SB), Z24")
 	if accIn {
 		emit("\tMOVQ acc+40(FP), R10")
 	}
