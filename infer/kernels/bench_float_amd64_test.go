@@ -66,6 +66,8 @@ func memSum(p *Pool, data []uint64, sums []uint64) {
 // kind=F16-4row and BF16-4row are the same MatMul with the one-token
 // kernels of f16_amd64.s (AVX-512) and f16_avx2_amd64.s (AVX2) off (the
 // 4-row kernels, as before them; n=4 always takes the 4-row × 4-token
+// kernels); kind=F16-chain and BF16-chain take the one-token kernels that
+// run their 8 rows' chains one after the other (as before the leapfrog
 // kernels); kind=BF16-mul has the VDPBF16PS kernels off (the one-token
 // kernel that multiplies, then adds; BF16 is that kernel again where the
 // CPU takes no VDPBF16PS kernels). The Llama-3.2-1B ffn_down shape (rows
@@ -93,7 +95,7 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 		copies := max(1, (coldBytes+size-1)/size)
 		for _, n := range ns {
 			for _, th := range threads {
-				for _, kind := range []string{"F16", "F16-4row", "BF16", "BF16-mul", "BF16-4row", "memsum"} {
+				for _, kind := range []string{"F16", "F16-chain", "F16-4row", "BF16", "BF16-chain", "BF16-mul", "BF16-4row", "memsum"} {
 					b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
 						p := NewPool(th)
 						defer p.Close()
@@ -108,7 +110,15 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 						}
 						defer func(on, dot bool) { floatDecode8, bf16Dot = on, dot }(floatDecode8, bf16Dot)
 						floatDecode8 = !old
-						bf16Dot = bf16Dot && kind == "BF16"
+						if kind == "F16-chain" {
+							defer func(k decodeKernel) { decodeFloat[ggml.TypeF16] = k }(decodeFloat[ggml.TypeF16])
+							decodeFloat[ggml.TypeF16] = f16Dot8x1AVX512
+						}
+						if kind == "BF16-chain" {
+							defer func(k func(*byte, int, *uint16, int, *float32)) { bf16dDecode = k }(bf16dDecode)
+							bf16dDecode = bf16dDot8x1AVX512
+						}
+						bf16Dot = bf16Dot && (kind == "BF16" || kind == "BF16-chain")
 						src := benchMatrix(b, typ, sh.rows, sh.cols)
 						ms := []*Matrix{src}
 						for len(ms) < copies {

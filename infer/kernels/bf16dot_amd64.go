@@ -113,6 +113,14 @@ func bf16PackWanted(n, cols int) bool {
 //go:noescape
 func bf16dDot8x1AVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
 
+//go:noescape
+func bf16dDot8x1LeapAVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
+
+// bf16dDecode is the VDPBF16PS one-token kernel matmulBF16DotDecode
+// takes: the leapfrog kernel (bf16dDot8x1AVX512, one chain at a time, in
+// benchmarks that compare the two).
+var bf16dDecode = bf16dDot8x1LeapAVX512
+
 // bf16DotDecode reports whether one token of a (packed, a.n == 1) takes
 // the VDPBF16PS one-token kernel against m: a BF16 matrix made by
 // NewMatrix whose whole range (scanned once, then cached) and the token's
@@ -131,7 +139,7 @@ func matmulBF16DotDecode(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	rb := m.RowBytes
 	g := r0
 	for ; g+8 <= r1; g += 8 {
-		bf16dDot8x1AVX512(&m.Data[g*rb], rb, &a.bp[0], m.Cols/32, &y[g])
+		bf16dDecode(&m.Data[g*rb], rb, &a.bp[0], m.Cols/32, &y[g])
 	}
 	if g < r1 {
 		matmulFloatN(y, m, a, g, r1, &floatSets{plain: &floatSet{lanes: [4]floatKernel{bf16Dot4x1AVX512}, reduced: [4]floatKernel{bf16Dot4x1RAVX512}}}, 1)

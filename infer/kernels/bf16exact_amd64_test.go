@@ -330,9 +330,11 @@ func TestCPUIsAMD(t *testing.T) {
 }
 
 // TestMatMulBF16DotDecode checks one token of BF16 weights on the
-// VDPBF16PS one-token kernel bit for bit against the portable kernels:
-// ordinary weights (the kernel must run: bf16DotDecode accepts them),
-// rows past the last whole 8-row group, rows that are not whole 32-column
+// VDPBF16PS one-token kernels (the leapfrog one MatMul takes, and the
+// one-chain-at-a-time one) bit for bit against the portable kernels:
+// ordinary weights, an even and an odd number of 32-column steps a row
+// (the kernel must run: bf16DotDecode accepts them), rows past the last
+// whole 8-row group, rows that are not whole 32-column
 // groups (the kernel must not run), a hand-built Matrix (no cached range:
 // it must not run), and tiny weights, where the kernel called directly
 // gives other bits (so the range check is what the result rests on).
@@ -358,6 +360,8 @@ func TestMatMulBF16DotDecode(t *testing.T) {
 	}{
 		{"ordinary", 896, 0.05, false, true},
 		{"ordinary, long rows", 2048, 0.05, false, true},
+		{"an odd number of 32-column groups", 928, 0.05, false, true},
+		{"one 32-column group", 32, 0.05, false, true},
 		{"rows of 912 columns", 912, 0.05, false, false},
 		{"hand-built matrix", 896, 0.05, true, false},
 		// Products near 2^-140: subnormal, which VDPBF16PS flushes.
@@ -406,12 +410,16 @@ func TestMatMulBF16DotDecode(t *testing.T) {
 					t.Fatal("the kernel gave the canonical bits on tiny weights: the case does not test the check")
 				}
 			}
+			defer func(k func(*byte, int, *uint16, int, *float32)) { bf16dDecode = k }(bf16dDecode)
+			kernels := map[string]func(*byte, int, *uint16, int, *float32){"leapfrog": bf16dDot8x1LeapAVX512, "chain": bf16dDot8x1AVX512}
 			for th, p := range pools {
 				for _, on := range []bool{true, false} {
-					bf16Dot = on
-					got := make([]float32, rows)
-					p.MatMul(got, m, x, 1)
-					bitsEqual(t, fmt.Sprintf("%d threads, VDPBF16PS %v", th, on), got, want)
+					for name, k := range kernels {
+						bf16Dot, bf16dDecode = on, k
+						got := make([]float32, rows)
+						p.MatMul(got, m, x, 1)
+						bitsEqual(t, fmt.Sprintf("%d threads, VDPBF16PS %v, %s kernel", th, on, name), got, want)
+					}
 				}
 			}
 		})

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -49,6 +50,48 @@ func TestQ6KDecodeKernels(t *testing.T) {
 						p.MatMul(got, m, x, 1)
 						bitsEqual(t, "one token", got, want)
 					})
+				}
+			}
+		}
+	}
+}
+
+// TestF16DecodeKernels checks both one-token F16 kernels of the AVX-512
+// variant (the leapfrog kernel MatMul takes, and the one-chain-at-a-time
+// kernel the benchmarks compare it with) bit for bit against the portable
+// MatMul, on rows of one to 512 steps of 16 columns, odd and even (the
+// leapfrog kernel's halves differ by one step when the count is odd), with
+// weights that reach F16's extremes.
+func TestF16DecodeKernels(t *testing.T) {
+	if BestISA() < ISAAVX512 {
+		t.Skip("no AVX-512")
+	}
+	defer SetISA(SetISA(ISAGeneric))
+	p := NewPool(1)
+	defer p.Close()
+	kernels := map[string]decodeKernel{"leap": f16Dot8x1LeapAVX512, "chain": f16Dot8x1AVX512}
+	for _, n16 := range []int{1, 2, 3, 56, 57, 64, 304, 512} {
+		rows, cols := 16, n16*16
+		rng := rand.New(rand.NewPCG(13, uint64(n16)))
+		m, err := NewMatrix(ggml.TypeF16, rows, cols, extremeFloatWeights(rng, ggml.TypeF16, rows, cols))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := randomActs(rng, cols)
+		SetISA(ISAGeneric)
+		want := make([]float32, rows)
+		p.MatMul(want, m, x, 1)
+		for i, v := range x { // the kernels take the activations rounded to f16
+			x[i] = f16Table[ggml.F32ToF16(v)]
+		}
+		for name, k := range kernels {
+			got := make([]float32, rows)
+			for g := 0; g < rows; g += 8 {
+				k(&m.Data[g*m.RowBytes], m.RowBytes, &x[0], n16, &got[g])
+			}
+			for r := range got {
+				if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+					t.Fatalf("%s, %d columns, row %d: %v (%#x), want %v (%#x)", name, cols, r, got[r], math.Float32bits(got[r]), want[r], math.Float32bits(want[r]))
 				}
 			}
 		}

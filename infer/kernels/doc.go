@@ -227,15 +227,17 @@
 //     range (scanned once, on the first call, and cached in the Matrix)
 //     and the token's.
 //   - One token of F16 or BF16 weights (decode) whose columns are a whole
-//     number of 16 runs an 8-row kernel (f16_amd64.s) that reads the 8
-//     rows one after the other, each row's 16 accumulators in one register,
-//     and reduces the 8 rows together by the fixed tree. Consecutive rows
-//     are one ascending stream of addresses, which the hardware prefetchers
-//     follow; rows read side by side (the 4-row kernel's 4 streams, with
-//     its software prefetches) measured at about half that rate on
-//     matrices larger than the caches (docs/benchmarks.md). The next row's
-//     loads and products can overlap a row's chain of dependent adds out
-//     of order.
+//     number of 16 runs an 8-row kernel (f16_amd64.s), each row's 16
+//     accumulators in one register, the 8 rows reduced together by the
+//     fixed tree. A row's adds form one chain of dependent steps, which
+//     bounds a long row, so the kernels (F16, and BF16 on VDPBF16PS) keep
+//     two chains in flight: row k-1's second half beside row k's first
+//     half, each row still in column order. Two pointers half a row apart
+//     are two streams, which the hardware prefetchers follow at about half
+//     the rate of one, so one software prefetch sweeps the 8 rows in
+//     address order a fixed distance ahead (3 KiB), one line a step
+//     (docs/benchmarks.md, "F16 and BF16 decode"). BF16 without VDPBF16PS
+//     takes the 8 rows one after the other (multiply, then add).
 //
 // The activation quantizers (Q8_0, Q8_1, Q8_K, and the rounding to bf16
 // with each token's exponent range) and Dot, DotF16, AXPY, AXPYF16 have

@@ -6,6 +6,9 @@ import "github.com/muserhq/muser/infer/ggml"
 func f16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
 //go:noescape
+func f16Dot8x1LeapAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
+//go:noescape
 func bf16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
 // decodeKernel is an 8-row, one-token kernel of f16_amd64.s: it leaves the
@@ -14,7 +17,7 @@ type decodeKernel func(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
 // decodeFloat maps the 16-bit float types to their one-token kernels.
 var decodeFloat = map[ggml.Type]decodeKernel{
-	ggml.TypeF16:  f16Dot8x1AVX512,
+	ggml.TypeF16:  f16Dot8x1LeapAVX512,
 	ggml.TypeBF16: bf16Dot8x1AVX512,
 }
 

@@ -5,14 +5,11 @@
 // whole number of 16. Each row keeps its 16 canonical lane accumulators in
 // one register (column c goes to lane c mod 16, in column order: F16 by
 // FMA, as the f16×f16 product is exact; BF16 by a rounded multiply, then
-// the add). The rows are read one after the other, so that the 8 rows — and
-// a sweep of consecutive groups — are one ascending stream of addresses,
-// which the hardware prefetchers follow (2, 4 or 8 rows read side by side,
-// with or without software prefetches, measured at about half the rate on
-// matrices larger than the caches: docs/benchmarks.md). The next row's
-// loads and products can overlap a row's chain of dependent adds out of
-// order. Then the 8 rows are reduced together by the fixed tree, applied
-// to each row: +8, +4, +2, +1 (f16Perm puts the 8 sums in row order).
+// the add, or by VDPBF16PS in the pair layout below). Then the 8 rows are
+// reduced together by the fixed tree, applied to each row: +8, +4, +2, +1
+// (f16Perm puts the 8 sums in row order). The ROW kernels run the rows one
+// after the other, one ascending stream of addresses; the leapfrog kernels
+// at the end keep two rows' chains in flight and prefetch in software.
 
 // f16Perm gathers the 8 row sums of the transposing reduction: row j lies
 // in lane 4·(j mod 4) + 2·(j / 4).
@@ -98,11 +95,11 @@ odd: \
 next: \
 	ADDQ DX, R11
 
-#define PROLOGUE \
+#define PROLOGUE(steps) \
 	MOVQ w+0(FP), R11 \
 	MOVQ rowBytes+8(FP), DX \
 	MOVQ x+16(FP), R8 \
-	MOVQ n16+24(FP), R9 \
+	MOVQ steps+24(FP), R9 \
 	MOVQ acc+32(FP), R10 \
 	MOVQ R9, R12 \
 	ANDQ $1, R12 \
@@ -118,7 +115,7 @@ next: \
 
 // func f16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 TEXT ·f16Dot8x1AVX512(SB), NOSPLIT, $0-40
-	PROLOGUE
+	PROLOGUE(n16)
 	ROW(F16STEP, Z0, f16l0, f16o0, f16n0)
 	ROW(F16STEP, Z1, f16l1, f16o1, f16n1)
 	ROW(F16STEP, Z2, f16l2, f16o2, f16n2)
@@ -133,7 +130,7 @@ TEXT ·f16Dot8x1AVX512(SB), NOSPLIT, $0-40
 
 // func bf16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 TEXT ·bf16Dot8x1AVX512(SB), NOSPLIT, $0-40
-	PROLOGUE
+	PROLOGUE(n16)
 	ROW(BF16STEP, Z0, bf16l0, bf16o0, bf16n0)
 	ROW(BF16STEP, Z1, bf16l1, bf16o1, bf16n1)
 	ROW(BF16STEP, Z2, bf16l2, bf16o2, bf16n2)
@@ -196,23 +193,8 @@ next: \
 
 // func bf16dDot8x1AVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
 TEXT ·bf16dDot8x1AVX512(SB), NOSPLIT, $0-40
-	MOVQ w+0(FP), R11
-	MOVQ rowBytes+8(FP), DX
-	MOVQ x+16(FP), R8
-	MOVQ n32+24(FP), R9
-	MOVQ acc+32(FP), R10
-	MOVQ R9, R12
-	ANDQ $1, R12
-	SHRQ $1, R9
+	PROLOGUE(n32)
 	VMOVDQU16 ·bf16dPerm(SB), Z24
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
 	ROWD(DP0, bf16dl0, bf16do0, bf16dn0)
 	ROWD(DP1, bf16dl1, bf16do1, bf16dn1)
 	ROWD(DP2, bf16dl2, bf16do2, bf16dn2)
@@ -221,6 +203,158 @@ TEXT ·bf16dDot8x1AVX512(SB), NOSPLIT, $0-40
 	ROWD(DP5, bf16dl5, bf16do5, bf16dn5)
 	ROWD(DP6, bf16dl6, bf16do6, bf16dn6)
 	ROWD(DP7, bf16dl7, bf16do7, bf16dn7)
+	REDUCE8
+	VZEROUPPER
+	RET
+
+// The leapfrog kernels compute what the ROW kernels compute, two of the 8
+// chains in flight at a time: a row's chain of dependent steps (an FMA
+// every 16 columns, 4 cycles each; a VDPBF16PS every 32) bounds a long
+// row, which otherwise waits on its own adds. Phase 0 runs row 0's first
+// half; phase k (1..7) row k-1's second half beside row k's first half,
+// step by step; phase 8 row 7's second half. Each row's chain keeps its
+// order (its first half, then its second). Two pointers half a row apart
+// defeat the hardware prefetchers (on their own they read at about 0.55
+// of a plain read), so a software prefetch sweeps the weights once, in
+// order, PFDIST bytes ahead of the newer pointer: phase k prefetches
+// [row k + PFDIST, row k+1 + PFDIST), 2·SZ bytes a step (docs/
+// benchmarks.md, "F16 and BF16 decode").
+//
+// A kernel passes its step STEP(w, x, off, acc) (weights at off(w),
+// activations at off·XS(x)), SZ its weight bytes, XADV(r) advancing an
+// activation pointer r by BX weight bytes' worth, and PF the prefetches of
+// a step. BX = h·SZ (h = steps/2 in a first half), R12 = steps mod 2 (a
+// second half's extra step); AX runs over a half's weight bytes, R9 is the
+// phase's prefetch base.
+#define PFDIST 3072
+
+// LHEAD runs row 0's first half into acc, leaving R13/R14 at its second.
+#define LHEAD(STEP, SZ, XADV, PF, acc, lbl, done) \
+	MOVQ R11, R13 \
+	MOVQ R8, R14 \
+	LEAQ PFDIST(R13), R9 \
+	XORQ AX, AX \
+	TESTQ BX, BX \
+	JEQ done \
+lbl: \
+	PF \
+	STEP(R13, R14, AX, acc) \
+	ADDQ $SZ, AX \
+	CMPQ AX, BX \
+	JLT lbl \
+done: \
+	ADDQ BX, R13 \
+	XADV(R14) \
+	ADDQ DX, R11
+
+// LPAIR runs the previous row's second half into accA beside this row's
+// first half into accB.
+#define LPAIR(STEP, SZ, XADV, PF, accA, accB, lbl, odd, next) \
+	MOVQ R13, SI \
+	MOVQ R14, DI \
+	MOVQ R11, R13 \
+	MOVQ R8, R14 \
+	LEAQ PFDIST(R13), R9 \
+	XORQ AX, AX \
+	TESTQ BX, BX \
+	JEQ odd \
+lbl: \
+	PF \
+	STEP(SI, DI, AX, accA) \
+	STEP(R13, R14, AX, accB) \
+	ADDQ $SZ, AX \
+	CMPQ AX, BX \
+	JLT lbl \
+odd: \
+	TESTQ R12, R12 \
+	JEQ next \
+	STEP(SI, DI, BX, accA) \
+next: \
+	ADDQ BX, R13 \
+	XADV(R14) \
+	ADDQ DX, R11
+
+// LTAIL runs row 7's second half into acc.
+#define LTAIL(STEP, SZ, acc, lbl, odd, next) \
+	XORQ AX, AX \
+	TESTQ BX, BX \
+	JEQ odd \
+lbl: \
+	STEP(R13, R14, AX, acc) \
+	ADDQ $SZ, AX \
+	CMPQ AX, BX \
+	JLT lbl \
+odd: \
+	TESTQ R12, R12 \
+	JEQ next \
+	STEP(R13, R14, BX, acc) \
+next:
+
+// F16: 16 columns (32 bytes) a step, activations float32 (twice the
+// offset), one line prefetched a step.
+#define F16LSTEP(w, xx, off, acc) \
+	VCVTPH2PS (w)(off*1), Z16 \
+	VFMADD231PS (xx)(off*2), Z16, acc
+
+#define F16XADV(r) \
+	ADDQ BX, r \
+	ADDQ BX, r
+
+#define F16PF PREFETCHT0 (R9)(AX*2)
+
+#define F16HEAD(acc, lbl, done) LHEAD(F16LSTEP, 32, F16XADV, F16PF, acc, lbl, done)
+#define F16PAIR(accA, accB, lbl, odd, next) LPAIR(F16LSTEP, 32, F16XADV, F16PF, accA, accB, lbl, odd, next)
+
+// func f16Dot8x1LeapAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+TEXT ·f16Dot8x1LeapAVX512(SB), NOSPLIT, $0-40
+	PROLOGUE(n16)
+	MOVQ R9, BX
+	SHLQ $5, BX
+	F16HEAD(Z0, f16h0, f16hd)
+	F16PAIR(Z0, Z1, f16p1, f16q1, f16r1)
+	F16PAIR(Z1, Z2, f16p2, f16q2, f16r2)
+	F16PAIR(Z2, Z3, f16p3, f16q3, f16r3)
+	F16PAIR(Z3, Z4, f16p4, f16q4, f16r4)
+	F16PAIR(Z4, Z5, f16p5, f16q5, f16r5)
+	F16PAIR(Z5, Z6, f16p6, f16q6, f16r6)
+	F16PAIR(Z6, Z7, f16p7, f16q7, f16r7)
+	LTAIL(F16LSTEP, 32, Z7, f16t, f16to, f16tn)
+	REDUCE8
+	VZEROUPPER
+	RET
+
+// BF16 on VDPBF16PS (bf16dDot8x1AVX512's step, DP the accumulator's
+// encoding): 32 columns (64 bytes) a step, activations bf16 in the pair
+// layout (the same offset), two lines prefetched a step.
+#define BF16LSTEP(w, xx, off, DP) \
+	VPERMW (w)(off*1), Z24, Z16 \
+	VMOVDQU16 (xx)(off*1), Z20 \
+	DP
+
+#define BF16XADV(r) ADDQ BX, r
+
+#define BF16PF \
+	PREFETCHT0 (R9)(AX*2) \
+	PREFETCHT0 64(R9)(AX*2)
+
+#define BF16HEAD(DP, lbl, done) LHEAD(BF16LSTEP, 64, BF16XADV, BF16PF, DP, lbl, done)
+#define BF16PAIR(DPA, DPB, lbl, odd, next) LPAIR(BF16LSTEP, 64, BF16XADV, BF16PF, DPA, DPB, lbl, odd, next)
+
+// func bf16dDot8x1LeapAVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
+TEXT ·bf16dDot8x1LeapAVX512(SB), NOSPLIT, $0-40
+	PROLOGUE(n32)
+	MOVQ R9, BX
+	SHLQ $6, BX
+	VMOVDQU16 ·bf16dPerm(SB), Z24
+	BF16HEAD(DP0, bdh0, bdhd)
+	BF16PAIR(DP0, DP1, bdp1, bdq1, bdr1)
+	BF16PAIR(DP1, DP2, bdp2, bdq2, bdr2)
+	BF16PAIR(DP2, DP3, bdp3, bdq3, bdr3)
+	BF16PAIR(DP3, DP4, bdp4, bdq4, bdr4)
+	BF16PAIR(DP4, DP5, bdp5, bdq5, bdr5)
+	BF16PAIR(DP5, DP6, bdp6, bdq6, bdr6)
+	BF16PAIR(DP6, DP7, bdp7, bdq7, bdr7)
+	LTAIL(BF16LSTEP, 64, DP7, bdt, bdto, bdtn)
 	REDUCE8
 	VZEROUPPER
 	RET
