@@ -68,7 +68,8 @@ func memSum(p *Pool, data []uint64, sums []uint64) {
 // 4-row kernels, as before them; n=4 always takes the 4-row × 4-token
 // kernels); kind=F16-chain and BF16-chain take the one-token kernels that
 // run their 8 rows' chains one after the other (as before the leapfrog
-// kernels); kind=BF16-mul has the VDPBF16PS kernels off (the one-token
+// kernels), kind=BF16-leap the leapfrog one on every shape (BF16 takes it
+// on rows of fewer than bf16dLeapCols columns); kind=BF16-mul has the VDPBF16PS kernels off (the one-token
 // kernel that multiplies, then adds; BF16 is that kernel again where the
 // CPU takes no VDPBF16PS kernels). The Llama-3.2-1B ffn_down shape (rows
 // of 8,192 columns) runs beside the Qwen2.5-0.5B ones.
@@ -95,7 +96,7 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 		copies := max(1, (coldBytes+size-1)/size)
 		for _, n := range ns {
 			for _, th := range threads {
-				for _, kind := range []string{"F16", "F16-chain", "F16-4row", "BF16", "BF16-chain", "BF16-mul", "BF16-4row", "memsum"} {
+				for _, kind := range []string{"F16", "F16-chain", "F16-4row", "BF16", "BF16-chain", "BF16-leap", "BF16-mul", "BF16-4row", "memsum"} {
 					b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
 						p := NewPool(th)
 						defer p.Close()
@@ -114,11 +115,14 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 							defer func(k decodeKernel) { decodeFloat[ggml.TypeF16] = k }(decodeFloat[ggml.TypeF16])
 							decodeFloat[ggml.TypeF16] = f16Dot8x1AVX512
 						}
-						if kind == "BF16-chain" {
-							defer func(k func(*byte, int, *uint16, int, *float32)) { bf16dDecode = k }(bf16dDecode)
-							bf16dDecode = bf16dDot8x1AVX512
+						defer func(c int) { bf16dLeapCols = c }(bf16dLeapCols)
+						switch kind {
+						case "BF16-chain":
+							bf16dLeapCols = 0
+						case "BF16-leap":
+							bf16dLeapCols = math.MaxInt
 						}
-						bf16Dot = bf16Dot && (kind == "BF16" || kind == "BF16-chain")
+						bf16Dot = bf16Dot && (kind == "BF16" || kind == "BF16-chain" || kind == "BF16-leap")
 						src := benchMatrix(b, typ, sh.rows, sh.cols)
 						ms := []*Matrix{src}
 						for len(ms) < copies {

@@ -116,10 +116,14 @@ func bf16dDot8x1AVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
 //go:noescape
 func bf16dDot8x1LeapAVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
 
-// bf16dDecode is the VDPBF16PS one-token kernel matmulBF16DotDecode
-// takes: the leapfrog kernel (bf16dDot8x1AVX512, one chain at a time, in
-// benchmarks that compare the two).
-var bf16dDecode = bf16dDot8x1LeapAVX512
+// bf16dLeapCols: one token against rows of fewer columns takes the
+// leapfrog VDPBF16PS kernel (two rows' chains in flight, a software
+// prefetch sweep), longer rows the kernel that runs the rows one after the
+// other. Same bits. Measured (BenchmarkFloatDecode, Zen 5): the leapfrog
+// kernel reads rows of 896–3,072 columns at 0.94–1.13 of a plain read
+// against 0.75–0.99; on rows of 4,864 and 8,192 at 2 threads it reads at
+// 0.82–0.91 against 0.98–1.02 (at 1 thread it is ahead there too).
+var bf16dLeapCols = 4096
 
 // bf16DotDecode reports whether one token of a (packed, a.n == 1) takes
 // the VDPBF16PS one-token kernel against m: a BF16 matrix made by
@@ -137,9 +141,13 @@ func bf16DotDecode(m *Matrix, a *acts) bool {
 // one-token 4-row kernel, which gives the same bits.
 func matmulBF16DotDecode(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	rb := m.RowBytes
+	k := bf16dDot8x1AVX512
+	if m.Cols < bf16dLeapCols {
+		k = bf16dDot8x1LeapAVX512
+	}
 	g := r0
 	for ; g+8 <= r1; g += 8 {
-		bf16dDecode(&m.Data[g*rb], rb, &a.bp[0], m.Cols/32, &y[g])
+		k(&m.Data[g*rb], rb, &a.bp[0], m.Cols/32, &y[g])
 	}
 	if g < r1 {
 		matmulFloatN(y, m, a, g, r1, &floatSets{plain: &floatSet{lanes: [4]floatKernel{bf16Dot4x1AVX512}, reduced: [4]floatKernel{bf16Dot4x1RAVX512}}}, 1)

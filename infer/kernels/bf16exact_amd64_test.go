@@ -410,12 +410,12 @@ func TestMatMulBF16DotDecode(t *testing.T) {
 					t.Fatal("the kernel gave the canonical bits on tiny weights: the case does not test the check")
 				}
 			}
-			defer func(k func(*byte, int, *uint16, int, *float32)) { bf16dDecode = k }(bf16dDecode)
-			kernels := map[string]func(*byte, int, *uint16, int, *float32){"leapfrog": bf16dDot8x1LeapAVX512, "chain": bf16dDot8x1AVX512}
+			defer func(c int) { bf16dLeapCols = c }(bf16dLeapCols)
+			kernels := map[string]int{"leapfrog": math.MaxInt, "chain": 0}
 			for th, p := range pools {
 				for _, on := range []bool{true, false} {
-					for name, k := range kernels {
-						bf16Dot, bf16dDecode = on, k
+					for name, cols := range kernels {
+						bf16Dot, bf16dLeapCols = on, cols
 						got := make([]float32, rows)
 						p.MatMul(got, m, x, 1)
 						bitsEqual(t, fmt.Sprintf("%d threads, VDPBF16PS %v, %s kernel", th, on, name), got, want)

@@ -236,8 +236,12 @@
 //     are two streams, which the hardware prefetchers follow at about half
 //     the rate of one, so one software prefetch sweeps the 8 rows in
 //     address order a fixed distance ahead (3 KiB), one line a step
-//     (docs/benchmarks.md, "F16 and BF16 decode"). BF16 without VDPBF16PS
-//     takes the 8 rows one after the other (multiply, then add).
+//     (docs/benchmarks.md, "F16 and BF16 decode"). BF16 on VDPBF16PS
+//     takes that kernel on rows of fewer than 4,096 columns; on longer
+//     rows, where a VDPBF16PS chain (32 columns a step) does not bind and
+//     two threads' streams measured faster one row at a time, it takes
+//     the rows one after the other, as BF16 without VDPBF16PS does
+//     (multiply, then add).
 //
 // The activation quantizers (Q8_0, Q8_1, Q8_K, and the rounding to bf16
 // with each token's exponent range) and Dot, DotF16, AXPY, AXPYF16 have
