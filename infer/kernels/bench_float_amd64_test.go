@@ -66,10 +66,11 @@ func memSum(p *Pool, data []uint64, sums []uint64) {
 // kind=F16-4row and BF16-4row are the same MatMul with the one-token
 // kernels of f16_amd64.s (AVX-512) and f16_avx2_amd64.s (AVX2) off (the
 // 4-row kernels, as before them; n=4 always takes the 4-row × 4-token
-// kernels); kind=F16-chain and BF16-chain take the one-token kernels that
-// run their 8 rows' chains one after the other (as before the leapfrog
-// kernels), kind=BF16-leap the leapfrog one on every shape (BF16 takes it
-// on rows of fewer than bf16dLeapCols columns); kind=BF16-mul has the VDPBF16PS kernels off (the one-token
+// kernels); kind=F16-chain, BF16-chain and BF16-mul-chain take the
+// one-token kernels that run their rows' chains one after the other (as
+// before the leapfrog kernels), kind=BF16-leap the leapfrog VDPBF16PS one
+// on every shape (BF16 takes it on rows of fewer than bf16dLeapCols
+// columns); kind=BF16-mul has the VDPBF16PS kernels off (the one-token
 // kernel that multiplies, then adds; BF16 is that kernel again where the
 // CPU takes no VDPBF16PS kernels). The Llama-3.2-1B ffn_down shape (rows
 // of 8,192 columns) runs beside the Qwen2.5-0.5B ones.
@@ -96,7 +97,7 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 		copies := max(1, (coldBytes+size-1)/size)
 		for _, n := range ns {
 			for _, th := range threads {
-				for _, kind := range []string{"F16", "F16-chain", "F16-4row", "BF16", "BF16-chain", "BF16-leap", "BF16-mul", "BF16-4row", "memsum"} {
+				for _, kind := range []string{"F16", "F16-chain", "F16-4row", "BF16", "BF16-chain", "BF16-leap", "BF16-mul", "BF16-mul-chain", "BF16-4row", "memsum"} {
 					b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
 						p := NewPool(th)
 						defer p.Close()
@@ -111,9 +112,9 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 						}
 						defer func(on, dot bool) { floatDecode8, bf16Dot = on, dot }(floatDecode8, bf16Dot)
 						floatDecode8 = !old
-						if kind == "F16-chain" {
-							defer func(k decodeKernel) { decodeFloat[ggml.TypeF16] = k }(decodeFloat[ggml.TypeF16])
-							decodeFloat[ggml.TypeF16] = f16Dot8x1AVX512
+						if strings.HasSuffix(kind, "-chain") { // the one-chain kernels, both variants
+							defer func(k, k2 decodeKernel) { decodeFloat[typ], decodeFloatAVX2[typ] = k, k2 }(decodeFloat[typ], decodeFloatAVX2[typ])
+							decodeFloat[typ], decodeFloatAVX2[typ] = chainDecodeFloat[typ], chainDecodeFloatAVX2[typ]
 						}
 						defer func(c int) { bf16dLeapCols = c }(bf16dLeapCols)
 						switch kind {

@@ -56,42 +56,62 @@ func TestQ6KDecodeKernels(t *testing.T) {
 	}
 }
 
-// TestF16DecodeKernels checks both one-token F16 kernels of the AVX-512
-// variant (the leapfrog kernel MatMul takes, and the one-chain-at-a-time
-// kernel the benchmarks compare it with) bit for bit against the portable
-// MatMul, on rows of one to 512 steps of 16 columns, odd and even (the
-// leapfrog kernel's halves differ by one step when the count is odd), with
-// weights that reach F16's extremes.
-func TestF16DecodeKernels(t *testing.T) {
-	if BestISA() < ISAAVX512 {
-		t.Skip("no AVX-512")
+// chainDecodeFloat and chainDecodeFloatAVX2 are the one-token kernels
+// that run their rows' chains one after the other, which the leapfrog
+// kernels of decodeFloat and decodeFloatAVX2 replaced: the benchmarks'
+// kind=…-chain and TestFloatDecodeKernels take them.
+var (
+	chainDecodeFloat     = map[ggml.Type]decodeKernel{ggml.TypeF16: f16Dot8x1AVX512, ggml.TypeBF16: bf16Dot8x1AVX512}
+	chainDecodeFloatAVX2 = map[ggml.Type]decodeKernel{ggml.TypeF16: f16Dot4x1SAVX2, ggml.TypeBF16: bf16Dot4x1SAVX2}
+)
+
+// TestFloatDecodeKernels checks every one-token F16 and BF16 kernel that
+// takes float32 activations (the leapfrog kernels MatMul takes and the
+// one-chain kernels the benchmarks compare them with, AVX-512 with 8 rows
+// a call and AVX2 with 4, where the CPU has them) bit for bit against the
+// portable MatMul, on rows of one to 512 steps of 16 columns, odd and even
+// (a leapfrog kernel's halves differ by one step when the count is odd),
+// with weights that reach the type's extremes.
+func TestFloatDecodeKernels(t *testing.T) {
+	type kernel struct {
+		isa  ISA
+		rows int
+		k    decodeKernel
 	}
 	defer SetISA(SetISA(ISAGeneric))
 	p := NewPool(1)
 	defer p.Close()
-	kernels := map[string]decodeKernel{"leap": f16Dot8x1LeapAVX512, "chain": f16Dot8x1AVX512}
-	for _, n16 := range []int{1, 2, 3, 56, 57, 64, 304, 512} {
-		rows, cols := 16, n16*16
-		rng := rand.New(rand.NewPCG(13, uint64(n16)))
-		m, err := NewMatrix(ggml.TypeF16, rows, cols, extremeFloatWeights(rng, ggml.TypeF16, rows, cols))
-		if err != nil {
-			t.Fatal(err)
+	for _, typ := range []ggml.Type{ggml.TypeF16, ggml.TypeBF16} {
+		kernels := map[string]kernel{
+			"AVX-512 leapfrog": {ISAAVX512, 8, decodeFloat[typ]}, "AVX-512 one chain": {ISAAVX512, 8, chainDecodeFloat[typ]},
+			"AVX2 leapfrog": {ISAAVX2, 4, decodeFloatAVX2[typ]}, "AVX2 one chain": {ISAAVX2, 4, chainDecodeFloatAVX2[typ]},
 		}
-		x := randomActs(rng, cols)
-		SetISA(ISAGeneric)
-		want := make([]float32, rows)
-		p.MatMul(want, m, x, 1)
-		for i, v := range x { // the kernels take the activations rounded to f16
-			x[i] = f16Table[ggml.F32ToF16(v)]
-		}
-		for name, k := range kernels {
-			got := make([]float32, rows)
-			for g := 0; g < rows; g += 8 {
-				k(&m.Data[g*m.RowBytes], m.RowBytes, &x[0], n16, &got[g])
+		for _, n16 := range []int{1, 2, 3, 56, 57, 64, 304, 512} {
+			rows, cols := 16, n16*16
+			rng := rand.New(rand.NewPCG(13, uint64(n16)<<8|uint64(typ)))
+			m, err := NewMatrix(typ, rows, cols, extremeFloatWeights(rng, typ, rows, cols))
+			if err != nil {
+				t.Fatal(err)
 			}
-			for r := range got {
-				if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
-					t.Fatalf("%s, %d columns, row %d: %v (%#x), want %v (%#x)", name, cols, r, got[r], math.Float32bits(got[r]), want[r], math.Float32bits(want[r]))
+			x := randomActs(rng, cols)
+			SetISA(ISAGeneric)
+			want := make([]float32, rows)
+			p.MatMul(want, m, x, 1)
+			a := new(acts) // the kernels take the activations rounded to the type
+			a.reset(kernelFor(typ).act, 1, cols)
+			a.quantRow(x, 0)
+			for name, k := range kernels {
+				if BestISA() < k.isa {
+					continue
+				}
+				got := make([]float32, rows)
+				for g := 0; g < rows; g += k.rows {
+					k.k(&m.Data[g*m.RowBytes], m.RowBytes, &a.f[0], n16, &got[g])
+				}
+				for r := range got {
+					if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+						t.Fatalf("%s, %s kernel, %d columns, row %d: %v (%#x), want %v (%#x)", typ, name, cols, r, got[r], math.Float32bits(got[r]), want[r], math.Float32bits(want[r]))
+					}
 				}
 			}
 		}

@@ -240,8 +240,8 @@
 //     takes that kernel on rows of fewer than 4,096 columns; on longer
 //     rows, where a VDPBF16PS chain (32 columns a step) does not bind and
 //     two threads' streams measured faster one row at a time, it takes
-//     the rows one after the other, as BF16 without VDPBF16PS does
-//     (multiply, then add).
+//     the rows one after the other. The AVX2 variant's one-token kernels
+//     (4 rows, f16_avx2_amd64.s) follow the same scheme.
 //
 // The activation quantizers (Q8_0, Q8_1, Q8_K, and the rounding to bf16
 // with each token's exponent range) and Dot, DotF16, AXPY, AXPYF16 have

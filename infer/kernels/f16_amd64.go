@@ -11,6 +11,9 @@ func f16Dot8x1LeapAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float3
 //go:noescape
 func bf16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
+//go:noescape
+func bf16Dot8x1LeapAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
 // decodeKernel is an 8-row, one-token kernel of f16_amd64.s: it leaves the
 // 8 rows' reduced sums, in the canonical order, in acc[0:8].
 type decodeKernel func(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
@@ -18,7 +21,7 @@ type decodeKernel func(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 // decodeFloat maps the 16-bit float types to their one-token kernels.
 var decodeFloat = map[ggml.Type]decodeKernel{
 	ggml.TypeF16:  f16Dot8x1LeapAVX512,
-	ggml.TypeBF16: bf16Dot8x1AVX512,
+	ggml.TypeBF16: bf16Dot8x1LeapAVX512,
 }
 
 // floatDecode8 enables the one-token kernels of f16_amd64.s; off, one token
@@ -49,11 +52,17 @@ func f16Dot4x1SAVX2(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 //go:noescape
 func bf16Dot4x1SAVX2(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
+//go:noescape
+func f16Dot4x1LeapAVX2(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
+//go:noescape
+func bf16Dot4x1LeapAVX2(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
 // decodeFloatAVX2 maps the 16-bit float types to their AVX2 one-token
 // kernels (4 rows, f16_avx2_amd64.s).
 var decodeFloatAVX2 = map[ggml.Type]decodeKernel{
-	ggml.TypeF16:  f16Dot4x1SAVX2,
-	ggml.TypeBF16: bf16Dot4x1SAVX2,
+	ggml.TypeF16:  f16Dot4x1LeapAVX2,
+	ggml.TypeBF16: bf16Dot4x1LeapAVX2,
 }
 
 // matmulFloatDecodeAVX2 is matmulFloatDecode for the AVX2 kernels: 4 rows

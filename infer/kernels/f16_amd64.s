@@ -323,6 +323,35 @@ TEXT ·f16Dot8x1LeapAVX512(SB), NOSPLIT, $0-40
 	VZEROUPPER
 	RET
 
+// BF16 without VDPBF16PS (bf16Dot8x1AVX512's step: widen, shift, a
+// rounded multiply, then the add): F16's sizes and prefetches.
+#define BF16MLSTEP(w, xx, off, acc) \
+	VPMOVZXWD (w)(off*1), Z16 \
+	VPSLLD $16, Z16, Z16 \
+	VMULPS (xx)(off*2), Z16, Z16 \
+	VADDPS Z16, acc, acc
+
+#define BF16MHEAD(acc, lbl, done) LHEAD(BF16MLSTEP, 32, F16XADV, F16PF, acc, lbl, done)
+#define BF16MPAIR(accA, accB, lbl, odd, next) LPAIR(BF16MLSTEP, 32, F16XADV, F16PF, accA, accB, lbl, odd, next)
+
+// func bf16Dot8x1LeapAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+TEXT ·bf16Dot8x1LeapAVX512(SB), NOSPLIT, $0-40
+	PROLOGUE(n16)
+	MOVQ R9, BX
+	SHLQ $5, BX
+	BF16MHEAD(Z0, bmh0, bmhd)
+	BF16MPAIR(Z0, Z1, bmp1, bmq1, bmr1)
+	BF16MPAIR(Z1, Z2, bmp2, bmq2, bmr2)
+	BF16MPAIR(Z2, Z3, bmp3, bmq3, bmr3)
+	BF16MPAIR(Z3, Z4, bmp4, bmq4, bmr4)
+	BF16MPAIR(Z4, Z5, bmp5, bmq5, bmr5)
+	BF16MPAIR(Z5, Z6, bmp6, bmq6, bmr6)
+	BF16MPAIR(Z6, Z7, bmp7, bmq7, bmr7)
+	LTAIL(BF16MLSTEP, 32, Z7, bmt, bmto, bmtn)
+	REDUCE8
+	VZEROUPPER
+	RET
+
 // BF16 on VDPBF16PS (bf16dDot8x1AVX512's step, DP the accumulator's
 // encoding): 32 columns (64 bytes) a step, activations bf16 in the pair
 // layout (the same offset), two lines prefetched a step.
