@@ -230,8 +230,8 @@
 //     number of 16 runs an 8-row kernel (f16_amd64.s), each row's 16
 //     accumulators in one register, the 8 rows reduced together by the
 //     fixed tree. A row's adds form one chain of dependent steps, which
-//     bounds a long row, so the kernels (F16, and BF16 on VDPBF16PS) keep
-//     two chains in flight: row k-1's second half beside row k's first
+//     bounds a long row, so the kernels (F16; BF16 by multiply, then add;
+//     BF16 on VDPBF16PS) keep two chains in flight: row k-1's second half beside row k's first
 //     half, each row still in column order. Two pointers half a row apart
 //     are two streams, which the hardware prefetchers follow at about half
 //     the rate of one, so one software prefetch sweeps the 8 rows in

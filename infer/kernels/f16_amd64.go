@@ -2,6 +2,10 @@ package kernels
 
 import "github.com/muserhq/muser/infer/ggml"
 
+// f16Dot8x1AVX512 and bf16Dot8x1AVX512 run their 8 rows' chains one
+// after the other; MatMul takes the leapfrog kernels (two chains in
+// flight, the same bits), and the tests and benchmarks compare the two.
+//
 //go:noescape
 func f16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
@@ -46,6 +50,9 @@ func matmulFloatDecode(y []float32, m *Matrix, a *acts, r0, r1 int, k decodeKern
 	}
 }
 
+// f16Dot4x1SAVX2 and bf16Dot4x1SAVX2 run their 4 rows one after the
+// other, the leapfrog kernels below two chains at a time (MatMul's).
+//
 //go:noescape
 func f16Dot4x1SAVX2(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
