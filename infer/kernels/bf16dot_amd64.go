@@ -120,8 +120,8 @@ func bf16dDot8x1LeapAVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float
 // leapfrog VDPBF16PS kernel (two rows' chains in flight, a software
 // prefetch sweep), longer rows the kernel that runs the rows one after the
 // other. Same bits. Measured (BenchmarkFloatDecode, Zen 5): the leapfrog
-// kernel reads rows of 896–3,072 columns at 0.94–1.13 of a plain read
-// against 0.75–0.99; on rows of 4,864 and 8,192 at 2 threads it reads at
+// kernel reads rows of 896–3,072 columns at 0.93–1.13 of a plain read
+// against 0.75–1.05; on rows of 4,864 and 8,192 at 2 threads it reads at
 // 0.82–0.91 against 0.98–1.02 (at 1 thread it is ahead there too).
 var bf16dLeapCols = 4096
 

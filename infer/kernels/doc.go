@@ -236,7 +236,7 @@
 //     are two streams, which the hardware prefetchers follow at about half
 //     the rate of one, so one software prefetch sweeps the 8 rows in
 //     address order a fixed distance ahead (3 KiB), one line a step
-//     (docs/benchmarks.md, "F16 and BF16 decode"). BF16 on VDPBF16PS
+//     (docs/benchmarks.md, "F16 and BF16 decode from memory"). BF16 on VDPBF16PS
 //     takes that kernel on rows of fewer than 4,096 columns; on longer
 //     rows, where a VDPBF16PS chain (32 columns a step) does not bind and
 //     two threads' streams measured faster one row at a time, it takes

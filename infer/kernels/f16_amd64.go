@@ -18,8 +18,9 @@ func bf16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 //go:noescape
 func bf16Dot8x1LeapAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
-// decodeKernel is an 8-row, one-token kernel of f16_amd64.s: it leaves the
-// 8 rows' reduced sums, in the canonical order, in acc[0:8].
+// decodeKernel is a one-token kernel of f16_amd64.s (8 rows) or
+// f16_avx2_amd64.s (4 rows): it leaves the rows' reduced sums, in the
+// canonical order, in acc[0:8] (acc[0:4]).
 type decodeKernel func(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
 // decodeFloat maps the 16-bit float types to their one-token kernels.

@@ -62,19 +62,20 @@ GLOBL f16Perm<>(SB), RODATA|NOPTR, $64
 	VMOVUPS Y15, (R10)
 
 // F16STEP and BF16STEP do one step of 16 columns of row acc: weights at
-// disp(SI), activations at 2·disp(DI).
-#define F16STEP(disp, acc) \
-	VCVTPH2PS disp(SI), Z16 \
-	VFMADD231PS (2*disp)(DI), Z16, acc
+// disp(w)(off), activations (float32) at 2·disp(xx)(2·off).
+#define F16STEP(disp, w, xx, off, acc) \
+	VCVTPH2PS disp(w)(off*1), Z16 \
+	VFMADD231PS (2*disp)(xx)(off*2), Z16, acc
 
-#define BF16STEP(disp, acc) \
-	VPMOVZXWD disp(SI), Z16 \
+#define BF16STEP(disp, w, xx, off, acc) \
+	VPMOVZXWD disp(w)(off*1), Z16 \
 	VPSLLD $16, Z16, Z16 \
-	VMULPS (2*disp)(DI), Z16, Z16 \
+	VMULPS (2*disp)(xx)(off*2), Z16, Z16 \
 	VADDPS Z16, acc, acc
 
 // ROW runs one row's chain into acc: R9 = n16/2 double steps from R11, then
 // the odd step if n16 is odd (R12 = n16 mod 2); R11 moves on to the next row.
+// The steps' index register AX is 0 (PROLOGUE).
 #define ROW(STEP, acc, lbl, odd, next) \
 	MOVQ R11, SI \
 	MOVQ R8, DI \
@@ -82,8 +83,8 @@ GLOBL f16Perm<>(SB), RODATA|NOPTR, $64
 	TESTQ CX, CX \
 	JEQ odd \
 lbl: \
-	STEP(0, acc) \
-	STEP(32, acc) \
+	STEP(0, SI, DI, AX, acc) \
+	STEP(32, SI, DI, AX, acc) \
 	ADDQ $64, SI \
 	ADDQ $128, DI \
 	DECQ CX \
@@ -91,7 +92,7 @@ lbl: \
 odd: \
 	TESTQ R12, R12 \
 	JEQ next \
-	STEP(0, acc) \
+	STEP(0, SI, DI, AX, acc) \
 next: \
 	ADDQ DX, R11
 
@@ -104,6 +105,7 @@ next: \
 	MOVQ R9, R12 \
 	ANDQ $1, R12 \
 	SHRQ $1, R9 \
+	XORQ AX, AX \
 	VPXORD Z0, Z0, Z0 \
 	VPXORD Z1, Z1, Z1 \
 	VPXORD Z2, Z2, Z2 \
@@ -162,10 +164,11 @@ TEXT ·bf16Dot8x1AVX512(SB), NOSPLIT, $0-40
 #define DP7 BYTE $0x62; BYTE $0xb2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xfc
 
 // BF16DSTEP does one step of 32 columns of row acc (DP the accumulator's
-// VDPBF16PS): weights at disp(SI), activations at disp(DI).
-#define BF16DSTEP(disp, DP) \
-	VPERMW disp(SI), Z24, Z16 \
-	VMOVDQU16 disp(DI), Z20 \
+// VDPBF16PS): weights at disp(w)(off), activations (bf16, pair layout) at
+// disp(xx)(off).
+#define BF16DSTEP(disp, w, xx, off, DP) \
+	VPERMW disp(w)(off*1), Z24, Z16 \
+	VMOVDQU16 disp(xx)(off*1), Z20 \
 	DP
 
 // ROWD runs one row's chain: R9 = n32/2 double steps from R11, then the
@@ -177,8 +180,8 @@ TEXT ·bf16Dot8x1AVX512(SB), NOSPLIT, $0-40
 	TESTQ CX, CX \
 	JEQ odd \
 lbl: \
-	BF16DSTEP(0, DP) \
-	BF16DSTEP(64, DP) \
+	BF16DSTEP(0, SI, DI, AX, DP) \
+	BF16DSTEP(64, SI, DI, AX, DP) \
 	ADDQ $128, SI \
 	ADDQ $128, DI \
 	DECQ CX \
@@ -186,7 +189,7 @@ lbl: \
 odd: \
 	TESTQ R12, R12 \
 	JEQ next \
-	BF16DSTEP(0, DP) \
+	BF16DSTEP(0, SI, DI, AX, DP) \
 next: \
 	ADDQ DX, R11
 
@@ -217,13 +220,12 @@ TEXT ·bf16dDot8x1AVX512(SB), NOSPLIT, $0-40
 // defeat the hardware prefetchers (on their own they read at about 0.55
 // of a plain read), so a software prefetch sweeps the weights once, in
 // order, PFDIST bytes ahead of the newer pointer: phase k prefetches
-// [row k + PFDIST, row k+1 + PFDIST), 2·SZ bytes a step (docs/
-// benchmarks.md, "F16 and BF16 decode").
+// [row k + PFDIST, row k+1 + PFDIST), 2·SZ bytes a step
+// (docs/benchmarks.md, "F16 and BF16 decode from memory").
 //
-// A kernel passes its step STEP(w, x, off, acc) (weights at off(w),
-// activations at off·XS(x)), SZ its weight bytes, XADV(r) advancing an
-// activation pointer r by BX weight bytes' worth, and PF the prefetches of
-// a step. BX = h·SZ (h = steps/2 in a first half), R12 = steps mod 2 (a
+// A kernel passes its step macro (F16STEP, BF16STEP, BF16DSTEP), SZ its
+// weight bytes, XADV(r) advancing an activation pointer r by BX weight
+// bytes' worth, and PF the prefetches of a step. BX = h·SZ (h = steps/2 in a first half), R12 = steps mod 2 (a
 // second half's extra step); AX runs over a half's weight bytes, R9 is the
 // phase's prefetch base.
 #define PFDIST 3072
@@ -238,7 +240,7 @@ TEXT ·bf16dDot8x1AVX512(SB), NOSPLIT, $0-40
 	JEQ done \
 lbl: \
 	PF \
-	STEP(R13, R14, AX, acc) \
+	STEP(0, R13, R14, AX, acc) \
 	ADDQ $SZ, AX \
 	CMPQ AX, BX \
 	JLT lbl \
@@ -260,15 +262,15 @@ done: \
 	JEQ odd \
 lbl: \
 	PF \
-	STEP(SI, DI, AX, accA) \
-	STEP(R13, R14, AX, accB) \
+	STEP(0, SI, DI, AX, accA) \
+	STEP(0, R13, R14, AX, accB) \
 	ADDQ $SZ, AX \
 	CMPQ AX, BX \
 	JLT lbl \
 odd: \
 	TESTQ R12, R12 \
 	JEQ next \
-	STEP(SI, DI, BX, accA) \
+	STEP(0, SI, DI, BX, accA) \
 next: \
 	ADDQ BX, R13 \
 	XADV(R14) \
@@ -280,30 +282,26 @@ next: \
 	TESTQ BX, BX \
 	JEQ odd \
 lbl: \
-	STEP(R13, R14, AX, acc) \
+	STEP(0, R13, R14, AX, acc) \
 	ADDQ $SZ, AX \
 	CMPQ AX, BX \
 	JLT lbl \
 odd: \
 	TESTQ R12, R12 \
 	JEQ next \
-	STEP(R13, R14, BX, acc) \
+	STEP(0, R13, R14, BX, acc) \
 next:
 
-// F16: 16 columns (32 bytes) a step, activations float32 (twice the
-// offset), one line prefetched a step.
-#define F16LSTEP(w, xx, off, acc) \
-	VCVTPH2PS (w)(off*1), Z16 \
-	VFMADD231PS (xx)(off*2), Z16, acc
-
+// F16 and BF16 by multiply, then add: 16 columns (32 bytes) a step,
+// activations float32 (twice the offset), one line prefetched a step.
 #define F16XADV(r) \
 	ADDQ BX, r \
 	ADDQ BX, r
 
 #define F16PF PREFETCHT0 (R9)(AX*2)
 
-#define F16HEAD(acc, lbl, done) LHEAD(F16LSTEP, 32, F16XADV, F16PF, acc, lbl, done)
-#define F16PAIR(accA, accB, lbl, odd, next) LPAIR(F16LSTEP, 32, F16XADV, F16PF, accA, accB, lbl, odd, next)
+#define F16HEAD(acc, lbl, done) LHEAD(F16STEP, 32, F16XADV, F16PF, acc, lbl, done)
+#define F16PAIR(accA, accB, lbl, odd, next) LPAIR(F16STEP, 32, F16XADV, F16PF, accA, accB, lbl, odd, next)
 
 // func f16Dot8x1LeapAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 TEXT ·f16Dot8x1LeapAVX512(SB), NOSPLIT, $0-40
@@ -318,21 +316,13 @@ TEXT ·f16Dot8x1LeapAVX512(SB), NOSPLIT, $0-40
 	F16PAIR(Z4, Z5, f16p5, f16q5, f16r5)
 	F16PAIR(Z5, Z6, f16p6, f16q6, f16r6)
 	F16PAIR(Z6, Z7, f16p7, f16q7, f16r7)
-	LTAIL(F16LSTEP, 32, Z7, f16t, f16to, f16tn)
+	LTAIL(F16STEP, 32, Z7, f16t, f16to, f16tn)
 	REDUCE8
 	VZEROUPPER
 	RET
 
-// BF16 without VDPBF16PS (bf16Dot8x1AVX512's step: widen, shift, a
-// rounded multiply, then the add): F16's sizes and prefetches.
-#define BF16MLSTEP(w, xx, off, acc) \
-	VPMOVZXWD (w)(off*1), Z16 \
-	VPSLLD $16, Z16, Z16 \
-	VMULPS (xx)(off*2), Z16, Z16 \
-	VADDPS Z16, acc, acc
-
-#define BF16MHEAD(acc, lbl, done) LHEAD(BF16MLSTEP, 32, F16XADV, F16PF, acc, lbl, done)
-#define BF16MPAIR(accA, accB, lbl, odd, next) LPAIR(BF16MLSTEP, 32, F16XADV, F16PF, accA, accB, lbl, odd, next)
+#define BF16MHEAD(acc, lbl, done) LHEAD(BF16STEP, 32, F16XADV, F16PF, acc, lbl, done)
+#define BF16MPAIR(accA, accB, lbl, odd, next) LPAIR(BF16STEP, 32, F16XADV, F16PF, accA, accB, lbl, odd, next)
 
 // func bf16Dot8x1LeapAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 TEXT ·bf16Dot8x1LeapAVX512(SB), NOSPLIT, $0-40
@@ -347,27 +337,21 @@ TEXT ·bf16Dot8x1LeapAVX512(SB), NOSPLIT, $0-40
 	BF16MPAIR(Z4, Z5, bmp5, bmq5, bmr5)
 	BF16MPAIR(Z5, Z6, bmp6, bmq6, bmr6)
 	BF16MPAIR(Z6, Z7, bmp7, bmq7, bmr7)
-	LTAIL(BF16MLSTEP, 32, Z7, bmt, bmto, bmtn)
+	LTAIL(BF16STEP, 32, Z7, bmt, bmto, bmtn)
 	REDUCE8
 	VZEROUPPER
 	RET
 
-// BF16 on VDPBF16PS (bf16dDot8x1AVX512's step, DP the accumulator's
-// encoding): 32 columns (64 bytes) a step, activations bf16 in the pair
-// layout (the same offset), two lines prefetched a step.
-#define BF16LSTEP(w, xx, off, DP) \
-	VPERMW (w)(off*1), Z24, Z16 \
-	VMOVDQU16 (xx)(off*1), Z20 \
-	DP
-
+// BF16 on VDPBF16PS: 32 columns (64 bytes) a step, activations bf16 in
+// the pair layout (the same offset), two lines prefetched a step.
 #define BF16XADV(r) ADDQ BX, r
 
 #define BF16PF \
 	PREFETCHT0 (R9)(AX*2) \
 	PREFETCHT0 64(R9)(AX*2)
 
-#define BF16HEAD(DP, lbl, done) LHEAD(BF16LSTEP, 64, BF16XADV, BF16PF, DP, lbl, done)
-#define BF16PAIR(DPA, DPB, lbl, odd, next) LPAIR(BF16LSTEP, 64, BF16XADV, BF16PF, DPA, DPB, lbl, odd, next)
+#define BF16HEAD(DP, lbl, done) LHEAD(BF16DSTEP, 64, BF16XADV, BF16PF, DP, lbl, done)
+#define BF16PAIR(DPA, DPB, lbl, odd, next) LPAIR(BF16DSTEP, 64, BF16XADV, BF16PF, DPA, DPB, lbl, odd, next)
 
 // func bf16dDot8x1LeapAVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
 TEXT ·bf16dDot8x1LeapAVX512(SB), NOSPLIT, $0-40
@@ -383,7 +367,7 @@ TEXT ·bf16dDot8x1LeapAVX512(SB), NOSPLIT, $0-40
 	BF16PAIR(DP4, DP5, bdp5, bdq5, bdr5)
 	BF16PAIR(DP5, DP6, bdp6, bdq6, bdr6)
 	BF16PAIR(DP6, DP7, bdp7, bdq7, bdr7)
-	LTAIL(BF16LSTEP, 64, DP7, bdt, bdto, bdtn)
+	LTAIL(BF16DSTEP, 64, DP7, bdt, bdto, bdtn)
 	REDUCE8
 	VZEROUPPER
 	RET

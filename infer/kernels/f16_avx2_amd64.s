@@ -9,27 +9,40 @@
 // product being exact; BF16 by a rounded multiply, then the add), and at
 // the row's end sums them by the fixed tree +8, +4, +2, +1 into acc[r].
 
-// A2F16STEP and A2BF16STEP do one step of 16 columns: weights at disp(SI),
-// activations at 2·disp(DI), into lo (lanes 0–7) and hi (lanes 8–15).
-#define A2F16STEP(disp, lo, hi) \
-	VCVTPH2PS disp(SI), Y8 \
-	VCVTPH2PS (disp+16)(SI), Y9 \
-	VFMADD231PS (2*disp)(DI), Y8, lo \
-	VFMADD231PS (2*disp+32)(DI), Y9, hi
+// A2F16STEP and A2BF16STEP do one step of 16 columns: weights at
+// disp(w)(off), activations at 2·disp(xx)(2·off), into lo (lanes 0–7) and
+// hi (lanes 8–15).
+#define A2F16STEP(disp, w, xx, off, lo, hi) \
+	VCVTPH2PS disp(w)(off*1), Y8 \
+	VCVTPH2PS (disp+16)(w)(off*1), Y9 \
+	VFMADD231PS (2*disp)(xx)(off*2), Y8, lo \
+	VFMADD231PS (2*disp+32)(xx)(off*2), Y9, hi
 
-#define A2BF16STEP(disp, lo, hi) \
-	VPMOVZXWD disp(SI), Y8 \
-	VPMOVZXWD (disp+16)(SI), Y9 \
+#define A2BF16STEP(disp, w, xx, off, lo, hi) \
+	VPMOVZXWD disp(w)(off*1), Y8 \
+	VPMOVZXWD (disp+16)(w)(off*1), Y9 \
 	VPSLLD $16, Y8, Y8 \
 	VPSLLD $16, Y9, Y9 \
-	VMULPS (2*disp)(DI), Y8, Y8 \
-	VMULPS (2*disp+32)(DI), Y9, Y9 \
+	VMULPS (2*disp)(xx)(off*2), Y8, Y8 \
+	VMULPS (2*disp+32)(xx)(off*2), Y9, Y9 \
 	VADDPS Y8, lo, lo \
 	VADDPS Y9, hi, hi
 
+// A2SUM sums a row's lanes by the tree +8, +4, +2, +1 into off(R10).
+#define A2SUM(lo, hi, xlo, off) \
+	VADDPS hi, lo, lo \
+	VEXTRACTF128 $1, lo, X10 \
+	VADDPS X10, xlo, xlo \
+	VMOVHLPS xlo, xlo, X10 \
+	VADDPS X10, xlo, xlo \
+	VMOVSHDUP xlo, X10 \
+	VADDSS X10, xlo, xlo \
+	VMOVSS xlo, off(R10)
+
 // A2ROW runs row r's chain (R9 = n16/2 double steps from R11, then the odd
 // step if R12 = n16 mod 2 is set), sums it by the tree into off(R10) and
-// moves R11 on to the next row.
+// moves R11 on to the next row. The steps' index register AX is 0
+// (A2PROLOGUE).
 #define A2ROW(STEP, lo, hi, xlo, off, lbl, odd, sum) \
 	VXORPS lo, lo, lo \
 	VXORPS hi, hi, hi \
@@ -39,8 +52,8 @@
 	TESTQ CX, CX \
 	JEQ odd \
 lbl: \
-	STEP(0, lo, hi) \
-	STEP(32, lo, hi) \
+	STEP(0, SI, DI, AX, lo, hi) \
+	STEP(32, SI, DI, AX, lo, hi) \
 	ADDQ $64, SI \
 	ADDQ $128, DI \
 	DECQ CX \
@@ -48,16 +61,9 @@ lbl: \
 odd: \
 	TESTQ R12, R12 \
 	JEQ sum \
-	STEP(0, lo, hi) \
+	STEP(0, SI, DI, AX, lo, hi) \
 sum: \
-	VADDPS hi, lo, lo \
-	VEXTRACTF128 $1, lo, X10 \
-	VADDPS X10, xlo, xlo \
-	VMOVHLPS xlo, xlo, X10 \
-	VADDPS X10, xlo, xlo \
-	VMOVSHDUP xlo, X10 \
-	VADDSS X10, xlo, xlo \
-	VMOVSS xlo, off(R10) \
+	A2SUM(lo, hi, xlo, off) \
 	ADDQ DX, R11
 
 #define A2PROLOGUE \
@@ -68,7 +74,8 @@ sum: \
 	MOVQ acc+32(FP), R10 \
 	MOVQ R9, R12 \
 	ANDQ $1, R12 \
-	SHRQ $1, R9
+	SHRQ $1, R9 \
+	XORQ AX, AX
 
 // func f16Dot4x1SAVX2(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 TEXT ·f16Dot4x1SAVX2(SB), NOSPLIT, $0-40
@@ -100,35 +107,6 @@ TEXT ·bf16Dot4x1SAVX2(SB), NOSPLIT, $0-40
 // R9 is the phase's prefetch base.
 #define A2PFDIST 3072
 
-// A2F16LSTEP and A2BF16LSTEP are A2F16STEP and A2BF16STEP at (w)(off),
-// activations at (xx)(2·off).
-#define A2F16LSTEP(w, xx, off, lo, hi) \
-	VCVTPH2PS (w)(off*1), Y8 \
-	VCVTPH2PS 16(w)(off*1), Y9 \
-	VFMADD231PS (xx)(off*2), Y8, lo \
-	VFMADD231PS 32(xx)(off*2), Y9, hi
-
-#define A2BF16LSTEP(w, xx, off, lo, hi) \
-	VPMOVZXWD (w)(off*1), Y8 \
-	VPMOVZXWD 16(w)(off*1), Y9 \
-	VPSLLD $16, Y8, Y8 \
-	VPSLLD $16, Y9, Y9 \
-	VMULPS (xx)(off*2), Y8, Y8 \
-	VMULPS 32(xx)(off*2), Y9, Y9 \
-	VADDPS Y8, lo, lo \
-	VADDPS Y9, hi, hi
-
-// A2SUM sums a row's lanes by the tree +8, +4, +2, +1 into off(R10).
-#define A2SUM(lo, hi, xlo, off) \
-	VADDPS hi, lo, lo \
-	VEXTRACTF128 $1, lo, X10 \
-	VADDPS X10, xlo, xlo \
-	VMOVHLPS xlo, xlo, X10 \
-	VADDPS X10, xlo, xlo \
-	VMOVSHDUP xlo, X10 \
-	VADDSS X10, xlo, xlo \
-	VMOVSS xlo, off(R10)
-
 // A2HEAD runs row 0's first half, leaving R13/R14 at its second.
 #define A2HEAD(STEP, lo, hi, lbl, done) \
 	MOVQ R11, R13 \
@@ -139,7 +117,7 @@ TEXT ·bf16Dot4x1SAVX2(SB), NOSPLIT, $0-40
 	JEQ done \
 lbl: \
 	PREFETCHT0 (R9)(AX*2) \
-	STEP(R13, R14, AX, lo, hi) \
+	STEP(0, R13, R14, AX, lo, hi) \
 	ADDQ $32, AX \
 	CMPQ AX, BX \
 	JLT lbl \
@@ -162,15 +140,15 @@ done: \
 	JEQ odd \
 lbl: \
 	PREFETCHT0 (R9)(AX*2) \
-	STEP(SI, DI, AX, loA, hiA) \
-	STEP(R13, R14, AX, loB, hiB) \
+	STEP(0, SI, DI, AX, loA, hiA) \
+	STEP(0, R13, R14, AX, loB, hiB) \
 	ADDQ $32, AX \
 	CMPQ AX, BX \
 	JLT lbl \
 odd: \
 	TESTQ R12, R12 \
 	JEQ next \
-	STEP(SI, DI, BX, loA, hiA) \
+	STEP(0, SI, DI, BX, loA, hiA) \
 next: \
 	A2SUM(loA, hiA, xloA, off) \
 	ADDQ BX, R13 \
@@ -184,14 +162,14 @@ next: \
 	TESTQ BX, BX \
 	JEQ odd \
 lbl: \
-	STEP(R13, R14, AX, Y6, Y7) \
+	STEP(0, R13, R14, AX, Y6, Y7) \
 	ADDQ $32, AX \
 	CMPQ AX, BX \
 	JLT lbl \
 odd: \
 	TESTQ R12, R12 \
 	JEQ next \
-	STEP(R13, R14, BX, Y6, Y7) \
+	STEP(0, R13, R14, BX, Y6, Y7) \
 next: \
 	A2SUM(Y6, Y7, X6, 12)
 
@@ -211,21 +189,21 @@ next: \
 // func f16Dot4x1LeapAVX2(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 TEXT ·f16Dot4x1LeapAVX2(SB), NOSPLIT, $0-40
 	A2LPROLOGUE
-	A2HEAD(A2F16LSTEP, Y0, Y1, f16lh, f16lhd)
-	A2PAIR(A2F16LSTEP, Y0, Y1, X0, 0, Y2, Y3, f16lp1, f16lq1, f16lr1)
-	A2PAIR(A2F16LSTEP, Y2, Y3, X2, 4, Y4, Y5, f16lp2, f16lq2, f16lr2)
-	A2PAIR(A2F16LSTEP, Y4, Y5, X4, 8, Y6, Y7, f16lp3, f16lq3, f16lr3)
-	A2TAIL(A2F16LSTEP, f16lt, f16lto, f16ltn)
+	A2HEAD(A2F16STEP, Y0, Y1, f16lh, f16lhd)
+	A2PAIR(A2F16STEP, Y0, Y1, X0, 0, Y2, Y3, f16lp1, f16lq1, f16lr1)
+	A2PAIR(A2F16STEP, Y2, Y3, X2, 4, Y4, Y5, f16lp2, f16lq2, f16lr2)
+	A2PAIR(A2F16STEP, Y4, Y5, X4, 8, Y6, Y7, f16lp3, f16lq3, f16lr3)
+	A2TAIL(A2F16STEP, f16lt, f16lto, f16ltn)
 	VZEROUPPER
 	RET
 
 // func bf16Dot4x1LeapAVX2(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 TEXT ·bf16Dot4x1LeapAVX2(SB), NOSPLIT, $0-40
 	A2LPROLOGUE
-	A2HEAD(A2BF16LSTEP, Y0, Y1, bf16lh, bf16lhd)
-	A2PAIR(A2BF16LSTEP, Y0, Y1, X0, 0, Y2, Y3, bf16lp1, bf16lq1, bf16lr1)
-	A2PAIR(A2BF16LSTEP, Y2, Y3, X2, 4, Y4, Y5, bf16lp2, bf16lq2, bf16lr2)
-	A2PAIR(A2BF16LSTEP, Y4, Y5, X4, 8, Y6, Y7, bf16lp3, bf16lq3, bf16lr3)
-	A2TAIL(A2BF16LSTEP, bf16lt, bf16lto, bf16ltn)
+	A2HEAD(A2BF16STEP, Y0, Y1, bf16lh, bf16lhd)
+	A2PAIR(A2BF16STEP, Y0, Y1, X0, 0, Y2, Y3, bf16lp1, bf16lq1, bf16lr1)
+	A2PAIR(A2BF16STEP, Y2, Y3, X2, 4, Y4, Y5, bf16lp2, bf16lq2, bf16lr2)
+	A2PAIR(A2BF16STEP, Y4, Y5, X4, 8, Y6, Y7, bf16lp3, bf16lq3, bf16lr3)
+	A2TAIL(A2BF16STEP, bf16lt, bf16lto, bf16ltn)
 	VZEROUPPER
 	RET
