@@ -115,7 +115,7 @@ func BenchmarkQwenPublishVsRaw(b *testing.B) {
 // BLAKE3-checked before put sees it) and the raw baselines: read the same
 // chunk files into a buffer and BLAKE3 each, with zeebo/blake3 (raw) and
 // with the store's own hash, internal/b3 through pack.ChunkID (raw-b3),
-// alternating which runs first. Page cache warm. It reports the three
+// rotating which runs first. Page cache warm. It reports the three
 // rates and the ratios restore time / raw time.
 func BenchmarkQwenRestoreVsRaw(b *testing.B) {
 	toks, chunks := qwenKV()
