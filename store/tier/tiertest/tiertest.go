@@ -106,7 +106,10 @@ func (s *Server) Restart() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(s.bin, "--access", AccessKey, "--secret", SecretKey, "--port", s.addr, "--quiet", "posix", s.Dir)
+	// --keep-alive: versitygw closes every connection after one response
+	// unless told otherwise; S3 services and self-hosted servers keep
+	// them open, and a client that dials per request measures the dials.
+	cmd := exec.Command(s.bin, "--access", AccessKey, "--secret", SecretKey, "--port", s.addr, "--quiet", "--keep-alive", "posix", s.Dir)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID=", "ROOT_SECRET_ACCESS_KEY=")
 	if err := cmd.Start(); err != nil {
