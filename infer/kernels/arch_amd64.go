@@ -501,6 +501,9 @@ func matmulFloatAVX512(y []float32, m *Matrix, a *acts, r0, r1 int) {
 			matmulBF16DotDecode(y, m, a, r0, r1)
 			return
 		}
+		if kl, ok := decodeFloatLong[m.Type]; ok && m.Cols >= floatLockCols {
+			k = kl
+		}
 		matmulFloatDecode(y, m, a, r0, r1, k)
 		return
 	}

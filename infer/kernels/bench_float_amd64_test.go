@@ -63,17 +63,18 @@ func memSum(p *Pool, data []uint64, sums []uint64) {
 // into as many parts as the MatMul has tiles. Every case cycles through
 // copies of its matrix (or of its memsum buffer) that add up to at least
 // coldBytes, so each op reads from memory, not from a cache.
-// kind=F16-4row and BF16-4row are the same MatMul with the one-token
-// kernels of f16_amd64.s (AVX-512) and f16_avx2_amd64.s (AVX2) off (the
-// 4-row kernels, as before them; n=4 always takes the 4-row × 4-token
-// kernels); kind=F16-chain, BF16-chain and BF16-mul-chain take the
-// one-token kernels that run their rows' chains one after the other (as
-// before the leapfrog kernels), kind=BF16-leap the leapfrog VDPBF16PS one
-// on every shape (BF16 takes it on rows of fewer than bf16dLeapCols
-// columns); kind=BF16-mul has the VDPBF16PS kernels off (the one-token
-// kernel that multiplies, then adds; BF16 is that kernel again where the
-// CPU takes no VDPBF16PS kernels). The Llama-3.2-1B ffn_down shape (rows
-// of 8,192 columns) runs beside the Qwen2.5-0.5B ones.
+// kind=F16 and BF16 are the one-token kernels MatMul takes (leapfrog or
+// lockstep by the row's length, floatLockCols; BF16 on VDPBF16PS where
+// the CPU and the token take it); kind=F16-leap, BF16-leap and
+// BF16-mul-leap the leapfrog ones on every shape; kind=F16-chain,
+// BF16-chain and BF16-mul-chain the ones that run their rows' chains one
+// after the other (as before the leapfrog kernels), on every shape;
+// kind=BF16-mul has the VDPBF16PS kernels off (the one-token kernels that
+// multiply, then add; BF16 is those kernels again where the CPU takes no
+// VDPBF16PS kernels). kind=F16-4row and BF16-4row are the same MatMul
+// with the one-token kernels of f16_amd64.s (AVX-512) and f16_avx2_amd64.s
+// (AVX2) off (the 4-row kernels, as before them; n=4 always takes the
+// 4-row × 4-token kernels). The shapes are floatDecodeShapes.
 // Each shape, token count and thread count runs its cases back to back.
 func BenchmarkFloatDecode(b *testing.B) {
 	benchFloatDecode(b, []int{1, 4}, []int{1, 2})
@@ -89,15 +90,33 @@ func BenchmarkFloatDecodeAVX2(b *testing.B) {
 	benchFloatDecode(b, []int{1}, []int{1})
 }
 
+// floatDecodeShapes are the decode benchmarks' shapes: Qwen2.5-0.5B's,
+// then rows of 1,024, 2,048, 3,072 and 8,192 columns of the Qwen3-0.6B and
+// Llama-3.2-1B shapes (where floatLockCols is measured).
+func floatDecodeShapes() []struct {
+	name       string
+	rows, cols int
+} {
+	return append(benchShapes[:len(benchShapes):len(benchShapes)], []struct {
+		name       string
+		rows, cols int
+	}{
+		{"qwen3_ffn_up_3072x1024", 3072, 1024},
+		{"qwen3_ffn_down_1024x3072", 1024, 3072},
+		{"llama_ffn_up_8192x2048", 8192, 2048},
+		prefillShapesLlama[1],
+	}...)
+}
+
 // benchFloatDecode runs the decode cases for the given token and thread
 // counts.
 func benchFloatDecode(b *testing.B, ns, threads []int) {
-	for _, sh := range append(benchShapes[:len(benchShapes):len(benchShapes)], prefillShapesLlama[1]) {
+	for _, sh := range floatDecodeShapes() {
 		size := sh.rows * sh.cols * 2
 		copies := max(1, (coldBytes+size-1)/size)
 		for _, n := range ns {
 			for _, th := range threads {
-				for _, kind := range []string{"F16", "F16-chain", "F16-4row", "BF16", "BF16-chain", "BF16-leap", "BF16-mul", "BF16-mul-chain", "BF16-4row", "memsum"} {
+				for _, kind := range []string{"F16", "F16-leap", "F16-chain", "F16-4row", "BF16", "BF16-leap", "BF16-chain", "BF16-mul", "BF16-mul-leap", "BF16-mul-chain", "BF16-4row", "memsum"} {
 					b.Run(fmt.Sprintf("%s/n=%d/threads=%d/kind=%s", sh.name, n, th, kind), func(b *testing.B) {
 						p := NewPool(th)
 						defer p.Close()
@@ -112,16 +131,16 @@ func benchFloatDecode(b *testing.B, ns, threads []int) {
 						}
 						defer func(on, dot bool) { floatDecode8, bf16Dot = on, dot }(floatDecode8, bf16Dot)
 						floatDecode8 = !old
-						if strings.HasSuffix(kind, "-chain") { // the one-chain kernels, both variants
+						defer func(c int, k bf16dKernel) { floatLockCols, bf16dLong = c, k }(floatLockCols, bf16dLong)
+						switch {
+						case strings.HasSuffix(kind, "-chain"): // the one-chain kernels, both variants
 							defer func(k, k2 decodeKernel) { decodeFloat[typ], decodeFloatAVX2[typ] = k, k2 }(decodeFloat[typ], decodeFloatAVX2[typ])
 							decodeFloat[typ], decodeFloatAVX2[typ] = chainDecodeFloat[typ], chainDecodeFloatAVX2[typ]
-						}
-						defer func(c int) { bf16dLeapCols = c }(bf16dLeapCols)
-						switch kind {
-						case "BF16-chain":
-							bf16dLeapCols = 0
-						case "BF16-leap":
-							bf16dLeapCols = math.MaxInt
+							floatLockCols, bf16dLong = 0, bf16dDot8x1AVX512
+							defer func(k decodeKernel) { decodeFloatLong[typ] = k }(decodeFloatLong[typ])
+							decodeFloatLong[typ] = chainDecodeFloat[typ]
+						case strings.HasSuffix(kind, "-leap"):
+							floatLockCols = math.MaxInt
 						}
 						bf16Dot = bf16Dot && (kind == "BF16" || kind == "BF16-chain" || kind == "BF16-leap")
 						src := benchMatrix(b, typ, sh.rows, sh.cols)

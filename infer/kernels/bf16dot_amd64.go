@@ -114,16 +114,19 @@ func bf16PackWanted(n, cols int) bool {
 func bf16dDot8x1AVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
 
 //go:noescape
+func bf16dDot8x1LockAVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
+
+//go:noescape
 func bf16dDot8x1LeapAVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
 
-// bf16dLeapCols: one token against rows of fewer columns takes the
-// leapfrog VDPBF16PS kernel (two rows' chains in flight, a software
-// prefetch sweep), longer rows the kernel that runs the rows one after the
-// other. Same bits. Measured (BenchmarkFloatDecode, Zen 5): the leapfrog
-// kernel reads rows of 896–3,072 columns at 0.93–1.13 of a plain read
-// against 0.75–1.05; on rows of 4,864 and 8,192 at 2 threads it reads at
-// 0.82–0.91 against 0.98–1.02 (at 1 thread it is ahead there too).
-var bf16dLeapCols = 4096
+// bf16dLong is the VDPBF16PS one-token kernel that rows of floatLockCols
+// columns or more take (shorter rows take the leapfrog one); the tests
+// and benchmarks swap in the one-chain kernel. Same bits.
+var bf16dLong bf16dKernel = bf16dDot8x1LockAVX512
+
+// bf16dKernel is a VDPBF16PS one-token kernel: 8 rows against one token's
+// activations in the pair layout.
+type bf16dKernel func(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
 
 // bf16DotDecode reports whether one token of a (packed, a.n == 1) takes
 // the VDPBF16PS one-token kernel against m: a BF16 matrix made by
@@ -141,8 +144,8 @@ func bf16DotDecode(m *Matrix, a *acts) bool {
 // one-token 4-row kernel, which gives the same bits.
 func matmulBF16DotDecode(y []float32, m *Matrix, a *acts, r0, r1 int) {
 	rb := m.RowBytes
-	k := bf16dDot8x1AVX512
-	if m.Cols < bf16dLeapCols {
+	k := bf16dLong
+	if m.Cols < floatLockCols {
 		k = bf16dDot8x1LeapAVX512
 	}
 	g := r0

@@ -330,8 +330,9 @@ func TestCPUIsAMD(t *testing.T) {
 }
 
 // TestMatMulBF16DotDecode checks one token of BF16 weights on the
-// VDPBF16PS one-token kernels (the leapfrog one MatMul takes, and the
-// one-chain-at-a-time one) bit for bit against the portable kernels:
+// one-token kernels (VDPBF16PS and multiply-then-add: the leapfrog and
+// lockstep ones MatMul takes, by the row's length and forced, and the
+// VDPBF16PS one-chain-at-a-time one) bit for bit against the portable kernels:
 // ordinary weights, an even and an odd number of 32-column steps a row
 // (the kernel must run: bf16DotDecode accepts them), rows past the last
 // whole 8-row group, rows that are not whole 32-column
@@ -360,6 +361,7 @@ func TestMatMulBF16DotDecode(t *testing.T) {
 	}{
 		{"ordinary", 896, 0.05, false, true},
 		{"ordinary, long rows", 2048, 0.05, false, true},
+		{"ordinary, rows of 3,072 columns", 3072, 0.05, false, true},
 		{"an odd number of 32-column groups", 928, 0.05, false, true},
 		{"one 32-column group", 32, 0.05, false, true},
 		{"rows of 912 columns", 912, 0.05, false, false},
@@ -410,15 +412,25 @@ func TestMatMulBF16DotDecode(t *testing.T) {
 					t.Fatal("the kernel gave the canonical bits on tiny weights: the case does not test the check")
 				}
 			}
-			defer func(c int) { bf16dLeapCols = c }(bf16dLeapCols)
-			kernels := map[string]int{"leapfrog": math.MaxInt, "chain": 0}
+			defer func(c int, k bf16dKernel) { floatLockCols, bf16dLong = c, k }(floatLockCols, bf16dLong)
+			shipped := floatLockCols
+			kernels := []struct {
+				name string
+				cols int
+				long bf16dKernel
+			}{
+				{"as shipped", shipped, bf16dDot8x1LockAVX512},
+				{"leapfrog", math.MaxInt, bf16dDot8x1LockAVX512},
+				{"lockstep", 0, bf16dDot8x1LockAVX512},
+				{"chain", 0, bf16dDot8x1AVX512},
+			}
 			for th, p := range pools {
 				for _, on := range []bool{true, false} {
-					for name, cols := range kernels {
-						bf16Dot, bf16dLeapCols = on, cols
+					for _, k := range kernels {
+						bf16Dot, floatLockCols, bf16dLong = on, k.cols, k.long
 						got := make([]float32, rows)
 						p.MatMul(got, m, x, 1)
-						bitsEqual(t, fmt.Sprintf("%d threads, VDPBF16PS %v, %s kernel", th, on, name), got, want)
+						bitsEqual(t, fmt.Sprintf("%d threads, VDPBF16PS %v, %s kernel", th, on, k.name), got, want)
 					}
 				}
 			}

@@ -66,8 +66,8 @@ var (
 )
 
 // TestFloatDecodeKernels checks every one-token F16 and BF16 kernel that
-// takes float32 activations (the leapfrog kernels MatMul takes and the
-// one-chain kernels the benchmarks compare them with, AVX-512 with 8 rows
+// takes float32 activations (the leapfrog and lockstep kernels MatMul
+// takes and the one-chain kernels the benchmarks compare them with, AVX-512 with 8 rows
 // a call and AVX2 with 4, where the CPU has them) bit for bit against the
 // portable MatMul, on rows of one to 512 steps of 16 columns, odd and even
 // (a leapfrog kernel's halves differ by one step when the count is odd),
@@ -85,6 +85,9 @@ func TestFloatDecodeKernels(t *testing.T) {
 		kernels := map[string]kernel{
 			"AVX-512 leapfrog": {ISAAVX512, 8, decodeFloat[typ]}, "AVX-512 one chain": {ISAAVX512, 8, chainDecodeFloat[typ]},
 			"AVX2 leapfrog": {ISAAVX2, 4, decodeFloatAVX2[typ]}, "AVX2 one chain": {ISAAVX2, 4, chainDecodeFloatAVX2[typ]},
+		}
+		if k, ok := decodeFloatLong[typ]; ok {
+			kernels["AVX-512 lockstep"] = kernel{ISAAVX512, 8, k}
 		}
 		for _, n16 := range []int{1, 2, 3, 56, 57, 64, 304, 512} {
 			rows, cols := 16, n16*16

@@ -221,9 +221,8 @@
 //     4 tokens' activations (8 KiB) stays in L1 while the tile's row
 //     quads use it.
 //   - One token of BF16 weights from NewMatrix on an AMD CPU with
-//     AVX512_BF16, columns a whole number of 32, runs the 8-row kernel
-//     below on VDPBF16PS (bf16dDot8x1AVX512: 32 columns a step in the pair
-//     layout, as above) where bf16DotExact accepts the matrix's exponent
+//     AVX512_BF16, columns a whole number of 32, runs the 8-row kernels
+//     below on VDPBF16PS (32 columns a step in the pair layout, as above) where bf16DotExact accepts the matrix's exponent
 //     range (scanned once, on the first call, and cached in the Matrix)
 //     and the token's.
 //   - One token of F16 or BF16 weights (decode) whose columns are a whole
@@ -231,17 +230,20 @@
 //     accumulators in one register, the 8 rows reduced together by the
 //     fixed tree. A row's adds form one chain of dependent steps, which
 //     bounds a long row, so the kernels (F16; BF16 by multiply, then add;
-//     BF16 on VDPBF16PS) keep two chains in flight: row k-1's second half beside row k's first
-//     half, each row still in column order. Two pointers half a row apart
-//     are two streams, which the hardware prefetchers follow at about half
-//     the rate of one, so one software prefetch sweeps the 8 rows in
-//     address order a fixed distance ahead (3 KiB), one line a step
-//     (docs/benchmarks.md, "F16 and BF16 decode from memory"). BF16 on VDPBF16PS
-//     takes that kernel on rows of fewer than 4,096 columns; on longer
-//     rows, where a VDPBF16PS chain (32 columns a step) does not bind and
-//     two threads' streams measured faster one row at a time, it takes
-//     the rows one after the other. The AVX2 variant's one-token kernels
-//     (4 rows, f16_avx2_amd64.s) follow the same scheme.
+//     BF16 on VDPBF16PS) keep several chains in flight, each row still in
+//     column order. On rows of fewer than 3,072 columns (floatLockCols)
+//     the leapfrog kernels run row k-1's second half beside row k's first
+//     half; two pointers half a row apart are two streams, which the
+//     hardware prefetchers follow at about half the rate of one, so one
+//     software prefetch sweeps the 8 rows in address order a fixed
+//     distance ahead (3 KiB), one line a step. On longer rows the lockstep
+//     kernels run the 8 rows side by side, a step of every row at a time:
+//     the activations are loaded once a step for all 8 (the leapfrog
+//     kernels read them at two places, which on long rows no longer stay
+//     in L1), and each row is prefetched 1 KiB ahead within itself
+//     (docs/benchmarks.md, "F16 and BF16 decode from memory"). The AVX2
+//     variant's one-token kernels (4 rows, f16_avx2_amd64.s) are leapfrog
+//     kernels on every row length.
 //
 // The activation quantizers (Q8_0, Q8_1, Q8_K, and the rounding to bf16
 // with each token's exponent range) and Dot, DotF16, AXPY, AXPYF16 have

@@ -12,6 +12,15 @@ func f16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 //go:noescape
 func f16Dot8x1LeapAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
+// f16Dot8x1LockAVX512 and bf16Dot8x1LockAVX512 run their 8 rows' chains
+// side by side (the activations loaded once a step for all 8); same bits.
+//
+//go:noescape
+func f16Dot8x1LockAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
+//go:noescape
+func bf16Dot8x1LockAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+
 //go:noescape
 func bf16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 
@@ -28,6 +37,26 @@ var decodeFloat = map[ggml.Type]decodeKernel{
 	ggml.TypeF16:  f16Dot8x1LeapAVX512,
 	ggml.TypeBF16: bf16Dot8x1LeapAVX512,
 }
+
+// decodeFloatLong maps the 16-bit float types to the one-token kernels
+// that rows of floatLockCols columns or more take instead of
+// decodeFloat's.
+var decodeFloatLong = map[ggml.Type]decodeKernel{
+	ggml.TypeF16:  f16Dot8x1LockAVX512,
+	ggml.TypeBF16: bf16Dot8x1LockAVX512,
+}
+
+// floatLockCols: one token against rows of this many columns or more takes
+// a lockstep kernel (decodeFloatLong, bf16dLong), shorter rows a leapfrog
+// one. Same bits. Measured (BenchmarkFloatDecode, the shipped kinds
+// against kind=F16-leap and BF16-leap, Zen 5, 1 and 2 threads): the
+// lockstep kernels read rows of 3,072 to 8,192 columns 4–25% faster (the
+// leapfrog kernels' two chains read the activations at two places half a
+// row apart), rows of 2,048 columns about as fast or slower, and rows of
+// 896 and 1,024 columns 10–30% slower (eight short streams that the
+// prefetch, a fixed distance ahead within each row, does not warm in
+// time).
+var floatLockCols = 3072
 
 // floatDecode8 enables the one-token kernels of f16_amd64.s; off, one token
 // takes the 4-row kernels as before they existed (same bits: a knob for

@@ -9,7 +9,8 @@
 // reduced together by the fixed tree, applied to each row: +8, +4, +2, +1
 // (f16Perm puts the 8 sums in row order). The ROW kernels run the rows one
 // after the other, one ascending stream of addresses; the leapfrog kernels
-// at the end keep two rows' chains in flight and prefetch in software.
+// after them keep two rows' chains in flight and prefetch in software; the
+// lockstep kernel at the end runs all 8 chains side by side.
 
 // f16Perm gathers the 8 row sums of the transposing reduction: row j lies
 // in lane 4·(j mod 4) + 2·(j / 4).
@@ -145,10 +146,12 @@ TEXT ·bf16Dot8x1AVX512(SB), NOSPLIT, $0-40
 	VZEROUPPER
 	RET
 
-// The BF16 one-token kernel on VDPBF16PS (AVX512_BF16; the Go side takes
-// it on AMD CPUs for matrices and tokens that bf16DotExact accepts, where
-// it gives the canonical bits: bf16dot_amd64.go). As bf16Dot8x1AVX512,
-// 8 rows one after the other, each row's 16 canonical accumulators in one
+// The BF16 one-token kernels on VDPBF16PS (AVX512_BF16; the Go side takes
+// them on AMD CPUs for matrices and tokens that bf16DotExact accepts, where
+// they give the canonical bits: bf16dot_amd64.go): this one (the tests'
+// and benchmarks' reference), and the leapfrog and lockstep ones below
+// that MatMul takes. This one, as bf16Dot8x1AVX512, runs the 8 rows one
+// after the other, each row's 16 canonical accumulators in one
 // register, then REDUCE8; a step takes 32 columns: the 64-byte weight
 // load permuted by VPERMW (·bf16dPerm, in matmul_amd64.s: word 2l+1 =
 // column l, word 2l = column l+16) and the activations already in that pair layout (acts.bp),
@@ -368,6 +371,147 @@ TEXT ·bf16dDot8x1LeapAVX512(SB), NOSPLIT, $0-40
 	BF16PAIR(DP5, DP6, bdp6, bdq6, bdr6)
 	BF16PAIR(DP6, DP7, bdp7, bdq7, bdr7)
 	LTAIL(BF16DSTEP, 64, DP7, bdt, bdto, bdtn)
+	REDUCE8
+	VZEROUPPER
+	RET
+
+
+// The lockstep kernels run the 8 rows' chains side by side, one step of
+// every row at a time: the activations are loaded once a step for all 8
+// rows, 8 chains are in flight, and each row's weights are prefetched
+// LOCKPF bytes ahead. Each row's chain is the same sequence of operations
+// as in the ROW kernels (the same operand order too), so the bits are the
+// same. MatMul takes them for rows of floatLockCols columns or more
+// (f16_amd64.go).
+#define LOCKPF 1024
+
+// LOCKPF8(o) prefetches the 8 rows' weights LOCKPF+o bytes ahead: rows 0–2
+// from R11, 3–5 from R13, 6–7 from R14, row stride DX.
+#define LOCKPF8(o) \
+	PREFETCHT0 (LOCKPF+o)(R11) \
+	PREFETCHT0 (LOCKPF+o)(R11)(DX*1) \
+	PREFETCHT0 (LOCKPF+o)(R11)(DX*2) \
+	PREFETCHT0 (LOCKPF+o)(R13) \
+	PREFETCHT0 (LOCKPF+o)(R13)(DX*1) \
+	PREFETCHT0 (LOCKPF+o)(R13)(DX*2) \
+	PREFETCHT0 (LOCKPF+o)(R14) \
+	PREFETCHT0 (LOCKPF+o)(R14)(DX*1)
+
+// F16ONE and BF16ONE add one row's 16 columns at m into acc (t a scratch
+// register), the activations in Z16: as F16STEP and BF16STEP.
+#define F16ONE(m, t, acc) \
+	VCVTPH2PS m, t \
+	VFMADD231PS Z16, t, acc
+
+#define BF16ONE(m, t, acc) \
+	VPMOVZXWD m, t \
+	VPSLLD $16, t, t \
+	VMULPS Z16, t, t \
+	VADDPS t, acc, acc
+
+// LOCKSTEP(ONE, d) is one step of 16 columns of the 8 rows at byte d of
+// each (activations float32 at 2·d).
+#define LOCKSTEP(ONE, d) \
+	VMOVUPS (2*d)(R8), Z16 \
+	ONE(d(R11), Z8, Z0) \
+	ONE(d(R11)(DX*1), Z9, Z1) \
+	ONE(d(R11)(DX*2), Z10, Z2) \
+	ONE(d(R13), Z11, Z3) \
+	ONE(d(R13)(DX*1), Z12, Z4) \
+	ONE(d(R13)(DX*2), Z13, Z5) \
+	ONE(d(R14), Z14, Z6) \
+	ONE(d(R14)(DX*1), Z15, Z7)
+
+// LOCKROWS points R13 and R14 at rows 3 and 6.
+#define LOCKROWS \
+	LEAQ (R11)(DX*2), R13 \
+	ADDQ DX, R13 \
+	LEAQ (R13)(DX*2), R14 \
+	ADDQ DX, R14
+
+// LOCK16 runs the 8 rows' chains for the F16 and BF16 steps (ONE): R9
+// double steps, then the odd one (R12).
+#define LOCK16(ONE, lbl, odd, done) \
+	LOCKROWS \
+	MOVQ R9, CX \
+	TESTQ CX, CX \
+	JEQ odd \
+lbl: \
+	LOCKPF8(0) \
+	LOCKSTEP(ONE, 0) \
+	LOCKSTEP(ONE, 32) \
+	ADDQ $64, R11 \
+	ADDQ $64, R13 \
+	ADDQ $64, R14 \
+	ADDQ $128, R8 \
+	DECQ CX \
+	JNZ lbl \
+odd: \
+	TESTQ R12, R12 \
+	JEQ done \
+	LOCKSTEP(ONE, 0) \
+done: \
+	REDUCE8 \
+	VZEROUPPER
+
+// func f16Dot8x1LockAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+TEXT ·f16Dot8x1LockAVX512(SB), NOSPLIT, $0-40
+	PROLOGUE(n16)
+	LOCK16(F16ONE, f16kl, f16ko, f16kd)
+	RET
+
+// func bf16Dot8x1LockAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
+TEXT ·bf16Dot8x1LockAVX512(SB), NOSPLIT, $0-40
+	PROLOGUE(n16)
+	LOCK16(BF16ONE, bf16kl, bf16ko, bf16kd)
+	RET
+
+// LOCKDSTEP(d) is one step of 32 columns of the 8 rows at byte d of each
+// (VDPBF16PS, the pair layout of bf16dDot8x1AVX512): the activations once,
+// then each row's weights permuted into Z16 and added into its chain.
+#define LOCKDSTEP(d) \
+	VMOVDQU16 d(R8), Z20 \
+	VPERMW d(R11), Z24, Z16 \
+	DP0 \
+	VPERMW d(R11)(DX*1), Z24, Z16 \
+	DP1 \
+	VPERMW d(R11)(DX*2), Z24, Z16 \
+	DP2 \
+	VPERMW d(R13), Z24, Z16 \
+	DP3 \
+	VPERMW d(R13)(DX*1), Z24, Z16 \
+	DP4 \
+	VPERMW d(R13)(DX*2), Z24, Z16 \
+	DP5 \
+	VPERMW d(R14), Z24, Z16 \
+	DP6 \
+	VPERMW d(R14)(DX*1), Z24, Z16 \
+	DP7
+
+// func bf16dDot8x1LockAVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
+TEXT ·bf16dDot8x1LockAVX512(SB), NOSPLIT, $0-40
+	PROLOGUE(n32)
+	VMOVDQU16 ·bf16dPerm(SB), Z24
+	LOCKROWS
+	MOVQ R9, CX
+	TESTQ CX, CX
+	JEQ lockdodd
+lockdloop:
+	LOCKPF8(0)
+	LOCKDSTEP(0)
+	LOCKPF8(64)
+	LOCKDSTEP(64)
+	ADDQ $128, R11
+	ADDQ $128, R13
+	ADDQ $128, R14
+	ADDQ $128, R8
+	DECQ CX
+	JNZ lockdloop
+lockdodd:
+	TESTQ R12, R12
+	JEQ lockddone
+	LOCKDSTEP(0)
+lockddone:
 	REDUCE8
 	VZEROUPPER
 	RET
