@@ -67,11 +67,11 @@ var (
 
 // TestFloatDecodeKernels checks every one-token F16 and BF16 kernel that
 // takes float32 activations (the leapfrog and lockstep kernels MatMul
-// takes and the one-chain kernels the benchmarks compare them with, AVX-512 with 8 rows
-// a call and AVX2 with 4, where the CPU has them) bit for bit against the
-// portable MatMul, on rows of one to 512 steps of 16 columns, odd and even
-// (a leapfrog kernel's halves differ by one step when the count is odd),
-// with weights that reach the type's extremes.
+// takes and the one-chain kernels the benchmarks compare them with,
+// AVX-512 with 8 rows a call and AVX2 with 4, where the CPU has them) bit
+// for bit against the portable MatMul, on rows of one to 512 steps of 16
+// columns, odd and even (a leapfrog kernel's halves differ by one step
+// when the count is odd), with weights that reach the type's extremes.
 func TestFloatDecodeKernels(t *testing.T) {
 	type kernel struct {
 		isa  ISA

@@ -4,7 +4,8 @@ import "github.com/muserhq/muser/infer/ggml"
 
 // f16Dot8x1AVX512 and bf16Dot8x1AVX512 run their 8 rows' chains one
 // after the other; MatMul takes the leapfrog kernels (two chains in
-// flight, the same bits), and the tests and benchmarks compare the two.
+// flight) on short rows and the lockstep ones (8 side by side) on long
+// rows, all with the same bits, and the tests and benchmarks compare them.
 //
 //go:noescape
 func f16Dot8x1AVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
