@@ -69,9 +69,7 @@ func runTier(bin, modelPath, s3bin string, depths []int, threads int) error {
 	if err := os.MkdirAll(s3dir, 0o755); err != nil {
 		return err
 	}
-	// --keep-alive: as real S3 servers do (versitygw closes each
-	// connection after one response by default).
-	srv := exec.Command(s3bin, "--access", s3Access, "--secret", s3Secret, "--port", addr, "--quiet", "--keep-alive", "posix", s3dir)
+	srv := exec.Command(s3bin, "--access", s3Access, "--secret", s3Secret, "--port", addr, "--quiet", "posix", s3dir)
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("starting the S3 server %s (scripts/s3server.sh installs it): %w", s3bin, err)
 	}
