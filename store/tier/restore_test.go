@@ -259,9 +259,29 @@ func TestReadThroughRestore(t *testing.T) {
 	storetest.Check(t, b)
 }
 
+// gatedGet holds the GET of one object (its key's suffix) until open is
+// closed or the request is cancelled.
+type gatedGet struct {
+	suffix string
+	open   <-chan struct{}
+}
+
+func (g *gatedGet) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, g.suffix) {
+		select {
+		case <-g.open:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // TestReadThroughRestoreRefused: a chunk that fails its check refuses the
 // pack; when put already had blocks the error reaches the caller (who
-// discards them), else the store's restore serves the request.
+// discards them), else the store's restore serves the request. The
+// damaged chunk's GET waits until put has had the blocks before it, so
+// which of the two happens does not depend on which GET ends first.
 func TestReadThroughRestoreRefused(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -279,13 +299,28 @@ func TestReadThroughRestoreRefused(t *testing.T) {
 			o := f.object(t, key)
 			o[5] ^= 1
 			f.putObject(t, key, o)
+			before := make(chan struct{})
+			c := &consumer{t: t}
+			c.during = func() {
+				if len(c.blocks) == tt.block {
+					close(before)
+				}
+			}
+			if tt.block == 0 {
+				close(before)
+			}
+			cfg := f.config(testKey, "node-b")
+			cfg.Transport = &gatedGet{suffix: key, open: before}
+			tr, err := tier.Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
 			b := storetest.Open(t, "", store.Options{Node: "node-b", BlockTokens: 16})
-			rt := tier.NewReadThrough(f.open(t, testKey, "node-b"), b, tier.ReadThroughOptions{})
+			rt := tier.NewReadThrough(tr, b, tier.ReadThroughOptions{})
 			defer rt.Close()
 			if err := rt.Refresh(ctx); err != nil {
 				t.Fatal(err)
 			}
-			c := &consumer{t: t}
 			n, err := rt.Restore(ctx, f.id, f.salt, f.tokens, c.put)
 			if n != 0 || (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, pack.ErrRefused)) {
 				t.Fatalf("restore: got %d tokens, %v; want 0 and an error %v", n, err, tt.wantErr)
