@@ -10,7 +10,7 @@
 // (f16Perm puts the 8 sums in row order). The ROW kernels run the rows one
 // after the other, one ascending stream of addresses; the leapfrog kernels
 // after them keep two rows' chains in flight and prefetch in software; the
-// lockstep kernel at the end runs all 8 chains side by side.
+// lockstep kernels at the end run all 8 chains side by side.
 
 // f16Perm gathers the 8 row sums of the transposing reduction: row j lies
 // in lane 4·(j mod 4) + 2·(j / 4).
@@ -375,7 +375,6 @@ TEXT ·bf16dDot8x1LeapAVX512(SB), NOSPLIT, $0-40
 	VZEROUPPER
 	RET
 
-
 // The lockstep kernels run the 8 rows' chains side by side, one step of
 // every row at a time: the activations are loaded once a step for all 8
 // rows, 8 chains are in flight, and each row's weights are prefetched
@@ -429,41 +428,47 @@ TEXT ·bf16dDot8x1LeapAVX512(SB), NOSPLIT, $0-40
 	LEAQ (R13)(DX*2), R14 \
 	ADDQ DX, R14
 
-// LOCK16 runs the 8 rows' chains for the F16 and BF16 steps (ONE): R9
-// double steps, then the odd one (R12).
-#define LOCK16(ONE, lbl, odd, done) \
+// LOCK runs the 8 rows' chains: R9 double steps (TWO, each followed by
+// advancing the rows by WADV bytes and the activations by 128), then the
+// odd step (ODD) if R12 is set; then REDUCE8.
+#define LOCK(TWO, ODD, WADV, lbl, odd, done) \
 	LOCKROWS \
 	MOVQ R9, CX \
 	TESTQ CX, CX \
 	JEQ odd \
 lbl: \
-	LOCKPF8(0) \
-	LOCKSTEP(ONE, 0) \
-	LOCKSTEP(ONE, 32) \
-	ADDQ $64, R11 \
-	ADDQ $64, R13 \
-	ADDQ $64, R14 \
+	TWO \
+	ADDQ $WADV, R11 \
+	ADDQ $WADV, R13 \
+	ADDQ $WADV, R14 \
 	ADDQ $128, R8 \
 	DECQ CX \
 	JNZ lbl \
 odd: \
 	TESTQ R12, R12 \
 	JEQ done \
-	LOCKSTEP(ONE, 0) \
+	ODD \
 done: \
 	REDUCE8 \
 	VZEROUPPER
 
+// The F16 and BF16 double and single steps: 16 columns (32 weight bytes)
+// a step, one line of each row prefetched a double step.
+#define F16TWO LOCKPF8(0); LOCKSTEP(F16ONE, 0); LOCKSTEP(F16ONE, 32)
+#define F16ODD LOCKSTEP(F16ONE, 0)
+#define BF16TWO LOCKPF8(0); LOCKSTEP(BF16ONE, 0); LOCKSTEP(BF16ONE, 32)
+#define BF16ODD LOCKSTEP(BF16ONE, 0)
+
 // func f16Dot8x1LockAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 TEXT ·f16Dot8x1LockAVX512(SB), NOSPLIT, $0-40
 	PROLOGUE(n16)
-	LOCK16(F16ONE, f16kl, f16ko, f16kd)
+	LOCK(F16TWO, F16ODD, 64, f16kl, f16ko, f16kd)
 	RET
 
 // func bf16Dot8x1LockAVX512(w *byte, rowBytes int, x *float32, n16 int, acc *float32)
 TEXT ·bf16Dot8x1LockAVX512(SB), NOSPLIT, $0-40
 	PROLOGUE(n16)
-	LOCK16(BF16ONE, bf16kl, bf16ko, bf16kd)
+	LOCK(BF16TWO, BF16ODD, 64, bf16kl, bf16ko, bf16kd)
 	RET
 
 // LOCKDSTEP(d) is one step of 32 columns of the 8 rows at byte d of each
@@ -488,30 +493,14 @@ TEXT ·bf16Dot8x1LockAVX512(SB), NOSPLIT, $0-40
 	VPERMW d(R14)(DX*1), Z24, Z16 \
 	DP7
 
+// The VDPBF16PS double and single steps: 32 columns (64 weight bytes) a
+// step, one line of each row prefetched a step.
+#define BF16DTWO LOCKPF8(0); LOCKDSTEP(0); LOCKPF8(64); LOCKDSTEP(64)
+#define BF16DODD LOCKDSTEP(0)
+
 // func bf16dDot8x1LockAVX512(w *byte, rowBytes int, x *uint16, n32 int, acc *float32)
 TEXT ·bf16dDot8x1LockAVX512(SB), NOSPLIT, $0-40
 	PROLOGUE(n32)
 	VMOVDQU16 ·bf16dPerm(SB), Z24
-	LOCKROWS
-	MOVQ R9, CX
-	TESTQ CX, CX
-	JEQ lockdodd
-lockdloop:
-	LOCKPF8(0)
-	LOCKDSTEP(0)
-	LOCKPF8(64)
-	LOCKDSTEP(64)
-	ADDQ $128, R11
-	ADDQ $128, R13
-	ADDQ $128, R14
-	ADDQ $128, R8
-	DECQ CX
-	JNZ lockdloop
-lockdodd:
-	TESTQ R12, R12
-	JEQ lockddone
-	LOCKDSTEP(0)
-lockddone:
-	REDUCE8
-	VZEROUPPER
+	LOCK(BF16DTWO, BF16DODD, 128, lockdloop, lockdodd, lockddone)
 	RET
