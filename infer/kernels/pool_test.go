@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestPoolParallel(t *testing.T) {
@@ -56,4 +57,62 @@ func TestPoolConcurrentCallers(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+}
+
+// TestPoolWorkersHelp requires a worker to take part in every call, whether
+// it was spinning when the call came (no gap) or had parked (a gap longer
+// than spinFor): the two items of each call meet at a barrier, which only
+// two goroutines running them at once can pass. Calls from two goroutines
+// at once, then a Close while workers spin, must still run every item.
+func TestPoolWorkersHelp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gap  time.Duration
+	}{
+		{"spinning", 0},
+		{"parked", 3 * spinFor},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPool(2)
+			defer p.Close()
+			for call := 0; call < 50; call++ {
+				time.Sleep(tc.gap)
+				var arrived sync.WaitGroup
+				arrived.Add(2)
+				met := make(chan struct{})
+				go func() { arrived.Wait(); close(met) }()
+				p.Parallel(2, func(int) {
+					arrived.Done()
+					select {
+					case <-met:
+					case <-time.After(30 * time.Second):
+						t.Errorf("call %d: no worker took the second item in 30 s", call)
+					}
+				})
+				if t.Failed() {
+					return
+				}
+			}
+		})
+	}
+	t.Run("two callers, then close", func(t *testing.T) {
+		p := NewPool(3)
+		var wg sync.WaitGroup
+		var total atomic.Int64
+		for g := 0; g < 2; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for call := 0; call < 200; call++ {
+					p.Parallel(7, func(int) { total.Add(1) })
+				}
+			}()
+		}
+		wg.Wait()
+		p.Close()
+		p.Parallel(7, func(int) { total.Add(1) })
+		if got, want := total.Load(), int64(2*200*7+7); got != want {
+			t.Errorf("ran %d items, want %d", got, want)
+		}
+	})
 }
