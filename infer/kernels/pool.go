@@ -69,7 +69,8 @@ func (j *job) run() {
 }
 
 // wait returns when every item of j has finished, spinning for up to spin
-// before it parks.
+// before it parks. (wait and look write their polling loops out: one
+// helper taking the condition as a closure measured 4–6% slower decode.)
 func (j *job) wait(spin time.Duration) {
 	if spin > 0 {
 		start := time.Now()
