@@ -7,9 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/muserhq/muser/net/cluster/clustertest"
+	"github.com/muserhq/muser/net/transport"
 	"github.com/muserhq/muser/net/wire"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/store"
 )
 
 func TestIdentityMismatchNamesTheField(t *testing.T) {
@@ -254,13 +258,22 @@ func TestInterruptedPushResumes(t *testing.T) {
 	if err == nil {
 		t.Fatal("the interrupted push succeeded")
 	}
-	waitFor(t, func() bool { return len(receiptsFor(t, beta.store, pack.ReasonTruncated)) == 1 })
+	// However the sender's resets reach beta (control stream first, or a
+	// chunk stream cut inside a frame), the one receipt says truncated.
+	var rs []store.Receipt
+	waitFor(t, "beta's receipt for the interrupted transfer", func() bool {
+		var err error
+		rs, err = beta.store.Receipts(store.ReceiptFilter{Pack: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rs) > 0
+	})
 	if packCount(t, beta.store) != 0 {
 		t.Fatal("a partial pack is visible")
 	}
-	r := receiptsFor(t, beta.store, pack.ReasonTruncated)[0]
-	if r.Source != "peer:alpha" || r.Pack != id {
-		t.Fatalf("truncated receipt %+v, want pack %s from peer:alpha", r, id.Short())
+	if r := rs[0]; len(rs) != 1 || r.Reason != pack.ReasonTruncated || r.Source != "peer:alpha" {
+		t.Fatalf("receipts %+v, want one truncated receipt for pack %s from peer:alpha", rs, id.Short())
 	}
 	kept := stored.Load()
 	res, err := alpha.repl.Push(ctxT(t), "beta", id)
@@ -272,6 +285,89 @@ func TestInterruptedPushResumes(t *testing.T) {
 	}
 	if got, want := restoreAll(t, beta.store, id), restoreAll(t, alpha.store, id); !equalBlocks(got, want) {
 		t.Fatal("the resumed pack restores to other bytes")
+	}
+}
+
+// TestPushCanceledWhileReceiverStalls: a receiver that asks for chunks
+// and then stops reading them (and ignores the control stream's reset)
+// holds the sender's chunk stream at its flow-control window; canceling
+// the push still ends it, as canceled.
+func TestPushCanceledWhileReceiverStalls(t *testing.T) {
+	const blocks = 100 // 6.4 MiB: more than a stream's initial window
+	var sent atomic.Int64
+	nodes := newCluster(t, []string{"alpha", "beta"}, map[string][]nodeOpt{
+		"alpha": {func(c *Config) {
+			c.Streams = 1
+			c.OnSent = func(string, pack.Digest, int) { sent.Add(1) }
+		}},
+	})
+	alpha, beta := nodes[0], nodes[1]
+	// The stalled receiver speaks as beta on its own endpoint.
+	ep, err := transport.Listen("127.0.0.1:0", transport.Config{TLS: beta.TLS(t), QUIC: transport.DefaultQUIC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	clustertest.Admit(t, alpha.Node, "beta", ep.Addr().String())
+	id, _ := publish(t, alpha.store, 40, blocks)
+
+	stalled := make(chan error, 1)
+	go func() {
+		stalled <- func() error {
+			ctx := ctxT(t)
+			c, err := ep.Accept(ctx)
+			if err != nil {
+				return err
+			}
+			ctrl, err := c.AcceptStream(ctx)
+			if err != nil {
+				return err
+			}
+			msg, err := wire.Read(ctrl, wire.TypeOffer)
+			if err != nil {
+				return err
+			}
+			m, err := pack.DecodeManifest(msg.(*wire.Offer).Manifest)
+			if err != nil {
+				return err
+			}
+			need := &wire.Need{Transfer: 1}
+			for _, ch := range m.Chunks {
+				if !slices.Contains(need.Chunks, ch.ID) {
+					need.Chunks = append(need.Chunks, ch.ID)
+				}
+			}
+			if err := wire.Write(ctrl, need); err != nil {
+				return err
+			}
+			_, err = c.AcceptUniStream(ctx) // and never read it
+			return err
+		}()
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := alpha.repl.Push(ctx, "beta", id)
+		errc <- err
+	}()
+	if err := <-stalled; err != nil {
+		t.Fatalf("stalled receiver: %v", err)
+	}
+	// A 4 MiB window holds 63 chunks and their headers: from the 60th on,
+	// the sender is at most a few writes from the window's edge.
+	waitFor(t, "alpha to send 60 chunks", func() bool { return sent.Load() >= 60 })
+	time.Sleep(50 * time.Millisecond) // to be blocked there when cancel comes; the fix passes either way
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, &wire.Error{Code: wire.CodeCanceled}) {
+			t.Fatalf("canceled push returned %v, want canceled", err)
+		}
+		if n := sent.Load(); n >= blocks {
+			t.Fatalf("all %d chunks were sent: the receiver's window never held the sender back; the test proves nothing", n)
+		}
+	case <-time.After(liveness):
+		t.Fatalf("a canceled push still waits after %v: its chunk stream is stuck at the stalled receiver's window (%d chunks sent)", liveness, sent.Load())
 	}
 }
 

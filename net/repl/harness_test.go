@@ -155,16 +155,24 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-var _ = time.Second
-
 func storeKV(tokens []int32) func(int) ([]byte, error) {
 	return storetest.KV(testID, []byte("tenant"), tokens, testBlock, testChunk)
 }
 
-// waitFor waits until cond holds; the test's own deadline bounds it.
-func waitFor(t *testing.T, cond func() bool) {
+// liveness bounds a wait for something that must happen, so that a test
+// that would hang fails naming what it waited for. It is no performance
+// bound: every such wait ends in milliseconds when the code is right.
+const liveness = 2 * time.Minute
+
+// waitFor waits until cond holds, and fails the test, saying what, if it
+// does not within the liveness bound.
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	deadline := time.Now().Add(liveness)
 	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting, after %v, for %s", liveness, what)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }

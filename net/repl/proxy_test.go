@@ -139,7 +139,7 @@ func TestCorruptingProxyAllPackets(t *testing.T) {
 		t.Fatal("a push through a link that corrupts every packet succeeded")
 	}
 	t.Logf("push failed as it must: %v", err)
-	waitFor(t, func() bool { return len(receiptsFor(t, beta.store, pack.ReasonTruncated)) == 1 })
+	waitFor(t, "beta's truncated receipt", func() bool { return len(receiptsFor(t, beta.store, pack.ReasonTruncated)) == 1 })
 	if packCount(t, beta.store) != 0 {
 		t.Fatal("a pack was published from a corrupted transfer")
 	}

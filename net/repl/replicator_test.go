@@ -46,7 +46,7 @@ func TestReplicator(t *testing.T) {
 			t.Fatal("Enqueue refused a pack with room in the queue")
 		}
 	}
-	waitFor(t, func() bool { return failures.Load() >= 2 })
+	waitFor(t, "two failed pushes behind the closed gate", func() bool { return failures.Load() >= 2 })
 	if packCount(t, beta.store) != 0 {
 		t.Fatal("a pack crossed a closed gate")
 	}

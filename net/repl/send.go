@@ -198,6 +198,12 @@ func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, pr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A write waits for the receiver's flow-control credit, which
+			// a stalled receiver never gives: when the transfer ends
+			// early, reset the stream so that the write returns.
+			defer context.AfterFunc(ctx, func() {
+				st.CancelWrite(quic.StreamErrorCode(wire.CodeOf(asWire(s.peer, context.Cause(ctx)))))
+			})()
 			var buf []byte
 			hdr := make([]byte, 0, wire.ChunkHeaderSize)
 			for ctx.Err() == nil {

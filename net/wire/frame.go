@@ -347,7 +347,12 @@ func ReadChunkHeader(r io.Reader) (pack.Digest, int, error) {
 		return id, 0, &FrameError{Type: t, Field: "length", Err: fmt.Errorf("%d bytes cannot hold a chunk ID", n)}
 	}
 	if _, err := io.ReadFull(r, id[:]); err != nil {
-		return id, 0, &FrameError{Type: t, Field: "chunk ID", Err: errors.New("truncated")}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return id, 0, &FrameError{Type: t, Field: "chunk ID", Err: errors.New("truncated")}
+		}
+		// The stream failed (a reset, the connection lost): that is
+		// the cause, not a malformed frame.
+		return id, 0, err
 	}
 	return id, n - 32, nil
 }

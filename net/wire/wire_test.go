@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/muserhq/muser/pack"
 )
@@ -255,6 +256,18 @@ func TestChunkFrames(t *testing.T) {
 	}
 	if _, _, err := ReadChunkHeader(bytes.NewReader(frameOf(TypeChunks, make([]byte, 8)))); !errors.Is(err, ErrUnexpected) {
 		t.Fatalf("message on a chunk stream: %v, want ErrUnexpected", err)
+	}
+	// A stream that ends inside the chunk ID is a truncated frame; one
+	// that fails there (the sender reset it) reports that failure, not a
+	// malformed frame.
+	whole := frameOf(TypeChunk, make([]byte, 32+8))
+	if _, _, err := ReadChunkHeader(bytes.NewReader(whole[:HeaderSize+10])); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("stream ending inside the chunk ID: %v, want ErrMalformed", err)
+	}
+	reset := errors.New("stream reset by the peer")
+	r := io.MultiReader(bytes.NewReader(whole[:HeaderSize+10]), iotest.ErrReader(reset))
+	if _, _, err := ReadChunkHeader(r); !errors.Is(err, reset) || errors.Is(err, ErrMalformed) {
+		t.Fatalf("stream failing inside the chunk ID: %v, want the stream's error and not ErrMalformed", err)
 	}
 }
 
