@@ -35,15 +35,62 @@ MUSER_DEV double chain_sum(double sum, const double* sq, int m) {
 	return sum;
 }
 
+// sum_squares returns, to every thread of the block, the squares of xr's
+// cols floats (rounded to float32, widened) summed in float64 in an order
+// of its own: each thread's columns in turn, a shuffle tree within each
+// warp, the warps' partial sums in warp order. blockDim.x is a multiple of
+// 32; part is shared scratch of blockDim.x/32 doubles.
+MUSER_DEV double sum_squares(const float* xr, int cols, double* part) {
+	double acc = 0.0;
+	for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+		const float v = xr[c];
+		acc = f64add(acc, (double)f32mul(v, v));
+	}
+	for (int off = 16; off >= 1; off /= 2) acc = f64add(acc, __shfl_xor_sync(0xffffffffu, acc, off));
+	if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;
+	__syncthreads();
+	double sum = 0.0;
+	for (int k = 0; k < (int)(blockDim.x >> 5); k++) sum = f64add(sum, part[k]);
+	return sum;
+}
+
+// rms_mean_eps is float32(sum/cols + eps) as kernels.RMSNorm rounds it. It
+// is non-decreasing in sum: every step is one correctly rounded operation.
+MUSER_DEV float rms_mean_eps(double sum, int cols, float eps) {
+	return __double2float_rn(f64add(muser_ddiv_rn(sum, (double)cols), (double)eps));
+}
+
 // rms_scale returns, to every thread of the block, the RMSNorm scale of the
 // row xr of cols floats as kernels.RMSNorm computes it: squares rounded to
-// float32, summed in float64 in index order (one sequential chain, thread
-// 0: chain_sum), mean = sum/cols, s = 1/float32(sqrt(float64(float32(mean +
-// eps)))). The squares are computed and widened by all threads first. sq
-// is shared scratch of CH doubles, res one shared float.
+// float32, summed in float64 in index order (one sequential chain), mean =
+// sum/cols, s = 1/float32(sqrt(float64(float32(mean + eps)))).
+//
+// The chain runs at the latency of its additions (about 9 µs for 896
+// columns), so the block first sums the squares in parallel (sum_squares)
+// and bounds the chain's result from that: both sums are of the same cols
+// non-negative terms, each within γ(cols-1)·E of their exact sum E, so the
+// chain lies within [tree - 4·cols·u·tree, tree + 4·cols·u·tree] (u =
+// 2^-53; the factor 4 covers 2γ/(1-γ) and the rounding of the bounds).
+// rms_mean_eps is monotone, so when both ends give the same float32 the
+// chain gives it too. Only when they differ (a float32 rounding boundary
+// within about 1e-13 of the mean, or a NaN or infinity) does thread 0 run
+// the chain (chain_sum over shared chunks of CH squares). sq is shared
+// scratch of CH doubles, part of blockDim.x/32, res one shared float and
+// decided one shared int.
 template <int CH>
-__device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps, double* sq, float* res) {
+__device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps, double* sq, double* part,
+                                           float* res, int* decided) {
 	const int tid = threadIdx.x, nt = blockDim.x;
+	const double tree = sum_squares(xr, cols, part);
+	if (tid == 0) {
+		const double m = f64mul(tree, 4.0 * (double)cols * 0x1p-53);
+		const float lo = rms_mean_eps(f64sub(tree, m), cols, eps);
+		const float hi = rms_mean_eps(f64add(tree, m), cols, eps);
+		*decided = lo == hi; // false for a NaN
+		if (lo == hi) *res = muser_fdiv_rn(1.0f, __double2float_rn(muser_dsqrt_rn((double)lo)));
+	}
+	__syncthreads();
+	if (*decided) return *res;
 	double sum = 0.0;
 	for (int c0 = 0; c0 < cols; c0 += CH) {
 		const int m = min(CH, cols - c0);
@@ -56,10 +103,8 @@ __device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps,
 		__syncthreads();
 	}
 	if (tid == 0) {
-		const double mean = muser_ddiv_rn(sum, (double)cols);
-		const float t = __double2float_rn(f64add(mean, (double)eps));
-		const float r = __double2float_rn(muser_dsqrt_rn((double)t));
-		*res = muser_fdiv_rn(1.0f, r);
+		const float t = rms_mean_eps(sum, cols, eps);
+		*res = muser_fdiv_rn(1.0f, __double2float_rn(muser_dsqrt_rn((double)t)));
 	}
 	__syncthreads();
 	return *res;
@@ -97,13 +142,14 @@ extern "C" __global__ void __launch_bounds__(256)
 muser_rmsnorm(const float* x, const int* __restrict__ rowidx, float* dst, int n, int cols,
               const float* __restrict__ w, float eps, int8_t* __restrict__ q, float* __restrict__ qd,
               float* __restrict__ s1) {
-	__shared__ double sq[1024];
+	__shared__ double sq[1024], part[8];
 	__shared__ float res;
+	__shared__ int decided;
 	const int i = blockIdx.x;
 	if (i >= n) return;
 	const int src = rowidx != nullptr ? rowidx[i] : i;
 	const float* xr = x + (size_t)src * cols;
-	const float s = rms_scale<1024>(xr, cols, eps, sq, &res);
+	const float s = rms_scale<1024>(xr, cols, eps, sq, part, &res, &decided);
 	const size_t nb = (size_t)(cols / 32);
 	norm_out(xr, s, w, dst + (size_t)i * cols, cols, q != nullptr ? q + (size_t)i * cols : nullptr,
 	         q != nullptr ? qd + i * nb : nullptr, s1 != nullptr ? s1 + i * nb : nullptr);
@@ -119,8 +165,9 @@ extern "C" __global__ void __launch_bounds__(256)
 muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, const float* __restrict__ w,
                   float* dst, int n, int cols, float eps, int8_t* __restrict__ q, float* __restrict__ qd,
                   float* __restrict__ s1) {
-	__shared__ double sq[1024];
+	__shared__ double sq[1024], part[8];
 	__shared__ float res;
+	__shared__ int decided;
 	const int i = blockIdx.x;
 	if (i >= n) return;
 	float* xr = x + (size_t)i * cols;
@@ -131,7 +178,7 @@ muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, cons
 		xr[c] = f32add(xr[c], ov);
 	}
 	__syncthreads();
-	const float s = rms_scale<1024>(xr, cols, eps, sq, &res);
+	const float s = rms_scale<1024>(xr, cols, eps, sq, part, &res, &decided);
 	const size_t nb = (size_t)(cols / 32);
 	norm_out(xr, s, w, dst + (size_t)i * cols, cols, q != nullptr ? q + (size_t)i * cols : nullptr,
 	         q != nullptr ? qd + i * nb : nullptr, s1 != nullptr ? s1 + i * nb : nullptr);
@@ -144,12 +191,13 @@ muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, cons
 // Launch: grid (n, heads), block 32.
 extern "C" __global__ void __launch_bounds__(32)
 muser_rmsnorm_heads(float* x, int n, int heads, int dim, int stride, const float* __restrict__ w, float eps) {
-	__shared__ double sq[256];
+	__shared__ double sq[256], part[1];
 	__shared__ float res;
+	__shared__ int decided;
 	const int i = blockIdx.x, h = blockIdx.y;
 	if (i >= n || h >= heads) return;
 	float* xr = x + (size_t)i * stride + (size_t)h * dim;
-	const float s = rms_scale<256>(xr, dim, eps, sq, &res);
+	const float s = rms_scale<256>(xr, dim, eps, sq, part, &res, &decided);
 	for (int c = threadIdx.x; c < dim; c += blockDim.x) xr[c] = f32mul(f32mul(xr[c], s), w[c]);
 }
 

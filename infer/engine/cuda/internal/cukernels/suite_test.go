@@ -479,6 +479,39 @@ func runEmbed(t *testing.T, d device, types []ggml.Type) {
 // ---------------------------------------------------------------------------
 // Per-token operations.
 
+// chainDecidesRow returns a row of cols floats (an odd power of two from
+// 32) and an eps for which kernels.RMSNorm's scale depends on its order of
+// summation: the row is 1 and cols-1 values whose squares (2^-54) are each
+// below half an ulp of 1, so the sequential float64 chain keeps 1, and
+// float32(1/cols + eps) is a tie that rounds down; any order that first
+// adds two or more of the small squares together ends above the tie,
+// rounds up, and (cols not a power of four) gives another scale. A kernel
+// that took a parallel sum without checking it against the chain gets
+// these rows wrong.
+func chainDecidesRow(t *testing.T, cols int) ([]float32, float32) {
+	t.Helper()
+	x := make([]float32, cols)
+	x[0] = 1
+	for i := 1; i < cols; i++ {
+		x[i] = 0x1p-27
+	}
+	eps := float32(1/float64(cols)) * 0x1p-24
+	scale := func(sum float64) float32 {
+		return 1 / float32(math.Sqrt(float64(float32(sum/float64(cols)+float64(eps)))))
+	}
+	var chain, small float64
+	for _, v := range x {
+		chain += float64(v * v)
+	}
+	for _, v := range x[1:] {
+		small += float64(v * v)
+	}
+	if a, b := scale(chain), scale(1+small); a == b {
+		t.Fatalf("the chain and a sum of the small squares first both give the scale %g: the row does not test the order", a)
+	}
+	return x, eps
+}
+
 // rowOpSizes are the shapes runRowOps takes.
 type rowOpSizes struct {
 	n       int   // rows
@@ -526,6 +559,28 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 				wg = append(wg, want[r*cols:(r+1)*cols]...)
 			}
 			sameBits(t, fmt.Sprintf("RMSNorm of gathered rows %v, %s", rowidx, shape), bytesF32(gathered), wg)
+		})
+	}
+	for _, cols := range []int{32, 128, 2048} {
+		t.Run(fmt.Sprintf("rmsnorm/chain_decides/%d", cols), func(t *testing.T) {
+			x, eps := chainDecidesRow(t, cols)
+			rows := slices.Concat(x, wideFloats(rng, cols), x)
+			w := wideFloats(rng, cols)
+			var got, heads []byte
+			d.run(t, func(s *session) {
+				dx, dw, y := s.up(f32Bytes(rows)), s.up(f32Bytes(w)), s.alloc(4*len(rows))
+				s.launch(RMSNorm(dx, 0, y, dw, 3, cols, eps))
+				got = s.down(y, 4*len(rows))
+				s.launch(RMSNormHeads(dx, 3, 1, cols, cols, dw, eps))
+				heads = s.down(dx, 4*len(rows))
+			})
+			want := make([]float32, len(rows))
+			for i := range 3 {
+				kernels.RMSNorm(want[i*cols:(i+1)*cols], rows[i*cols:(i+1)*cols], w, eps)
+			}
+			what := fmt.Sprintf("a row whose sequential sum alone decides the scale, %d columns, on %v", cols, d)
+			sameBits(t, "RMSNorm, "+what, bytesF32(got), want)
+			sameBits(t, "per-head RMSNorm, "+what, bytesF32(heads), want)
 		})
 	}
 	for _, bias := range []bool{false, true} {
