@@ -53,7 +53,6 @@ constexpr int WKT = 32;      // positions per weighted-sum tile
 constexpr int WDB = 64;      // dimensions per weighted-sum block
 constexpr int WLD = 68;      // padded row of the staged weights
 constexpr int SMT = 512;     // threads of the decode softmax
-constexpr int SMC = 2048;    // positions per chunk of the decode softmax's sums
 constexpr int RCH = 256;     // positions per chunk of the decode weighted sum
 constexpr int RWT = 288;     // threads of the decode weighted sum (a chain warp, 256 staging)
 } // namespace attn
@@ -361,32 +360,33 @@ muser_attn_scores_rows_f32(const float* __restrict__ q, int heads, int kvheads, 
 
 // muser_attn_softmax replaces each row i, head h's scores s_0..s_pos[i] in S
 // by kernels.Softmax of them: e_j = Exp32(s_j − max); the e_j summed in
-// float64 with 8 accumulators (j into accumulator j mod 8, in order, one
-// thread each) reduced by the tree +4, +2, +1; then e_j·float32(1/sum),
-// rounded to f16 when round ≠ 0 (the f16-cache weights). It is the decode
-// softmax (a batch of few rows, each as long as its context).
+// float64 with 8 accumulators (j into accumulator j mod 8, in order)
+// reduced by the tree +4, +2, +1; then e_j·float32(1/sum), rounded to f16
+// when round ≠ 0 (the f16-cache weights). It is the decode softmax (a
+// batch of few rows, each as long as its context).
 //
 // Launch: grid (n, heads), block attn::SMT = 512.
 //
 // A block takes one row and head. Pass 1: the maximum (sixteen loads in
-// flight per thread). Pass 2 is a pipeline over chunks of attn::SMC
-// positions: warps 1.. compute the exponentials of chunk k+1 (storing
-// them to S and to a shared buffer) and load chunk k+2's scores while
-// lanes 0..7 of warp 0 add chunk k's, from the other buffer, to their
-// float64 chains (lane c: positions
-// ≡ c mod 8, in order; SMC is a multiple of 8, so a chunk keeps each
-// position's chain); the tree by shuffles in warp 0. Pass 3 scales (and
-// rounds) every e_j. Only the eight chains are serial, and they read
-// shared memory already filled, so the exponentials and the loads stay
-// off their path.
+// flight per thread). Pass 2: every thread computes the exponentials of
+// its positions (j ≡ tid mod SMT), stores them and adds them to a float64
+// sum of its own; the block's sum of those (shuffles, then the warps' sums
+// in order) bounds the eight chains' result: both are sums of the same m
+// non-negative terms, each within (m-1)·2^-53 of their exact sum relative
+// to it, so the chains lie within ±4·m·2^-53 of the block's sum, and
+// float32(1/sum) is monotone in the sum. When both ends of that interval
+// give the same float32, it is the chains' too; otherwise (a float32
+// rounding boundary within about 4·m·10^-16 of 1/sum, or a NaN) lanes 0..7
+// of warp 0 add the stored e_j in their chains and the tree decides, as
+// the CPU does. Pass 3 scales (and rounds) every e_j.
 extern "C" __global__ void __launch_bounds__(512, 1)
 muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int heads, int round) {
 	using namespace attn;
-	constexpr int NW = SMT / 32;       // warps
-	constexpr int ET = SMT - 32;       // threads computing exponentials
-	__shared__ __align__(16) float E[2][SMC];
+	constexpr int NW = SMT / 32; // warps
 	__shared__ float wmax[NW];
+	__shared__ double wsum[NW];
 	__shared__ float inv;
+	__shared__ int decided;
 	const int i = blockIdx.x, h = blockIdx.y;
 	if (i >= n) return;
 	const int m = pos[i] + 1;
@@ -417,75 +417,56 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 	mx = wmax[0];
 	for (int w = 1; w < NW; w++) mx = fmaxf(mx, wmax[w]);
 
-	// The exponentials of chunk k, by threads 32..: thread x holds the
-	// scores x, x + ET, … of a chunk in registers, loaded one chunk ahead
-	// (while the chains add the chunk before), then computes and stores
-	// their exponentials.
-	constexpr int PER = (SMC + ET - 1) / ET;
-	const int nc = (m + SMC - 1) / SMC;
-	const int ex = tid - 32;
-	float nv[PER];
-	auto load = [&](int k) {
-		const int j0 = k * SMC, cnt = k < nc ? min(SMC, m - j0) : 0;
+	// The exponentials, stored, and this thread's sum of them.
+	double part = 0.0;
+	{
+		int j = tid;
+		for (; j + 7 * SMT < m; j += 8 * SMT) {
+			float v[8];
 #pragma unroll
-		for (int u = 0; u < PER; u++) {
-			const int x = ex + ET * u;
-			nv[u] = x < cnt ? s[j0 + x] : 0.0f;
-		}
-	};
-	auto expChunk = [&](int k) {
-		const int j0 = k * SMC, cnt = min(SMC, m - j0);
-		float* e = E[k & 1];
+			for (int u = 0; u < 8; u++) v[u] = s[j + SMT * u];
 #pragma unroll
-		for (int u = 0; u < PER; u++) {
-			const int x = ex + ET * u;
-			if (x < cnt) {
-				const float ev = exp32(f32sub(nv[u], mx));
-				e[x] = ev;
-				s[j0 + x] = ev;
+			for (int u = 0; u < 8; u++) {
+				const float e = exp32(f32sub(v[u], mx));
+				s[j + SMT * u] = e;
+				part = f64add(part, (double)e);
 			}
 		}
-	};
-	double sum = 0.0;
-	if (warp > 0) {
-		load(0);
-		expChunk(0);
-		load(1);
+		for (; j < m; j += SMT) {
+			const float e = exp32(f32sub(s[j], mx));
+			s[j] = e;
+			part = f64add(part, (double)e);
+		}
+	}
+#pragma unroll
+	for (int off = 16; off >= 1; off /= 2) part = f64add(part, __shfl_xor_sync(0xffffffffu, part, off));
+	if (lane == 0) wsum[warp] = part;
+	__syncthreads();
+	if (tid == 0) {
+		double t = 0.0;
+		for (int w = 0; w < NW; w++) t = f64add(t, wsum[w]);
+		const double r = f64mul(t, 4.0 * (double)m * 0x1p-53);
+		const float lo = __double2float_rn(muser_ddiv_rn(1.0, f64add(t, r)));
+		const float hi = __double2float_rn(muser_ddiv_rn(1.0, f64sub(t, r)));
+		decided = lo == hi; // false for a NaN
+		inv = lo;
 	}
 	__syncthreads();
-	for (int k = 0; k < nc; k++) {
-		if (warp > 0) {
-			if (k + 1 < nc) {
-				expChunk(k + 1);
-				load(k + 2);
-			}
-		} else if (lane < 8) {
-			const float* e = E[k & 1];
-			const int cnt = min(SMC, m - k * SMC);
-			// Sixteen elements are loaded while the previous sixteen
-			// are added.
+	if (!decided && warp == 0) {
+		// The chains, over the e_j this block stored (visible after the
+		// barrier).
+		double sum = 0.0;
+		if (lane < 8) {
 			int x = lane;
-			if (x + 8 * 15 < cnt) {
-				float v[16], w[16];
+			for (; x + 8 * 7 < m; x += 8 * 8) {
+				float v[8];
 #pragma unroll
-				for (int u = 0; u < 16; u++) v[u] = e[x + 8 * u];
-				for (; x + 8 * 31 < cnt; x += 8 * 16) {
+				for (int u = 0; u < 8; u++) v[u] = s[x + 8 * u];
 #pragma unroll
-					for (int u = 0; u < 16; u++) w[u] = e[x + 8 * (16 + u)];
-#pragma unroll
-					for (int u = 0; u < 16; u++) sum = f64add(sum, (double)v[u]);
-#pragma unroll
-					for (int u = 0; u < 16; u++) v[u] = w[u];
-				}
-#pragma unroll
-				for (int u = 0; u < 16; u++) sum = f64add(sum, (double)v[u]);
-				x += 8 * 16;
+				for (int u = 0; u < 8; u++) sum = f64add(sum, (double)v[u]);
 			}
-			for (; x < cnt; x += 8) sum = f64add(sum, (double)e[x]);
+			for (; x < m; x += 8) sum = f64add(sum, (double)s[x]);
 		}
-		__syncthreads();
-	}
-	if (warp == 0) {
 		// The tree +4, +2, +1: lane 0 ends with ((p0+p4)+(p2+p6)) +
 		// ((p1+p5)+(p3+p7)) (float64 addition is commutative).
 		sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 4));

@@ -203,6 +203,8 @@ func TestEmuAttention(t *testing.T) {
 	runAttention(t, e, []attnCase{{"group over a block", 32, 2, 256}, {"group over 64", 160, 2, 16}}, batchOf([3]int{0, 0, 2}, [3]int{1, 40, 1}))
 }
 
+func TestEmuDecodeSoftmax(t *testing.T) { runDecodeSoftmax(t, emu(t), []int{1, 7, 8, 513, 1100, 5000}) }
+
 // emuDecodeBatch: single decode rows (one per sequence) at the depths
 // where the decode kernels' chunks end: a first token, the weighted sum's
 // 256-position chunks, the softmax's 2,048-position chunks, and past

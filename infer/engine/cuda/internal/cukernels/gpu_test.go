@@ -266,6 +266,10 @@ func TestGPURoPEKVStore(t *testing.T) { runRoPEKVStore(t, gpu(t, "")) }
 
 func TestGPUAttention(t *testing.T) { runAttention(t, gpu(t, ""), attnCases, gpuAttnBatch) }
 
+func TestGPUDecodeSoftmax(t *testing.T) {
+	runDecodeSoftmax(t, gpu(t, ""), []int{1, 7, 8, 513, 1100, 5000, 8192, 32768})
+}
+
 // TestGPUAttentionDecode runs the decode kernels at depth: single rows
 // at the chunk edges up to 8,448 positions (emu_test.go's batch, with
 // its infinite keys), and one row at 32,767 on the Qwen2.5-0.5B shape.

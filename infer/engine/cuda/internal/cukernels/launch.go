@@ -790,11 +790,10 @@ func (a Attention) Launches() ([3]Launch, error) {
 			}
 		}
 		// Every tile one row (decode): a block per row and head for the
-		// softmax (its float64 chains fed from shared memory), a thread
+		// softmax (a parallel sum that its float64 chains check), a thread
 		// per output chain for the weighted sums, 8 heads × 8 dimensions
 		// a block, fed by staging warps.
-		ls[1], err = launch("muser_attn_softmax", [3]int{a.N, a.Heads, 1}, attnSMT, 0,
-			p(a.S), i32(a.LD), p(a.Pos), i32(a.N), i32(a.Heads), flag(a.F16))
+		ls[1], err = DecodeSoftmax(a.S, a.Pos, a.LD, a.N, a.Heads, a.F16)
 		if err != nil {
 			return ls, err
 		}
@@ -810,6 +809,22 @@ func (a Attention) Launches() ([3]Launch, error) {
 	ls[2], err = launch(wk, [3]int{a.NTiles, hy, ceilDiv(a.Dim, attnWDB)}, 128, 2*attnWKT*(attnWDB+attnWLD)*4,
 		p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Tiles), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
 	return ls, err
+}
+
+// DecodeSoftmax is the decode attention's softmax alone
+// (muser_attn_softmax): for each row i < n and head h < heads, the scores
+// S[(i·heads + h)·ld + j], j ≤ pos[i], are replaced in place by
+// kernels.Softmax of them, rounded to f16 when round is set. Attention's
+// Launches uses the same kernel for batches of single rows.
+func DecodeSoftmax(S, pos DevPtr, ld, n, heads int, round bool) (Launch, error) {
+	const k = "muser_attn_softmax"
+	if err := positive(k, ld, n, heads); err != nil {
+		return Launch{}, err
+	}
+	if err := product(k, n, heads*ld); err != nil {
+		return Launch{}, err
+	}
+	return launch(k, [3]int{n, heads, 1}, attnSMT, 0, p(S), i32(ld), p(pos), i32(n), i32(heads), flag(round))
 }
 
 // ---------------------------------------------------------------------------

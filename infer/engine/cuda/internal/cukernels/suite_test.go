@@ -1036,6 +1036,92 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 	}
 }
 
+// runDecodeSoftmax checks the decode softmax alone (DecodeSoftmax) against
+// kernels.Softmax, bit for bit: rows of the given lengths with wideFloats
+// scores (exponentials that overflow, underflow, and −0), and a row on
+// which the CPU's eight float64 chains alone decide float32(1/sum)
+// (softmaxChainDecidesRow), with and without the rounding to f16.
+func runDecodeSoftmax(t *testing.T, d device, lengths []int) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	rows := [][]float32{softmaxChainDecidesRow(t, 4096)}
+	for _, m := range lengths {
+		rows = append(rows, wideFloats(rng, m))
+	}
+	ld := 0
+	for _, r := range rows {
+		ld = max(ld, len(r))
+	}
+	n := len(rows)
+	S, pos := make([]float32, n*ld), make([]int, n)
+	for i, r := range rows {
+		copy(S[i*ld:], r)
+		pos[i] = len(r) - 1
+	}
+	for _, round := range []bool{false, true} {
+		t.Run(fmt.Sprintf("round=%v", round), func(t *testing.T) {
+			var got []byte
+			d.run(t, func(s *session) {
+				dS := s.up(f32Bytes(S))
+				s.launch(DecodeSoftmax(dS, s.up(i32s(pos)), ld, n, 1, round))
+				got = s.down(dS, 4*len(S))
+			})
+			want := slices.Clone(S)
+			for i, r := range rows {
+				w := want[i*ld : i*ld+len(r)]
+				kernels.Softmax(w)
+				if round {
+					kernels.RoundF16s(w)
+				}
+			}
+			g := bytesF32(got)
+			for i, r := range rows {
+				what := fmt.Sprintf("decode softmax of row %d (%d scores), round %v, on %v", i, len(r), round, d)
+				sameBits(t, what, g[i*ld:(i+1)*ld], want[i*ld:(i+1)*ld])
+			}
+		})
+	}
+}
+
+// softmaxChainDecidesRow returns m scores (m ≥ 1024, a multiple of 8) on
+// which kernels.Softmax's float32(1/sum) depends on its order of
+// summation: e_0 = 1, e_8 = v ≈ 2^-25, e_j ≈ 5·10^-17 for the other j ≡
+// 0 mod 8 (each below half an ulp of 1, so chain 0 of the CPU's eight
+// keeps 1 + v) and 0 elsewhere, with v chosen so that 1/(1 + v) lies
+// just above the float32 tie 1 − 2^-25 and 1/(1 + v + the small ones)
+// below it. A kernel that took a parallel sum without checking it
+// against the chains gets this row wrong.
+func softmaxChainDecidesRow(t *testing.T, m int) []float32 {
+	t.Helper()
+	row := make([]float32, m)
+	for j := range row {
+		row[j] = -1000 // Exp32: 0
+	}
+	row[0] = 0
+	small := 0.0
+	for j := 16; j < m; j += 8 {
+		row[j] = -37.5
+		if j >= 16+8*8 { // leave out the few a parallel sum may lose as the chain does
+			small += float64(kernels.Exp32(-37.5))
+		}
+	}
+	// Search the scores around ln(2^-25), one float32 step at a time.
+	up, down := float32(-25*math.Ln2), float32(-25*math.Ln2)
+	for range 256 {
+		for _, x := range []float32{up, down} {
+			row[8] = x
+			w := slices.Clone(row)
+			kernels.Softmax(w) // w[0] = e_0·float32(1/sum) = float32(1/sum)
+			v := float64(kernels.Exp32(x))
+			if alt := float32(1 / (1 + (v + small))); alt != w[0] {
+				return row
+			}
+		}
+		up, down = math.Nextafter32(up, 0), math.Nextafter32(down, float32(math.Inf(-1)))
+	}
+	t.Fatal("found no score for e_8 on which the chains and a parallel sum round 1/sum apart")
+	return nil
+}
+
 // refAttention is the CPU engine's attendTile per row and head, with the kernels
 // package's row functions (its tile kernels give the same bits).
 func refAttention(f16 bool, q []float32, seq, pos []int, c attnCase, k16, v16 [][]uint16, k32, v32 [][]float32) []float32 {
