@@ -4,6 +4,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# gotest runs go test with the given arguments. When it fails it repeats,
+# at the end of its output, the lines that say what failed (a timeout's
+# list of the tests still running, the FAIL lines), which the goroutine
+# dump of a hung test would otherwise push out of a log's tail.
+gotest() {
+	local log
+	log=$(mktemp)
+	if go test "$@" 2>&1 | tee "$log"; then
+		rm -f "$log"
+		return 0
+	fi
+	echo "== what failed (go test $*)"
+	grep -E -A6 '^panic: test timed out|^running tests:' "$log" | head -40 || true
+	grep -E '^(--- FAIL|FAIL)' "$log" | head -40 || true
+	rm -f "$log"
+	return 1
+}
+
 echo "== gofmt / go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
@@ -19,16 +37,16 @@ else
 fi
 
 echo "== go test ./..."
-go test -count=1 ./...
+gotest -count=1 ./...
 
 echo "== go test -race (pack, store)"
-go test -count=1 -race ./pack/... ./store/...
+gotest -count=1 -race ./pack/... ./store/...
 
 echo "== go test -race (serve: scheduler, HTTP, clients)"
-go test -count=1 -race ./serve/...
+gotest -count=1 -race ./serve/...
 
 echo "== go test -race (net: mTLS, cluster, transport, replication, prefill)"
-go test -count=1 -race ./net/...
+gotest -count=1 -race ./net/...
 
 echo "== fuzz smoke (every Fuzz target, ${FUZZTIME:=10s} each)"
 bash scripts/fuzz-smoke.sh "$FUZZTIME"
