@@ -314,7 +314,11 @@ func (fr *FileReader) Finish() error {
 	}
 	var got Digest
 	if _, err := io.ReadFull(fr.r, got[:]); err != nil {
-		fr.fail("file digest", "file ends inside the trailer digest", io.ErrUnexpectedEOF, 0)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			fr.fail("file digest", "file ends inside the trailer digest", io.ErrUnexpectedEOF, 0)
+		} else {
+			fr.err = fmt.Errorf("export file: reading file digest: %w", err)
+		}
 		return fr.err
 	}
 	fr.off += 32
@@ -322,12 +326,16 @@ func (fr *FileReader) Finish() error {
 		fr.err = &DigestError{Kind: DigestFile, Object: "export file", Expected: got, Actual: want}
 		return fr.err
 	}
+	// Only the end of the input proves that nothing follows: a read that
+	// fails says nothing about what is left.
 	var extra [1]byte
-	if n, _ := io.ReadFull(fr.r, extra[:]); n != 0 {
+	switch n, err := io.ReadFull(fr.r, extra[:]); {
+	case n != 0:
 		fr.fail("end", "unexpected bytes after the trailer", nil, 0)
-		return fr.err
+	case !errors.Is(err, io.EOF):
+		fr.err = fmt.Errorf("export file: reading past the trailer: %w", err)
 	}
-	return nil
+	return fr.err
 }
 
 // ReadFile reads a whole export file from b, verifying everything, and

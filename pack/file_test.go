@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"testing/iotest"
 
 	"github.com/muserhq/muser/pack"
 )
@@ -93,6 +94,39 @@ func TestFileEveryCutAndFlip(t *testing.T) {
 	if _, _, _, err := pack.ReadFile(append(bytes.Clone(file), 0)); err == nil {
 		t.Fatal("trailing byte accepted")
 	}
+}
+
+// TestFileReadErrors: a read that fails (an I/O error, not the end of
+// the input) anywhere in an export file, the trailer included, is
+// returned as that error: never a truncation or another format error
+// naming the file's bytes, and never an accepted file.
+func TestFileReadErrors(t *testing.T) {
+	_, mb, cs := sampleManifest(t, 2)
+	file := exportBytes(t, mb, chunkMap(cs))
+	ioErr := errors.New("input/output error")
+	for n := 0; n <= len(file); n++ {
+		r := io.MultiReader(bytes.NewReader(file[:n]), iotest.ErrReader(ioErr))
+		err := readAll(r)
+		if !errors.Is(err, ioErr) || errors.Is(err, pack.ErrCorrupt) {
+			t.Fatalf("input failing after %d of %d bytes: got %v, want the read's error and not ErrCorrupt", n, len(file), err)
+		}
+	}
+}
+
+// readAll reads an export file from r to its end, as ReadFile does.
+func readAll(r io.Reader) error {
+	fr, err := pack.NewFileReader(r)
+	if err != nil {
+		return err
+	}
+	for {
+		if _, _, err := fr.Next(); err == io.EOF {
+			break
+		} else if err != nil {
+			return err
+		}
+	}
+	return fr.Finish()
 }
 
 func TestFileWriterRefusesWrongChunk(t *testing.T) {
