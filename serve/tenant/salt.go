@@ -62,7 +62,10 @@ func LoadSecret(dir string) (*Salter, error) {
 	}
 	var b [SecretLen + 1]byte
 	n, err := io.ReadFull(f, b[:])
-	if n != SecretLen || err != io.ErrUnexpectedEOF {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, &FileError{File: path, Err: ErrSecret, Msg: fmt.Sprintf("cannot be read: %v", err)}
+	}
+	if n != SecretLen || err == nil {
 		return nil, &FileError{File: path, Err: ErrSecret, Msg: fmt.Sprintf("holds %d bytes or more, want exactly %d", n, SecretLen)}
 	}
 	return NewSalter(b[:SecretLen])

@@ -174,6 +174,15 @@ func TestLoadSecretErrors(t *testing.T) {
 			}
 		})
 	}
+	// A secret that cannot be read (a directory in its place) says so,
+	// not that it has the wrong size.
+	os.Remove(path)
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadSecret(dir); !errors.Is(err, ErrSecret) || !strings.Contains(err.Error(), "cannot be read") {
+		t.Errorf("secret path is a directory: got %v, want ErrSecret saying it cannot be read", err)
+	}
 }
 
 // TestClusterSecret: every node of a cluster derives the same secret from
