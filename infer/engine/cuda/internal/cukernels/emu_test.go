@@ -206,9 +206,9 @@ func TestEmuAttention(t *testing.T) {
 func TestEmuDecodeSoftmax(t *testing.T) { runDecodeSoftmax(t, emu(t), []int{1, 7, 8, 513, 1100, 5000}) }
 
 // emuDecodeBatch: single decode rows (one per sequence) at the depths
-// where the decode kernels' chunks end: a first token, the weighted sum's
-// 256-position chunks, the softmax's 2,048-position chunks, and past
-// 8,192. Sequence 2's K has infinities at key 100 (its rows' +Inf score
+// where the decode kernels' chunks and loop steps end: a first token, the
+// weighted sum's 256-position chunks, the softmax's 4,096-position steps
+// of its exponentials (8,192 of its maximum), and past 8,192. Sequence 2's K has infinities at key 100 (its rows' +Inf score
 // makes the softmax NaN), sequence 3's at its own position (a −Inf score
 // only, for a head whose query sign gives it: a zero weight).
 var emuDecodeBatch = attnBatch{
