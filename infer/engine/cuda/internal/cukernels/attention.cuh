@@ -370,10 +370,8 @@ muser_attn_scores_rows_f32(const float* __restrict__ q, int heads, int kvheads, 
 // A block takes one row and head. Pass 1: the maximum (sixteen loads in
 // flight per thread). Pass 2: every thread computes the exponentials of
 // its positions (j ≡ tid mod SMT), stores them and adds them to a float64
-// sum of its own; the block's sum of those (shuffles, then the warps' sums
-// in order) bounds the eight chains' result: both are sums of the same m
-// non-negative terms, each within (m-1)·2^-53 of their exact sum relative
-// to it, so the chains lie within ±4·m·2^-53 of the block's sum, and
+// sum of its own; the eight chains' sum lies within chain_margin of the
+// block's sum of those (shuffles, then the warps' sums in order), and
 // float32(1/sum) is monotone in the sum. When both ends of that interval
 // give the same float32, it is the chains' too; otherwise (a float32
 // rounding boundary within about 4·m·10^-16 of 1/sum, or a NaN) lanes 0..7
@@ -445,7 +443,7 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 	if (tid == 0) {
 		double t = 0.0;
 		for (int w = 0; w < NW; w++) t = f64add(t, wsum[w]);
-		const double r = f64mul(t, 4.0 * (double)m * 0x1p-53);
+		const double r = chain_margin(t, m);
 		const float lo = __double2float_rn(muser_ddiv_rn(1.0, f64add(t, r)));
 		const float hi = __double2float_rn(muser_ddiv_rn(1.0, f64sub(t, r)));
 		decided = lo == hi; // false for a NaN

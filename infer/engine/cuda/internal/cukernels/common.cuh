@@ -44,6 +44,16 @@ extern "C" __device__ __noinline__ float muser_fdiv_rn(float a, float b) { retur
 extern "C" __device__ __noinline__ double muser_ddiv_rn(double a, double b) { return __ddiv_rn(a, b); }
 extern "C" __device__ __noinline__ double muser_dsqrt_rn(double a) { return __dsqrt_rn(a); }
 
+// chain_margin bounds how far an ordered float64 sum (the CPU's chains)
+// of n non-negative terms can lie from sum, the same terms added in any
+// other order: each is within γ(n-1)·E of the exact sum E (u = 2^-53,
+// γ(k) = ku/(1-ku)), so they differ by at most 2γ/(1-γ)·sum, which
+// 4·n·u·sum covers with the rounding of the bounds themselves. A kernel
+// whose result depends on the chain's sum only through a monotone
+// function f can take f(sum ± margin) and, when both ends are equal, have
+// the chain's result without running it (RMSNorm, the decode softmax).
+MUSER_DEV double chain_margin(double sum, int n) { return f64mul(sum, 4.0 * (double)n * 0x1p-53); }
+
 MUSER_DEV float fabs_bits(float v) { return __uint_as_float(__float_as_uint(v) & 0x7fffffffu); }
 MUSER_DEV bool is_nan(float v) { return (__float_as_uint(v) & 0x7fffffffu) > 0x7f800000u; }
 

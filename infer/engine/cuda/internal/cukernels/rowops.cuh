@@ -60,19 +60,20 @@ MUSER_DEV float rms_mean_eps(double sum, int cols, float eps) {
 	return __double2float_rn(f64add(muser_ddiv_rn(sum, (double)cols), (double)eps));
 }
 
+// rms_inv is kernels.RMSNorm's scale from t = rms_mean_eps(…):
+// 1/float32(sqrt(float64(t))).
+MUSER_DEV float rms_inv(float t) { return muser_fdiv_rn(1.0f, __double2float_rn(muser_dsqrt_rn((double)t))); }
+
 // rms_scale returns, to every thread of the block, the RMSNorm scale of the
 // row xr of cols floats as kernels.RMSNorm computes it: squares rounded to
 // float32, summed in float64 in index order (one sequential chain), mean =
 // sum/cols, s = 1/float32(sqrt(float64(float32(mean + eps)))).
 //
 // The chain runs at the latency of its additions (about 9 µs for 896
-// columns), so the block first sums the squares in parallel (sum_squares)
-// and bounds the chain's result from that: both sums are of the same cols
-// non-negative terms, each within γ(cols-1)·E of their exact sum E, so the
-// chain lies within [tree - 4·cols·u·tree, tree + 4·cols·u·tree] (u =
-// 2^-53; the factor 4 covers 2γ/(1-γ) and the rounding of the bounds).
-// rms_mean_eps is monotone, so when both ends give the same float32 the
-// chain gives it too. Only when they differ (a float32 rounding boundary
+// columns), so the block first sums the squares in parallel (sum_squares);
+// the chain lies within chain_margin of that sum, and rms_mean_eps is
+// monotone, so when both ends give the same float32 the chain gives it
+// too. Only when they differ (a float32 rounding boundary
 // within about 1e-13 of the mean, or a NaN or infinity) does thread 0 run
 // the chain (chain_sum over shared chunks of CH squares). sq is shared
 // scratch of CH doubles, part of blockDim.x/32, res one shared float and
@@ -83,11 +84,11 @@ __device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps,
 	const int tid = threadIdx.x, nt = blockDim.x;
 	const double tree = sum_squares(xr, cols, part);
 	if (tid == 0) {
-		const double m = f64mul(tree, 4.0 * (double)cols * 0x1p-53);
+		const double m = chain_margin(tree, cols);
 		const float lo = rms_mean_eps(f64sub(tree, m), cols, eps);
 		const float hi = rms_mean_eps(f64add(tree, m), cols, eps);
 		*decided = lo == hi; // false for a NaN
-		if (lo == hi) *res = muser_fdiv_rn(1.0f, __double2float_rn(muser_dsqrt_rn((double)lo)));
+		if (lo == hi) *res = rms_inv(lo);
 	}
 	__syncthreads();
 	if (*decided) return *res;
@@ -102,10 +103,7 @@ __device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps,
 		if (tid == 0) sum = chain_sum(sum, sq, m);
 		__syncthreads();
 	}
-	if (tid == 0) {
-		const float t = rms_mean_eps(sum, cols, eps);
-		*res = muser_fdiv_rn(1.0f, __double2float_rn(muser_dsqrt_rn((double)t)));
-	}
+	if (tid == 0) *res = rms_inv(rms_mean_eps(sum, cols, eps));
 	__syncthreads();
 	return *res;
 }
