@@ -47,7 +47,7 @@ func chunkMap(cs [][]byte) map[pack.Digest][]byte {
 }
 
 func TestFileRoundTrip(t *testing.T) {
-	m, mb, cs := sampleManifest(t, 3)
+	m, _, cs := sampleManifest(t, 3)
 	// Repeat a chunk: the file stores it once.
 	m.Chunks[2] = m.Chunks[0]
 	m.Root = pack.MerkleRoot(m.ChunkIDs())

@@ -72,7 +72,6 @@ func (s *Store) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		rec     *packRecord
 		lastUse int64
 		chunks  []pack.Digest
-		sizes   []uint32
 	}
 	var cands []cand
 	refs := map[pack.Digest]uint32{}

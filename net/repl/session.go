@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"sync"
 
 	"github.com/muserhq/muser/net/transport"
@@ -140,6 +139,3 @@ func (s *session) unregister(id uint64) {
 	delete(s.incoming, id)
 	s.mu.Unlock()
 }
-
-// errClosedSession is the cause of transfers cut by a closed connection.
-var errClosedSession = errors.New("connection closed")

@@ -80,9 +80,9 @@
 // argument count and each size against them before launching.
 //
 // Other pointers passed to the driver point at Go variables written in
-// the call expression (uintptr(unsafe.Pointer(&x))), which
-// go:uintptrescapes keeps alive and unmoved until the call returns; the
-// driver keeps none of them. Asynchronous copies take host memory only
+// the call expression (uintptr(unsafe.Pointer(&x))), which the
+// uintptrescapes directive keeps alive and unmoved until the call
+// returns; the driver keeps none of them. Asynchronous copies take host memory only
 // from a HostBuf (pinned memory from cuMemHostAlloc), never Go memory.
 //
 // # Graphs

@@ -40,7 +40,7 @@ func sysDlclose(h uintptr) { _ = purego.Dlclose(h) }
 // linkMap is the head of glibc's and musl's struct link_map: l_addr, then
 // l_name, the path the loader opened.
 type linkMap struct {
-	addr uintptr
+	_    uintptr // l_addr
 	name *byte
 }
 
