@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/muserhq/muser/pack"
@@ -51,11 +50,6 @@ func (s *Store) OpenPack(id pack.Digest, source string) (*PackReader, error) {
 	m, _, err := s.readManifest(id)
 	if err != nil {
 		r.Close()
-		if errors.Is(err, errMissing) {
-			if _, rerr := s.packRecord(id); errors.Is(rerr, ErrNotFound) {
-				return nil, fmt.Errorf("pack %s: %w", id.Short(), ErrNotFound)
-			}
-		}
 		return nil, s.fail(id, source, err, nil)
 	}
 	r.m = m

@@ -83,6 +83,15 @@ func (s *Store) PublishPrefix(ctx context.Context, id pack.Identity, salt []byte
 		}
 	}
 	s.mu.Unlock()
+	// The index names a block's chunk while any pack that uses it is
+	// indexed, also after another pack's restore found the chunk's file
+	// bad and moved it to quarantine/: reuse only a chunk the store holds
+	// (W4), and write the others again from the block's KV.
+	for i := range keys {
+		if known[i] && !s.holds(chunks[i]) {
+			known[i] = false
+		}
+	}
 	release := func() {
 		s.mu.Lock()
 		for _, c := range held {
@@ -217,7 +226,16 @@ func (s *Store) commitManifest(ctx context.Context, m *pack.Manifest, keys []pac
 				return err
 			}
 		}
-		if err := addPack(tx, pid, rec, chain); err != nil {
+		if tx.Bucket(bucketPacks).Get(pid[:]) != nil {
+			// The ledger holds this very pack, and the index does not:
+			// it was quarantined (rule Q1 keeps its record and chain so
+			// that its chunk references can be released). Its chain and
+			// references are this manifest's: the new record replaces
+			// the flagged one, and nothing is counted twice.
+			if err := putPack(tx, pid, rec, chain); err != nil {
+				return err
+			}
+		} else if err := addPack(tx, pid, rec, chain); err != nil {
 			return err
 		}
 		if local {
@@ -244,10 +262,7 @@ func (s *Store) commitManifest(ctx context.Context, m *pack.Manifest, keys []pac
 
 // addPack puts a pack record and its chain and takes its chunk references.
 func addPack(tx *bolt.Tx, pid pack.Digest, rec *packRecord, chain []chainEntry) error {
-	if err := tx.Bucket(bucketPacks).Put(pid[:], rec.encode()); err != nil {
-		return err
-	}
-	if err := tx.Bucket(bucketBlocks).Put(pid[:], encodeChain(chain)); err != nil {
+	if err := putPack(tx, pid, rec, chain); err != nil {
 		return err
 	}
 	cb := tx.Bucket(bucketChunks)
@@ -266,6 +281,14 @@ func addPack(tx *bolt.Tx, pid pack.Digest, rec *packRecord, chain []chainEntry) 
 		}
 	}
 	return nil
+}
+
+// putPack puts a pack record and its chain.
+func putPack(tx *bolt.Tx, pid pack.Digest, rec *packRecord, chain []chainEntry) error {
+	if err := tx.Bucket(bucketPacks).Put(pid[:], rec.encode()); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketBlocks).Put(pid[:], encodeChain(chain))
 }
 
 // dropRefs releases a pack's chunk references and returns the chunks left

@@ -171,11 +171,6 @@ func (s *Store) restoreLeased(ctx context.Context, req RestoreRequest, source st
 	put func(int, []byte) error, more *[]pack.Digest) (int, error) {
 	m, _, err := s.readManifest(req.Pack)
 	if err != nil {
-		if errors.Is(err, errMissing) {
-			if _, rerr := s.packRecord(req.Pack); errors.Is(rerr, ErrNotFound) {
-				return 0, fmt.Errorf("pack %s: %w", req.Pack.Short(), ErrNotFound)
-			}
-		}
 		return 0, s.fail(req.Pack, source, err, nil)
 	}
 	// Identity and tenant: refusals, but the pack itself is sound.
@@ -241,10 +236,19 @@ func (s *Store) restoreLeased(ctx context.Context, req RestoreRequest, source st
 
 // fail handles a pack that failed verification: quarantine (rule Q1) and a
 // receipt, then the *RefusalError. I/O errors that say nothing about the
-// pack's bytes are returned as they are.
+// pack's bytes are returned as they are, and a missing file of a pack
+// whose record is gone (removed meanwhile) is ErrNotFound.
 func (s *Store) fail(id pack.Digest, source string, err error, chunk *pack.Digest) error {
 	if !errors.Is(err, pack.ErrCorrupt) && !errors.Is(err, errMissing) && !errors.Is(err, errSize) {
 		return fmt.Errorf("pack %s: %w", id.Short(), err)
+	}
+	if errors.Is(err, errMissing) {
+		// A Remove (or gc) between the read of the manifest and the
+		// leases of its chunks deletes files of a pack that is gone,
+		// not damaged: no receipt, no quarantine.
+		if _, rerr := s.packRecord(id); errors.Is(rerr, ErrNotFound) {
+			return fmt.Errorf("pack %s: %w", id.Short(), ErrNotFound)
+		}
 	}
 	if s.checkWritable() == nil {
 		if qerr := s.quarantine(id, chunk); qerr != nil {

@@ -201,7 +201,7 @@ func (k *ChunkSink) Put(ctx context.Context, id pack.Digest, size int, r io.Read
 	if got != id {
 		return k.s.refuse(k.pid, k.source, &pack.DigestError{Kind: pack.DigestChunk, Object: "received chunk", Expected: id, Actual: got})
 	}
-	if fi, err := k.s.fs.Stat(k.s.chunkPath(id)); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(size) {
+	if k.s.holds(pack.ChunkRef{ID: id, Size: uint32(size)}) {
 		return nil
 	}
 	select {
@@ -230,8 +230,7 @@ func (k *ChunkSink) Held(id pack.Digest, size int) bool {
 	k.leases = append(k.leases, id)
 	k.mu.Unlock()
 	k.s.lease(id)
-	fi, err := k.s.fs.Stat(k.s.chunkPath(id))
-	return err == nil && fi.Mode().IsRegular() && fi.Size() == int64(size)
+	return size > 0 && size <= pack.MaxChunkBytes && k.s.holds(pack.ChunkRef{ID: id, Size: uint32(size)})
 }
 
 // release returns a chunk's buffer and its pending bytes.

@@ -170,7 +170,7 @@ func TestChunkSink(t *testing.T) {
 			if got := sinkTempFiles(t, dir); len(got) != 0 {
 				t.Errorf("temporary files left after Close: %v", got)
 			}
-			held, err := s.MissingChunks(m.ChunkIDs())
+			held, err := s.MissingChunks(m.Chunks)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +294,7 @@ func TestChunkSinkRefusals(t *testing.T) {
 	if got := log.creates - createsBefore; got != 0 {
 		t.Errorf("the sink created %d chunk files, want 0", got)
 	}
-	if missing, err := s.MissingChunks(m.ChunkIDs()); err != nil || len(missing) != 1 || missing[0] != m.Chunks[0].ID {
+	if missing, err := s.MissingChunks(m.Chunks); err != nil || len(missing) != 1 || missing[0] != m.Chunks[0].ID {
 		t.Errorf("missing %v (%v), want only chunk 0", missing, err)
 	}
 }

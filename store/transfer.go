@@ -140,28 +140,40 @@ func (s *Store) Admit(ctx context.Context, o Offer, opts AdmitOptions) (*pack.Ma
 	if err := m.CheckRoot(); err != nil {
 		return nil, nil, refuse(err)
 	}
-	missing, err := s.MissingChunks(m.ChunkIDs())
+	missing, err := s.MissingChunks(m.Chunks)
 	return m, missing, err
 }
 
-// MissingChunks returns the IDs in ids whose chunk files the store does
-// not hold, in order and without repeats.
-func (s *Store) MissingChunks(ids []pack.Digest) ([]pack.Digest, error) {
+// MissingChunks returns the IDs of the chunks in refs that the store does
+// not hold (holds: a regular file of the chunk's size under its ID), in
+// order and without repeats. A damaged file of another size, or a link or
+// directory in a chunk's place, is missing: a transfer that skipped it
+// could not publish.
+func (s *Store) MissingChunks(refs []pack.ChunkRef) ([]pack.Digest, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
 	seen := map[pack.Digest]bool{}
 	var out []pack.Digest
-	for _, id := range ids {
-		if seen[id] {
+	for _, c := range refs {
+		if seen[c.ID] {
 			continue
 		}
-		seen[id] = true
-		if _, err := s.fs.Stat(s.chunkPath(id)); err != nil {
-			out = append(out, id)
+		seen[c.ID] = true
+		if !s.holds(c) {
+			out = append(out, c.ID)
 		}
 	}
 	return out, nil
+}
+
+// holds reports whether the store holds chunk c as rule W4 asks before
+// reusing a file: a regular file of the chunk's size under its ID (its
+// bytes are verified whenever they are read). Publish, Admit, PublishPack
+// and ChunkSink all decide with it.
+func (s *Store) holds(c pack.ChunkRef) bool {
+	fi, err := s.fs.Stat(s.chunkPath(c.ID))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == int64(c.Size)
 }
 
 // PutChunk verifies data against id and writes it as rule W1 asks (a
@@ -234,19 +246,10 @@ func (s *Store) PublishPack(ctx context.Context, m *pack.Manifest, opts PublishO
 	if err := m.CheckRoot(); err != nil {
 		return pid, false, s.refuse(pid, opts.Source, err)
 	}
-	ids := m.ChunkIDs()
-	defer s.lease(ids...)()
-	var missing []pack.Digest
-	seen := map[pack.Digest]bool{}
-	for _, c := range m.Chunks {
-		if seen[c.ID] {
-			continue
-		}
-		seen[c.ID] = true
-		fi, err := s.fs.Stat(s.chunkPath(c.ID))
-		if err != nil || fi.Size() != int64(c.Size) {
-			missing = append(missing, c.ID)
-		}
+	defer s.lease(m.ChunkIDs()...)()
+	missing, err := s.MissingChunks(m.Chunks)
+	if err != nil {
+		return pid, false, err
 	}
 	if len(missing) > 0 {
 		return pid, false, &MissingChunksError{Pack: pid, Chunks: missing}

@@ -170,7 +170,7 @@ func TestReplicationPrimitives(t *testing.T) {
 	if ps, _ := dst.Packs(); len(ps) != 0 {
 		t.Fatal("partial transfer is visible")
 	}
-	if still, _ := dst.MissingChunks(m.ChunkIDs()); len(still) != 2 {
+	if still, _ := dst.MissingChunks(m.Chunks); len(still) != 2 {
 		t.Fatalf("after two chunks: %d missing, want 2", len(still))
 	}
 	rep, err := dst.GC(ctx, store.GCOptions{MaxBytes: -1})

@@ -86,7 +86,7 @@ func TestReceiverFsyncFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	missing, err := beta.store.MissingChunks(m.ChunkIDs())
+	missing, err := beta.store.MissingChunks(m.Chunks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func TestRestoreRefusals(t *testing.T) {
 				t.Errorf("put got %d blocks; the first damaged block is %d", len(c.blocks), tt.block)
 			}
 			checkRefused(t, f, b, err, tt.reason)
-			if lack, _ := b.MissingChunks(f.m.ChunkIDs()); len(lack) != 5 {
+			if lack, _ := b.MissingChunks(f.m.Chunks); len(lack) != 5 {
 				t.Errorf("B holds %d of the pack's chunks after a refused restore, want 0", 5-len(lack))
 			}
 		})
