@@ -133,11 +133,23 @@ type completionLogprobs struct {
 	TextOffset    []int                `json:"text_offset"`
 }
 
-func (s *Server) completionLogprobs(evs []sched.Event, offset int) *completionLogprobs {
+// completionLogprobs converts events' log-probabilities; offset is where
+// the first event's token starts in the choice's text, and the returned
+// offset is where the next one will. A token's text_offset counts the
+// bytes of the tokens before it (their pieces, as the stream decoder
+// concatenates them), not the text released so far: a token whose text
+// is held back (a possible stop string, an unfinished character) is
+// released with a later one, and both keep their own offsets.
+func (s *Server) completionLogprobs(evs []sched.Event, offset int) (*completionLogprobs, int) {
 	lp := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float64{}, TopLogprobs: []map[string]float64{}, TextOffset: []int{}}
 	for _, ev := range evs {
-		if ev.Token == sched.NoToken || ev.Logprob == nil {
-			offset += len(ev.Text)
+		if ev.Token == sched.NoToken {
+			continue // held-back text of tokens already counted
+		}
+		raw, _ := s.model.tok.Piece(ev.Token, false)
+		start := offset
+		offset += len(raw)
+		if ev.Logprob == nil {
 			continue
 		}
 		t, _ := s.piece(ev.Token)
@@ -151,10 +163,9 @@ func (s *Server) completionLogprobs(evs []sched.Event, offset int) *completionLo
 			}
 		}
 		lp.TopLogprobs = append(lp.TopLogprobs, top)
-		lp.TextOffset = append(lp.TextOffset, offset)
-		offset += len(ev.Text)
+		lp.TextOffset = append(lp.TextOffset, start)
 	}
-	return lp
+	return lp, offset
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -225,9 +236,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 				text := eventsText(evs)
 				var lp *completionLogprobs
 				if g.logprobs >= 0 {
-					lp = s.completionLogprobs(evs, offset[i])
+					lp, offset[i] = s.completionLogprobs(evs, offset[i])
 				}
-				offset[i] += len(text)
 				if text == "" && (lp == nil || len(lp.Tokens) == 0) {
 					continue
 				}
@@ -277,7 +287,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	for i, evs := range groups {
 		var lp *completionLogprobs
 		if g.logprobs >= 0 {
-			lp = s.completionLogprobs(evs, 0)
+			lp, _ = s.completionLogprobs(evs, 0)
 		}
 		fr := finishReason(choiceFinish(res, i))
 		choices[i] = choice(i, eventsText(evs), lp, &fr)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,17 +91,26 @@ func TestLlamaRoutes(t *testing.T) {
 	}
 	evs := sseEvents(raw)
 	var text strings.Builder
+	idSlots := make([]int, len(evs))
 	for i, ev := range evs {
 		var e struct {
 			Content string `json:"content"`
 			Stop    bool   `json:"stop"`
+			IDSlot  int    `json:"id_slot"`
 		}
 		if err := json.Unmarshal([]byte(ev), &e); err != nil {
 			t.Fatalf("event %d: %v in %s", i, err, ev)
 		}
 		text.WriteString(e.Content)
+		idSlots[i] = e.IDSlot
 		if e.Stop != (i == len(evs)-1) {
 			t.Errorf("event %d of %d has stop %v", i, len(evs), e.Stop)
+		}
+	}
+	// Every chunk names the slot that generates it, the final one too.
+	for i, slot := range idSlots {
+		if last := idSlots[len(idSlots)-1]; slot != last || slot < 0 {
+			t.Errorf("event %d of %d has id_slot %d, the final event %d", i, len(evs), slot, last)
 		}
 	}
 	if text.String() != whole.Content {
@@ -277,6 +287,80 @@ func TestOpenAILogprobs(t *testing.T) {
 	}
 	if strings.Join(l.Tokens, "") != cmpl.Choices[0].Text {
 		t.Errorf("tokens %q do not spell the text %q", l.Tokens, cmpl.Choices[0].Text)
+	}
+}
+
+// A token's text_offset is where its piece starts in the text, whether or
+// not its text was held back for a while (a prefix of a stop string that
+// never comes), streamed or not.
+func TestCompletionTextOffsets(t *testing.T) {
+	ts := startServer(t, nil)
+	type logprobs struct {
+		Tokens     []string `json:"tokens"`
+		TextOffset []int    `json:"text_offset"`
+	}
+	run := func(stop []string, stream bool) (string, logprobs) {
+		body := map[string]any{"prompt": "Once upon a time, there was a little girl named Lily. She", "max_tokens": 40,
+			"temperature": 0, "logprobs": 0, "stream": stream}
+		if stop != nil {
+			body["stop"] = stop
+		}
+		type choice struct {
+			Text     string   `json:"text"`
+			Logprobs logprobs `json:"logprobs"`
+		}
+		if !stream {
+			var out struct {
+				Choices []choice `json:"choices"`
+			}
+			ts.postJSON(t, "/v1/completions", body, &out)
+			return out.Choices[0].Text, out.Choices[0].Logprobs
+		}
+		b, _ := json.Marshal(body)
+		resp, raw := ts.post(t, "/v1/completions", string(b))
+		if resp.StatusCode != 200 {
+			t.Fatalf("got %d %s", resp.StatusCode, raw)
+		}
+		var text strings.Builder
+		var lp logprobs
+		for _, ev := range sseEvents(raw) {
+			var c struct {
+				Choices []choice `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(ev), &c); err != nil || len(c.Choices) == 0 {
+				continue // [DONE]
+			}
+			text.WriteString(c.Choices[0].Text)
+			lp.Tokens = append(lp.Tokens, c.Choices[0].Logprobs.Tokens...)
+			lp.TextOffset = append(lp.TextOffset, c.Choices[0].Logprobs.TextOffset...)
+		}
+		return text.String(), lp
+	}
+	text0, lp0 := run(nil, false)
+	for _, tc := range []struct {
+		name   string
+		stop   []string
+		stream bool
+	}{
+		{"stop that never matches", []string{" thezzz"}, false},
+		{"streamed", nil, true},
+		{"streamed, stop that never matches", []string{" thezzz"}, true},
+	} {
+		text, lp := run(tc.stop, tc.stream)
+		if text != text0 || !slices.Equal(lp.Tokens, lp0.Tokens) {
+			t.Fatalf("%s: text %q, tokens %q; want %q, %q", tc.name, text, lp.Tokens, text0, lp0.Tokens)
+		}
+		if !slices.Equal(lp.TextOffset, lp0.TextOffset) {
+			t.Errorf("%s: text_offset %v, want %v", tc.name, lp.TextOffset, lp0.TextOffset)
+		}
+	}
+	if !strings.Contains(text0, " the") {
+		t.Fatalf("the text %q holds no \" the\", so no stop prefix was ever held back", text0)
+	}
+	for i, tok := range lp0.Tokens {
+		if o := lp0.TextOffset[i]; o+len(tok) > len(text0) || text0[o:o+len(tok)] != tok {
+			t.Errorf("token %d %q: text_offset %d", i, tok, o)
+		}
 	}
 }
 

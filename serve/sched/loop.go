@@ -361,6 +361,7 @@ func (s *Scheduler) start(t *Task) {
 	sl.res = t.res
 	sl.res.Slot = sl.id
 	sl.res.Started = time.Now()
+	t.assigned(sl.id)
 	sl.dec = s.cfg.Tokenizer.NewStreamDecoder()
 	sl.stop = sample.NewStop(req.Stop)
 	sl.text.Reset()

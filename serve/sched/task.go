@@ -236,7 +236,9 @@ func (t *Task) Wait(ctx context.Context) (Result, error) {
 	}
 }
 
-// Result returns the result; it is final once Next reported done.
+// Result returns the result; it is final once Next reported done. Before
+// that it holds what is known: Slot from the moment a slot takes the task
+// (-1 while it is queued), the prompt's size and the queueing time.
 func (t *Task) Result() Result {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -260,6 +262,13 @@ func (t *Task) emit(ev Event) {
 	t.events = append(t.events, ev)
 	t.mu.Unlock()
 	t.signal()
+}
+
+// assigned records the slot that took the task, for Result while it runs.
+func (t *Task) assigned(slot int) {
+	t.mu.Lock()
+	t.res.Slot = slot
+	t.mu.Unlock()
 }
 
 func (t *Task) finish(res Result, err error) {
