@@ -25,16 +25,47 @@ func (s *Store) manifestPath(id pack.Digest) string {
 	return filepath.Join(s.dir, packsDir, h[:2], h)
 }
 
-// ensureDir creates dir once per process.
+// ensureDir creates dir once per process. A directory it creates (the
+// fan-out directory of a chunk or manifest, chunks/ itself in a new store)
+// is an entry of its parent like a renamed file: the parent's fsync is
+// owed to the next ledger commit (syncPending), which makes durable
+// whatever the commit names below it.
 func (s *Store) ensureDir(dir string) error {
 	if _, ok := s.dirs.Load(dir); ok {
 		return nil
 	}
+	var created []string // the missing directories, deepest first
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := s.fs.Stat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		created = append(created, d)
+	}
 	if err := s.fs.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	for _, d := range created {
+		s.oweSync(filepath.Dir(d))
+	}
 	s.dirs.Store(dir, true)
 	return nil
+}
+
+// oweSync records that dir holds a new entry whose directory fsync is
+// owed to the next ledger commit (syncPending).
+func (s *Store) oweSync(dir string) {
+	if s.opts.NoSync {
+		return
+	}
+	s.mu.Lock()
+	s.oweSyncLocked(dir)
+	s.mu.Unlock()
+}
+
+// oweSyncLocked is oweSync with s.mu held.
+func (s *Store) oweSyncLocked(dir string) {
+	s.renames++
+	s.unsynced[dir] = s.renames
 }
 
 // writeDurable writes data to final following rule W1 of docs/kvpack.md:
@@ -200,16 +231,14 @@ func (s *Store) renaming(dir string) (done func()) {
 	}
 	s.mu.Lock()
 	s.inflight[dir]++
-	s.renames++
-	s.unsynced[dir] = s.renames
+	s.oweSyncLocked(dir)
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		if s.inflight[dir]--; s.inflight[dir] == 0 {
 			delete(s.inflight, dir)
 		}
-		s.renames++
-		s.unsynced[dir] = s.renames
+		s.oweSyncLocked(dir)
 		s.mu.Unlock()
 	}
 }

@@ -205,3 +205,52 @@ func TestRestoreOfPackRemovedMeanwhile(t *testing.T) {
 		t.Fatalf("restore of a pack removed meanwhile: %v and %d receipts; want ErrNotFound and none", err, len(rs))
 	}
 }
+
+// A directory the store creates (chunks/ and packs/ in a new store, their
+// fan-out directories) is an entry of its parent: the parent is fsynced
+// before the publish that needs it returns (rule W1), as for a renamed
+// file.
+func TestNewDirectoriesFsyncedInParent(t *testing.T) {
+	type op struct {
+		op   errorfs.Op
+		path string
+	}
+	var (
+		mu  sync.Mutex
+		ops []op
+	)
+	rec := errorfs.InjectorFunc(func(o errorfs.Op, path string) error {
+		mu.Lock()
+		ops = append(ops, op{o, path})
+		mu.Unlock()
+		return nil
+	})
+	dir := t.TempDir()
+	s := storetest.Open(t, dir, store.Options{BlockTokens: 4, FS: errorfs.Wrap(vfs.Default, rec)})
+	id := packtest.Identity("x")
+	storetest.Publish(t, s, id, salt, packtest.Tokens(3, 8, 32000), chunkSize)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, sub := range []string{"chunks", "packs"} {
+		top := filepath.Join(dir, sub)
+		first := -1 // the first creation of a directory below top
+		for i, o := range ops {
+			if o.op == errorfs.OpMkdirAll && strings.HasPrefix(o.path, top+string(filepath.Separator)) {
+				first = i
+				break
+			}
+		}
+		if first < 0 {
+			t.Fatalf("no directory created below %s", top)
+		}
+		for _, parent := range []string{dir, top} {
+			synced := false
+			for _, o := range ops[first:] {
+				synced = synced || o.op == errorfs.OpSyncDir && o.path == parent
+			}
+			if !synced {
+				t.Errorf("%s: no fsync of %s after its new directories were created", sub, parent)
+			}
+		}
+	}
+}
