@@ -3,6 +3,7 @@ package pack
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -95,8 +96,12 @@ func (m *Manifest) Validate() error {
 	if err := checkText(m.Producer, MaxProducer); err != nil {
 		return fmt.Errorf("%w: producer %s", ErrInvalid, err)
 	}
-	if ns := m.Created.UnixNano(); m.Created.IsZero() || ns <= 0 {
+	switch {
+	case !m.Created.After(time.Unix(0, 0)):
 		return fmt.Errorf("%w: creation time %v is not after 1970", ErrInvalid, m.Created)
+	case !time.Unix(0, m.Created.UnixNano()).Equal(m.Created):
+		// UnixNano wraps after 2262: the encoding would name another time.
+		return fmt.Errorf("%w: creation time %v is past the encoding's last instant, %v", ErrInvalid, m.Created, time.Unix(0, math.MaxInt64).UTC())
 	}
 	return nil
 }

@@ -135,6 +135,10 @@ func TestManifestValidate(t *testing.T) {
 		{"zero chunk size", func(m *pack.Manifest) { m.Chunks[0].Size = 0 }},
 		{"empty producer", func(m *pack.Manifest) { m.Producer = "" }},
 		{"zero time", func(m *pack.Manifest) { m.Created = time.Time{} }},
+		{"time before 1970", func(m *pack.Manifest) { m.Created = time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC) }},
+		// Past 2262 the nanoseconds since 1970 overflow: the encoding
+		// would name another instant.
+		{"time past 2262", func(m *pack.Manifest) { m.Created = time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC) }},
 		{"negative token", func(m *pack.Manifest) { m.Tokens[2] = -1 }},
 		{"bad identity", func(m *pack.Manifest) { m.Identity.Engine = "" }},
 	}

@@ -198,14 +198,22 @@ type RemoveResult struct {
 // Remove deletes packs, pinned or not: first from the ledger and the index
 // in one transaction, then their manifest files and the chunk files no
 // other pack references (rule D1). Unknown IDs wrap ErrNotFound and
-// nothing is removed.
+// nothing is removed; an ID given more than once is removed once.
 func (s *Store) Remove(ids ...pack.Digest) (RemoveResult, error) {
 	if err := s.checkWritable(); err != nil {
 		return RemoveResult{}, err
 	}
+	seen := make(map[pack.Digest]bool, len(ids))
+	var uniq []pack.Digest
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			uniq = append(uniq, id)
+		}
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.removeLocked(ids)
+	return s.removeLocked(uniq)
 }
 
 // removeLocked removes packs; the caller holds wmu.

@@ -48,6 +48,18 @@ func usagef(cmd *command, format string, a ...any) error {
 	return &usageError{cmd: cmd, err: fmt.Errorf(format, a...)}
 }
 
+// outputError is a failure to write a file the command makes (its
+// directory missing, the disk full, a name already taken): exit status 1
+// whatever its cause, since the path at fault is an output, not a named
+// input that does not exist (exit status 3).
+type outputError struct {
+	path string
+	err  error
+}
+
+func (e *outputError) Error() string { return fmt.Sprintf("writing %s: %v", e.path, e.err) }
+func (e *outputError) Unwrap() error { return e.err }
+
 // reportedError wraps an error the command has already reported in full on
 // its own output (for example "3 errors found"). main prints nothing more
 // and takes the exit status from the wrapped error.

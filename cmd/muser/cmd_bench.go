@@ -123,20 +123,32 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 		if o.threads <= 0 || o.prompt < 2 || o.gen < 1 || o.reps < 1 {
 			return usagef(cmd, "--threads, --gen-tokens and --reps must be positive and --prompt-tokens at least 2")
 		}
-		if o.cpuProf != "" {
-			f, err := os.Create(o.cpuProf)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
-		}
 		kind, ordinal, err := parseDevice(o.device)
 		if err != nil {
 			return usagef(cmd, "%v", err)
+		}
+		if _, err := os.Stat(o.model); err != nil {
+			return err
+		}
+		if o.draft.enabled() {
+			if err := o.draft.check(); err != nil {
+				return usagef(cmd, "%v", err)
+			}
+			if o.text == "" {
+				return usagef(cmd, "--text is required with --draft-lookup, --draft-model or --draft-block")
+			}
+			if o.gen <= draftBenchWarmup+1 {
+				return usagef(cmd, "--gen-tokens %d: want more than %d with a draft lane", o.gen, draftBenchWarmup+1)
+			}
+		}
+		// The profile starts once every flag checked out, so that a bad
+		// command line leaves an existing profile file as it was.
+		if o.cpuProf != "" {
+			stop, err := startCPUProfile(o.cpuProf)
+			if err != nil {
+				return err
+			}
+			defer stop()
 		}
 		dev, closeDev, err := openDeviceWith(kind, ordinal, o.threads, cuda.Options{Profile: o.profile, NoGraphs: !o.graphs})
 		if err != nil {
@@ -144,9 +156,6 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 		}
 		defer closeDev()
 		if o.draft.enabled() {
-			if err := o.draft.check(); err != nil {
-				return usagef(cmd, "%v", err)
-			}
 			res, err := runDraftBench(ctx, o, dev)
 			if err != nil {
 				return err
@@ -308,4 +317,21 @@ func printProfile(w io.Writer, kts []cuda.KernelTime) {
 	for _, kt := range kts {
 		fmt.Fprintf(w, "  %-28s %8d launches %12v %5.1f%%\n", kt.Kernel, kt.Launches, kt.Time.Round(time.Microsecond), 100*float64(kt.Time)/float64(max(total, 1)))
 	}
+}
+
+// startCPUProfile profiles the process's CPU into path until the returned
+// function is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, &outputError{path: path, err: err}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

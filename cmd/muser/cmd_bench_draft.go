@@ -58,13 +58,8 @@ type draftBenchResult struct {
 // from --text, with the scheduler (muser's one generation driver) without
 // and with the draft lane, alternating, and reports the fastest of --reps
 // each. The outputs must be identical token for token.
+// The caller has checked --text and --gen-tokens.
 func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*draftBenchResult, error) {
-	if o.text == "" {
-		return nil, fmt.Errorf("--text is required with --draft-lookup, --draft-model or --draft-block")
-	}
-	if o.gen <= draftBenchWarmup+1 {
-		return nil, fmt.Errorf("--gen-tokens %d: want more than %d with a draft lane", o.gen, draftBenchWarmup+1)
-	}
 	m, err := engine.Open(o.model, engine.Options{Device: dev})
 	if err != nil {
 		return nil, err

@@ -90,8 +90,8 @@ offset (exit status 1); a missing file gives exit status 3.`,
 		if err != nil {
 			return usagef(cmd, "--kv: %v", err)
 		}
-		if opts.block < 0 {
-			return usagef(cmd, "--block-tokens must not be negative")
+		if opts.block < 0 || opts.block > pack.MaxBlockTokens {
+			return usagef(cmd, "--block-tokens %d: want 0 (the store's) to %d", opts.block, pack.MaxBlockTokens)
 		}
 		idOpts := identityOptions{kv: kv, block: opts.block, blockFrom: "--block-tokens", noDigest: opts.noDigest}
 		if opts.block == 0 {

@@ -63,7 +63,10 @@ certificate only.`,
 		if err != nil {
 			return err
 		}
-		b, err := h.Enroll(args[0], time.Now(), opts.validFor)
+		// The node is admitted only once its bundle is written: a failed
+		// write leaves the registry as it was.
+		now := time.Now()
+		b, err := h.Issue(args[0], now, opts.validFor)
 		if err != nil {
 			return err
 		}
@@ -72,6 +75,10 @@ certificate only.`,
 			return err
 		}
 		if err := writeNewFile(opts.output, data); err != nil {
+			return &outputError{path: opts.output, err: err}
+		}
+		if err := h.Admit(args[0], now); err != nil {
+			_ = os.Remove(opts.output)
 			return err
 		}
 		fmt.Fprintf(env.stdout, "enrolled %q (certificate valid until %s)\nbundle written to %s (mode 0600): run 'muser node join %s' on %s, then delete it\n",

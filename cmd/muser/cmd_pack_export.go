@@ -2,17 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/muserhq/muser/cmd/muser/internal/progress"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/spf13/pflag"
 )
 
 func newPackExportCommand() *command {
-	var out string
+	var (
+		out   string
+		force bool
+	)
 	cmd := &command{
 		name:    "pack export",
 		args:    "ID",
@@ -22,8 +28,9 @@ under the store's seal key, with this store's node name, a fresh seal
 generation and a random nonce), each distinct chunk once, and a trailer
 digest over the whole file. Every chunk is re-verified as it is read; a
 pack that fails is quarantined and nothing is left at FILE. The file is
-written beside FILE and renamed into place when complete. -o - writes to
-standard output.
+written beside FILE and moved into place when complete; an existing FILE
+is replaced only with --force (without it, exit status 1 and FILE is left
+as it was). -o - writes to standard output.
 
 A store imports the file if its seal key is the same (or is given with
 'muser pack import --key'); copy seal.key from this store's --home to
@@ -34,6 +41,7 @@ left.`,
 		home: true,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVarP(&out, "output", "o", "", "write to `FILE` (required; - for stdout)")
+			fs.BoolVar(&force, "force", false, "replace FILE if it exists")
 		},
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
@@ -42,6 +50,11 @@ left.`,
 		}
 		if out == "" {
 			return usagef(cmd, "-o FILE is required")
+		}
+		if out != "-" && !force {
+			if _, err := os.Lstat(out); err == nil {
+				return fmt.Errorf("%s exists; --force replaces it", out)
+			}
 		}
 		api, closeAPI, err := openAdmin(ctx, env, false)
 		if err != nil {
@@ -70,24 +83,7 @@ left.`,
 		if out == "-" {
 			return api.Export(ctx, id.String(), progress.Writer{W: env.stdout, M: meter})
 		}
-		f, err := os.CreateTemp(filepath.Dir(out), ".muser-export-*")
-		if err != nil {
-			return err
-		}
-		tmp := f.Name()
-		err = api.Export(ctx, id.String(), progress.Writer{W: f, M: meter})
-		meter.Finish()
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp, out)
-		}
-		if err != nil {
-			_ = os.Remove(tmp)
+		if err := exportFile(ctx, api, id, out, force, meter); err != nil {
 			return err
 		}
 		fi, err := os.Stat(out)
@@ -98,4 +94,38 @@ left.`,
 		return nil
 	}
 	return cmd
+}
+
+// exportFile writes pack id's export file to a temporary file beside out
+// and moves it to out once whole: a link, which refuses a name that
+// exists (taken meanwhile too), or with force a rename over it. On any
+// failure nothing is left behind.
+func exportFile(ctx context.Context, api adminapi.API, id pack.Digest, out string, force bool, meter *progress.Meter) error {
+	f, err := os.CreateTemp(filepath.Dir(out), ".muser-export-*")
+	if err != nil {
+		return &outputError{path: out, err: err}
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after the link or rename, a name no longer there
+	err = api.Export(ctx, id.String(), progress.Writer{W: f, M: meter})
+	meter.Finish()
+	if err != nil {
+		f.Close()
+		return err // the export's own error: a refusal, a missing pack
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if force {
+			err = os.Rename(tmp, out)
+		} else if err = os.Link(tmp, out); errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s exists; --force replaces it", out)
+		}
+	}
+	if err != nil {
+		return &outputError{path: out, err: err}
+	}
+	return nil
 }

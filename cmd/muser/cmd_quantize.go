@@ -211,7 +211,7 @@ func runQuantize(ctx context.Context, env *cliEnv, in, out string, typ ggml.Type
 		if errors.Is(err, context.Canceled) {
 			return err
 		}
-		return fmt.Errorf("writing %s: %w", out, err)
+		return &outputError{path: out, err: err}
 	}
 	printQuantizeSummary(env.stdout, out, f, plan)
 	return nil

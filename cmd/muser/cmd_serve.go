@@ -190,6 +190,8 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		return usagef(cmd, "--max-queue %d: want 0 or more", o.maxQueue)
 	case o.threads < 1:
 		return usagef(cmd, "--threads %d: want at least 1", o.threads)
+	case o.grace <= 0:
+		return usagef(cmd, "--shutdown-grace %v: want a positive duration", o.grace)
 	}
 	if err := o.draft.check(); err != nil {
 		return usagef(cmd, "%v", err)

@@ -43,7 +43,10 @@ const exitStatusHelp = `EXIT STATUS
 
 // exitCode maps an error returned by a command to the process exit status.
 func exitCode(err error) int {
-	var uerr *usageError
+	var (
+		uerr *usageError
+		oerr *outputError
+	)
 	switch {
 	case err == nil:
 		return exitOK
@@ -51,6 +54,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitSignal
+	case errors.As(err, &oerr):
+		return exitFailure
 	case errors.Is(err, store.ErrLocked):
 		return exitLocked
 	case errors.Is(err, pack.ErrRefused):

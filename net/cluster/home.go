@@ -328,7 +328,24 @@ func (h *Home) TLSConfig(now time.Time) (*mtls.Config, error) {
 // The name is added to this node's registry (without an address) so the
 // new node can connect at once; a removed name is readmitted, but only with
 // the new certificate. Enroll needs the CA key (ErrNotCAHolder otherwise).
+// It is Issue, then Admit.
 func (h *Home) Enroll(name string, now time.Time, validity time.Duration) (*mtls.Bundle, error) {
+	b, err := h.Issue(name, now, validity)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Admit(name, now); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Issue is Enroll without the registry: the bundle of a new credential
+// for name, which this node refuses until Admit (with the same now) adds
+// the name. A caller that must write the bundle somewhere first (muser
+// node enroll) admits only once it is written, so a failed write changes
+// nothing.
+func (h *Home) Issue(name string, now time.Time, validity time.Duration) (*mtls.Bundle, error) {
 	if err := mtls.ValidateName(name); err != nil {
 		return nil, err
 	}
@@ -350,8 +367,13 @@ func (h *Home) Enroll(name string, now time.Time, validity time.Duration) (*mtls
 	if err != nil {
 		return nil, err
 	}
-	b := &mtls.Bundle{ClusterID: h.info.ClusterID, Node: cred, Issuer: h.info.Name, CA: ca.Cert, LinkSecret: secret}
-	err = h.update(func(peers map[string]Peer) error {
+	return &mtls.Bundle{ClusterID: h.info.ClusterID, Node: cred, Issuer: h.info.Name, CA: ca.Cert, LinkSecret: secret}, nil
+}
+
+// Admit adds name to the registry (without an address), or readmits a
+// removed name with only certificates issued from now on accepted.
+func (h *Home) Admit(name string, now time.Time) error {
+	return h.update(func(peers map[string]Peer) error {
 		p, ok := peers[name]
 		switch {
 		case !ok:
@@ -362,10 +384,6 @@ func (h *Home) Enroll(name string, now time.Time, validity time.Duration) (*mtls
 		peers[name] = p
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
 }
 
 func readmit(p Peer, now time.Time) Peer {
