@@ -103,7 +103,10 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	refs := map[pack.Digest]int{}
 	var badKeys []object
 	for _, o := range mobjs {
-		id, ok := digestName(o.Key, dirManifests)
+		if o.Dir {
+			continue // another tier's, or nobody's: never this gc's
+		}
+		id, ok := t.digestKey(o.Key, dirManifests)
 		var m *pack.Manifest
 		if ok {
 			_, _, m, err = t.Manifest(ctx, id)
@@ -142,9 +145,12 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	}
 	size := map[pack.Digest]int64{}
 	for _, o := range cobjs {
+		if o.Dir {
+			continue
+		}
 		rep.Chunks++
 		rep.Bytes += o.Size
-		if id, ok := digestName(o.Key, dirChunks); ok {
+		if id, ok := t.digestKey(o.Key, dirChunks); ok {
 			size[id] = o.Size
 		}
 	}
@@ -171,6 +177,11 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			}
 			if liveBytes <= opts.MaxBytes {
 				continue
+			}
+			// Rule G4: past MaxGCTime the listing is too old to act on.
+			if t.now().Sub(start) > MaxGCTime {
+				rep.Stopped = true
+				return rep, nil
 			}
 			if !opts.DryRun {
 				if err := t.remove(ctx, p.key); err != nil {
@@ -222,10 +233,24 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			rep.Stopped = true
 			return rep, nil
 		}
-		if old(o.Modified) && !opts.DryRun {
-			if err := t.remove(ctx, o.Key); err != nil {
-				return rep, err
+		if !old(o.Modified) || opts.DryRun {
+			continue
+		}
+		// Rule G4, as for chunks: the key may hold another object since
+		// the listing (another gc deleted the bad one, an uploader put
+		// the pack's manifest there): delete only the one judged bad.
+		cur, err := t.stat(ctx, o.Key)
+		if err != nil {
+			if isNotFound(err) {
+				continue
 			}
+			return rep, err
+		}
+		if cur.ETag != o.ETag || cur.Size != o.Size || !cur.Modified.Equal(o.Modified) || !old(cur.Modified) {
+			continue
+		}
+		if err := t.remove(ctx, o.Key); err != nil {
+			return rep, err
 		}
 	}
 	for _, o := range cobjs {
@@ -236,7 +261,10 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			rep.Stopped = true
 			return rep, nil
 		}
-		if id, ok := digestName(o.Key, dirChunks); ok && refs[id] > 0 {
+		if o.Dir {
+			continue
+		}
+		if id, ok := t.digestKey(o.Key, dirChunks); ok && refs[id] > 0 {
 			continue
 		}
 		if !old(o.Modified) {

@@ -56,7 +56,7 @@ func (ix *Index) Refresh(ctx context.Context) (RefreshResult, error) {
 	ix.mu.RLock()
 	var todo []object
 	for _, o := range objs {
-		id, ok := digestName(o.Key, dirManifests)
+		id, ok := ix.t.digestKey(o.Key, dirManifests)
 		if !ok {
 			continue
 		}
@@ -71,7 +71,7 @@ func (ix *Index) Refresh(ctx context.Context) (RefreshResult, error) {
 	}
 	ix.mu.RUnlock()
 	for _, o := range todo {
-		id, _ := digestName(o.Key, dirManifests)
+		id, _ := ix.t.digestKey(o.Key, dirManifests)
 		b, err := ix.t.get(ctx, o.Key, int64(MaxObjectBytes))
 		if err != nil {
 			if isNotFound(err) {
@@ -108,7 +108,7 @@ func (ix *Index) Refresh(ctx context.Context) (RefreshResult, error) {
 		ix.repoint()
 	}
 	for k := range ix.bad {
-		if id, ok := digestName(k, dirManifests); ok && !present[id] {
+		if id, ok := ix.t.digestKey(k, dirManifests); ok && !present[id] {
 			delete(ix.bad, k)
 		}
 	}

@@ -3,7 +3,6 @@ package tier
 import (
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	"github.com/muserhq/muser/pack"
 )
@@ -72,17 +71,4 @@ func DecodeObject(b []byte) (pack.Seal, []byte, error) {
 		return pack.Seal{}, nil, &pack.FormatError{Object: obj, Field: "manifest", Offset: int64(off), Problem: "missing"}
 	}
 	return seal, b[off:], nil
-}
-
-// digestName parses the HEX of a layout key's last segment.
-func digestName(key, dir string) (pack.Digest, bool) {
-	i := strings.LastIndex(key, dir)
-	if i < 0 {
-		return pack.Digest{}, false
-	}
-	d, err := pack.ParseDigest(key[i+len(dir):])
-	if err != nil || d.String() != key[i+len(dir):] {
-		return pack.Digest{}, false
-	}
-	return d, true
 }

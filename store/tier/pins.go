@@ -78,7 +78,7 @@ func (t *Tier) resolve(ctx context.Context, prefix string, dirs ...string) (pack
 			return pack.Digest{}, err
 		}
 		for _, o := range objs {
-			if id, ok := digestName(o.Key, d); ok {
+			if id, ok := t.digestKey(o.Key, d); ok {
 				hits[id] = true
 			}
 		}
@@ -106,7 +106,7 @@ func (t *Tier) pins(ctx context.Context) (map[pack.Digest]bool, error) {
 	}
 	out := map[pack.Digest]bool{}
 	for _, o := range objs {
-		if id, ok := digestName(o.Key, dirPins); ok {
+		if id, ok := t.digestKey(o.Key, dirPins); ok {
 			out[id] = true
 		}
 	}
@@ -135,7 +135,7 @@ func (t *Tier) uses(ctx context.Context) (map[pack.Digest]object, error) {
 	}
 	out := map[pack.Digest]object{}
 	for _, o := range objs {
-		if id, ok := digestName(o.Key, dirUses); ok {
+		if id, ok := t.digestKey(o.Key, dirUses); ok {
 			out[id] = o
 		}
 	}

@@ -186,19 +186,41 @@ type object struct {
 	Key      string
 	Size     int64
 	Modified time.Time
+	ETag     string
+	// Dir marks a folder (a key prefix ending in "/") inside the layout
+	// directory: nothing of this tier's, since the layout has no folders
+	// (another tier's prefix may lie below this one's). It is listed, not
+	// read, and never deleted.
+	Dir bool
 }
 
-// list returns every object under the layout directory dir.
+// list returns the objects directly under the layout directory dir (the
+// keys whose rest has no "/"), and each folder below it as one Dir entry.
 func (t *Tier) list(ctx context.Context, dir string) ([]object, error) {
 	prefix := t.cfg.Location.key(dir)
 	var out []object
-	for o := range t.cl.ListObjects(ctx, t.cfg.Location.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+	for o := range t.cl.ListObjects(ctx, t.cfg.Location.Bucket, minio.ListObjectsOptions{Prefix: prefix}) {
 		if o.Err != nil {
 			return nil, t.opError("list", prefix, o.Err)
 		}
-		out = append(out, object{Key: o.Key, Size: o.Size, Modified: o.LastModified})
+		out = append(out, object{Key: o.Key, Size: o.Size, Modified: o.LastModified, ETag: o.ETag, Dir: strings.HasSuffix(o.Key, "/")})
 	}
 	return out, nil
+}
+
+// digestKey parses the HEX of a layout key, the key of the layout
+// directory dir followed by the canonical hex of a digest, and nothing
+// else.
+func (t *Tier) digestKey(key, dir string) (pack.Digest, bool) {
+	rest, ok := strings.CutPrefix(key, t.cfg.Location.key(dir))
+	if !ok {
+		return pack.Digest{}, false
+	}
+	d, err := pack.ParseDigest(rest)
+	if err != nil || d.String() != rest {
+		return pack.Digest{}, false
+	}
+	return d, true
 }
 
 // stat returns an object's size and last-modified time.
@@ -207,7 +229,7 @@ func (t *Tier) stat(ctx context.Context, key string) (object, error) {
 	if err != nil {
 		return object{}, t.opError("stat", key, err)
 	}
-	return object{Key: key, Size: st.Size, Modified: st.LastModified}, nil
+	return object{Key: key, Size: st.Size, Modified: st.LastModified, ETag: st.ETag}, nil
 }
 
 // get reads an object whole, refusing one longer than limit.

@@ -65,14 +65,18 @@ func (t *Tier) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, er
 	chunks := map[pack.Digest][]use{}
 	var order []pack.Digest
 	for _, o := range objs {
-		id, ok := digestName(o.Key, dirManifests)
+		id, ok := t.digestKey(o.Key, dirManifests)
 		if !ok {
 			rep.Findings = append(rep.Findings, Finding{Key: o.Key, Err: &ObjectError{Key: o.Key,
-				Err: fmt.Errorf("%w: not a pack ID", pack.ErrCorrupt)}})
+				Err: fmt.Errorf("%w: %s", pack.ErrCorrupt, notAPack(o))}})
 			continue
 		}
 		rep.Packs++
 		_, _, m, err := t.Manifest(ctx, id)
+		if isNotFound(err) {
+			rep.Packs-- // deleted since the listing (a gc's eviction)
+			continue
+		}
 		if err == nil && opts.Expect != nil {
 			err = opts.Expect.Check(m.Identity)
 		}
@@ -173,17 +177,20 @@ func (t *Tier) List(ctx context.Context) ([]PackInfo, error) {
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
 	out := make([]PackInfo, 0, len(objs))
 	for _, o := range objs {
-		id, ok := digestName(o.Key, dirManifests)
+		id, ok := t.digestKey(o.Key, dirManifests)
 		const layout = "2006-01-02T15:04:05Z"
 		u, used := uses[id]
 		p := PackInfo{Pack: id, Key: o.Key, Modified: o.Modified.UTC().Format(layout),
 			LastUse: lastUse(o.Modified, u, used).UTC().Format(layout), Pinned: pins[id]}
 		if !ok {
-			p.Err = "not a pack ID"
+			p.Err = notAPack(o)
 			out = append(out, p)
 			continue
 		}
 		seal, _, m, err := t.Manifest(ctx, id)
+		if isNotFound(err) {
+			continue // deleted since the listing
+		}
 		if err != nil {
 			if isUnavailable(err) {
 				return nil, err
@@ -196,4 +203,12 @@ func (t *Tier) List(ctx context.Context) ([]PackInfo, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// notAPack says why a listed key under manifests/ is no pack of the tier.
+func notAPack(o object) string {
+	if o.Dir {
+		return "a folder, which the tier's layout does not have (another tier's prefix?)"
+	}
+	return "not a pack ID"
 }
