@@ -239,14 +239,11 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		// Rule G4, as for chunks: the key may hold another object since
 		// the listing (another gc deleted the bad one, an uploader put
 		// the pack's manifest there): delete only the one judged bad.
-		cur, err := t.stat(ctx, o.Key)
+		cur, gone, err := t.restat(ctx, o.Key)
 		if err != nil {
-			if isNotFound(err) {
-				continue
-			}
 			return rep, err
 		}
-		if cur.ETag != o.ETag || cur.Size != o.Size || !cur.Modified.Equal(o.Modified) || !old(cur.Modified) {
+		if gone || cur.ETag != o.ETag || cur.Size != o.Size || !cur.Modified.Equal(o.Modified) || !old(cur.Modified) {
 			continue
 		}
 		if err := t.remove(ctx, o.Key); err != nil {
@@ -273,12 +270,12 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		}
 		// Rule G4: check the time again just before deleting; an
 		// uploader may have refreshed the chunk since the listing.
-		cur, err := t.stat(ctx, o.Key)
+		cur, gone, err := t.restat(ctx, o.Key)
 		if err != nil {
-			if isNotFound(err) {
-				continue
-			}
 			return rep, err
+		}
+		if gone {
+			continue
 		}
 		if !old(cur.Modified) {
 			rep.Young++
@@ -293,4 +290,14 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		rep.DeletedBytes += cur.Size
 	}
 	return rep, nil
+}
+
+// restat reads an object's size, time and ETag again just before gc
+// deletes it (rule G4); gone reports one deleted since the listing.
+func (t *Tier) restat(ctx context.Context, key string) (cur object, gone bool, err error) {
+	cur, err = t.stat(ctx, key)
+	if isNotFound(err) {
+		return object{}, true, nil
+	}
+	return cur, false, err
 }
