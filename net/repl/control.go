@@ -18,6 +18,10 @@ func (n *Node) serveControl(ctx context.Context, s *session, st *quic.Stream) {
 	msg, err := wire.Read(st, wire.TypeOffer, wire.TypePull, wire.TypePrefill)
 	if err != nil {
 		werr := asWire(s.peer, readError(s, err))
+		if werr.Code == wire.CodeMalformed {
+			// A refusal of the peer's frames: recorded like any other.
+			werr = n.refuse(s.peer, pack.Digest{}, pack.ReasonMalformed, nil, "control stream: %v", err)
+		}
 		_ = wire.Write(st, refuseFrame(werr))
 		st.Close()
 		st.CancelRead(quic.StreamErrorCode(werr.Code))

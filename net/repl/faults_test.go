@@ -429,26 +429,7 @@ func TestTooManyChunkStreams(t *testing.T) {
 	mu.Lock()
 	gen := last.Generation + 1
 	mu.Unlock()
-	s, err := alpha.repl.session(ctx, "beta")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.conn.OpenStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	offer := &wire.Offer{Manifest: manifestBytes(t, alpha, id), Seal: sealFor(t, alpha, "beta", id, "alpha", gen, 40)}
-	if err := wire.Write(st, offer); err != nil {
-		t.Fatal(err)
-	}
-	msg, err := wire.Read(st, wire.TypeNeed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	need, ok := msg.(*wire.Need)
-	if !ok {
-		t.Fatalf("answer %+v, want need", msg)
-	}
+	s, st, need := offerRaw(t, ctx, alpha, "beta", id, gen, 40)
 	for range MaxStreams + 1 {
 		us, err := s.conn.OpenUniStream(ctx)
 		if err != nil {
@@ -458,7 +439,7 @@ func TestTooManyChunkStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	msg, err = wire.Read(st, wire.TypeDone)
+	msg, err := wire.Read(st, wire.TypeDone)
 	if err != nil {
 		t.Fatal(err)
 	}

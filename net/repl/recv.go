@@ -39,6 +39,15 @@ type inbound struct {
 // fail ends the transfer with err (the first failure wins).
 func (in *inbound) fail(err error) { in.cancel(err) }
 
+// interruption is a transfer cut by its streams or connection going away
+// (the sender aborting or vanishing, this node closing or revoking the
+// connection): recorded as truncated, never taken for this node's verdict
+// on the bytes, whatever error the connection reports.
+type interruption struct{ err error }
+
+func (e *interruption) Error() string { return e.err.Error() }
+func (e *interruption) Unwrap() error { return e.err }
+
 // serveStream stores the chunks of one chunk stream.
 func (in *inbound) serveStream(rs *quic.ReceiveStream) {
 	in.mu.Lock()
@@ -139,7 +148,21 @@ func (in *inbound) streamFailed(rs *quic.ReceiveStream, err error, what string) 
 		rs.CancelRead(quic.StreamErrorCode(wire.CodeMalformed))
 		return
 	}
-	in.fail(fmt.Errorf("%s: %w", what, err))
+	in.fail(&interruption{fmt.Errorf("%s: %w", what, err)})
+}
+
+// awaitStreams waits until every chunk stream of the transfer has ended,
+// or the transfer failed.
+func (in *inbound) awaitStreams() {
+	ended := make(chan struct{})
+	go func() {
+		in.wg.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-in.ctx.Done():
+	}
 }
 
 // progress returns the stored chunk count and bytes.
@@ -194,13 +217,12 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 			res.Bytes += int64(c.Size)
 		}
 	}
+	size := make(map[pack.Digest]uint32, len(m.Chunks))
+	for _, c := range m.Chunks {
+		size[c.ID] = c.Size
+	}
 	for _, id := range missing {
-		for _, c := range m.Chunks {
-			if c.ID == id {
-				sizes[id] = c.Size
-				break
-			}
-		}
+		sizes[id] = size[id]
 	}
 	res.Tokens = len(m.Tokens)
 	if n.cfg.OnPlan != nil {
@@ -271,7 +293,12 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 				in.fail(remote(s.peer, r))
 			}
 		default:
-			in.fail(fmt.Errorf("sender's control stream ended: %w", s.conn.Err(err)))
+			var fe *wire.FrameError
+			if errors.As(err, &fe) || errors.Is(err, wire.ErrUnexpected) {
+				in.fail(n.refuse(s.peer, pid, pack.ReasonMalformed, nil, "control stream: %v", err))
+				return
+			}
+			in.fail(&interruption{fmt.Errorf("sender's control stream ended: %w", s.conn.Err(err))})
 		}
 	}()
 	stopWatch := func() {
@@ -282,6 +309,11 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 
 	select {
 	case <-in.all:
+		// Every needed chunk is stored; the chunk streams end after
+		// their last one, and a frame sent after it (a chunk twice, one
+		// not asked for) still fails the transfer: publish only once
+		// they ended clean.
+		in.awaitStreams()
 	case <-ictx.Done():
 	}
 	if cause := context.Cause(ictx); cause != nil {
@@ -296,8 +328,11 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 		_ = closeSink()
 		got, gotBytes := in.progress()
 		res.Moved, res.MovedBytes = got, gotBytes
-		var werr *wire.Error
-		if errors.As(cause, &werr) && !werr.Remote {
+		var (
+			werr *wire.Error
+			intr *interruption
+		)
+		if errors.As(cause, &werr) && !werr.Remote && !errors.As(cause, &intr) {
 			return fail(werr) // this node refused; the receipt is recorded
 		}
 		// The sender aborted, went away, or this node stopped: the chunks

@@ -70,6 +70,14 @@ type Endpoint struct {
 	conns  map[*Conn]struct{}
 	closed bool
 
+	// The accept loop (started by the first Accept, under mu) hands on
+	// each connection once its own goroutine has welcomed it, so that a
+	// peer slow to take the welcome holds up no other.
+	accepting bool
+	welcomed  chan *Conn
+	acceptEnd chan struct{} // closed when the listener stops accepting
+	acceptErr error         // why, once acceptEnd is closed
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -105,12 +113,14 @@ func open(addr string, cfg Config, listen bool) (*Endpoint, error) {
 		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
 	}
 	e := &Endpoint{
-		cfg:   cfg,
-		log:   log,
-		udp:   udp,
-		tr:    &quic.Transport{Conn: udp},
-		conns: make(map[*Conn]struct{}),
-		stop:  make(chan struct{}),
+		cfg:       cfg,
+		log:       log,
+		udp:       udp,
+		tr:        &quic.Transport{Conn: udp},
+		conns:     make(map[*Conn]struct{}),
+		stop:      make(chan struct{}),
+		welcomed:  make(chan *Conn),
+		acceptEnd: make(chan struct{}),
 	}
 	if listen {
 		tlsCfg := *cfg.TLS
@@ -152,29 +162,79 @@ func (e *Endpoint) Addr() net.Addr { return e.udp.LocalAddr() }
 func (e *Endpoint) Name() string { return e.cfg.TLS.Credential.Name }
 
 // Accept waits for the next inbound connection whose handshake completed
-// (refused handshakes never surface here). It fails on an endpoint made by
-// NewDialer.
+// and that took its welcome (refused handshakes never surface here). It
+// fails on an endpoint made by NewDialer, and once the endpoint is closed
+// with the listener's error.
 func (e *Endpoint) Accept(ctx context.Context) (*Conn, error) {
 	if e.ln == nil {
 		return nil, errors.New("transport: endpoint does not listen")
 	}
-	for {
-		qc, err := e.ln.Accept(ctx)
-		if err != nil {
-			return nil, err
-		}
-		c, err := e.adopt(qc)
-		if err == nil {
-			err = sendWelcome(ctx, qc)
-		}
-		if err != nil {
-			// The handshake verified the peer, so this is unexpected.
-			qc.CloseWithError(quic.ApplicationErrorCode(wire.CodeUnauthorized), truncateReason(err.Error()))
-			e.log.Warn("replication connection dropped", "remote", qc.RemoteAddr(), "err", err)
-			continue
-		}
-		return c, nil
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, net.ErrClosed
 	}
+	if !e.accepting {
+		e.accepting = true
+		e.wg.Add(1) // under mu: before Close's Wait
+		go e.acceptLoop()
+	}
+	e.mu.Unlock()
+	select {
+	case c := <-e.welcomed:
+		return c, nil
+	case <-e.acceptEnd:
+		return nil, e.acceptErr
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// acceptLoop takes each new connection from the listener and welcomes it
+// in a goroutine of its own, until the listener is closed.
+func (e *Endpoint) acceptLoop() {
+	defer e.wg.Done()
+	for {
+		qc, err := e.ln.Accept(context.Background())
+		if err != nil {
+			e.acceptErr = err
+			close(e.acceptEnd)
+			return
+		}
+		e.wg.Add(1)
+		go e.welcome(qc)
+	}
+}
+
+// welcome admits qc and sends its welcome within the handshake's time
+// bound, then hands it to Accept; a peer that does not take the welcome
+// in time (no stream credit) is dropped.
+func (e *Endpoint) welcome(qc *quic.Conn) {
+	defer e.wg.Done()
+	c, err := e.adopt(qc)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), e.welcomeTime())
+		err = sendWelcome(ctx, qc)
+		cancel()
+	}
+	if err != nil {
+		qc.CloseWithError(quic.ApplicationErrorCode(wire.CodeUnauthorized), truncateReason(err.Error()))
+		e.log.Warn("replication connection dropped", "remote", qc.RemoteAddr(), "err", err)
+		return
+	}
+	select {
+	case e.welcomed <- c:
+	case <-e.stop:
+		qc.CloseWithError(quic.ApplicationErrorCode(wire.CodeUnavailable), "endpoint closing")
+	}
+}
+
+// welcomeTime bounds the welcome: the handshake's idle timeout.
+func (e *Endpoint) welcomeTime() time.Duration {
+	if d := e.cfg.QUIC.HandshakeIdleTimeout; d > 0 {
+		return d
+	}
+	return 5 * time.Second
 }
 
 // welcome is the single byte an accepting endpoint sends on its first
