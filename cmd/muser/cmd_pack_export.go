@@ -122,6 +122,11 @@ func exportFile(ctx context.Context, api adminapi.API, id pack.Digest, out strin
 			err = os.Rename(tmp, out)
 		} else if err = os.Link(tmp, out); errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%s exists; --force replaces it", out)
+		} else if err != nil {
+			// A file system without hard links: check, then rename.
+			if _, serr := os.Lstat(out); errors.Is(serr, fs.ErrNotExist) {
+				err = os.Rename(tmp, out)
+			}
 		}
 	}
 	if err != nil {
