@@ -117,15 +117,24 @@ func (s *Server) adminAllowed(r *http.Request) error {
 	if r.Header.Get("Forwarded") != "" || r.Header.Get("X-Forwarded-For") != "" {
 		return errors.New("admin access through a proxy refused: without --admin-key-file only loopback clients are admitted")
 	}
-	// A page whose host name resolves to 127.0.0.1 (DNS rebinding) sends
-	// its own name: only loopback names are this machine's.
+	if err := localPage(r); err != nil {
+		return fmt.Errorf("admin access %w (without --admin-key-file)", err)
+	}
+	return nil
+}
+
+// localPage refuses what a web page from elsewhere can make a browser
+// send to a server on this machine: a host name other than a loopback one
+// (a page whose name resolves to 127.0.0.1, DNS rebinding, sends its
+// own), or a cross-origin request (a form or script of another site).
+func localPage(r *http.Request) error {
 	if !loopbackHost(r.Host) {
-		return fmt.Errorf("admin access for host %q refused: without --admin-key-file only localhost and loopback addresses are admitted", r.Host)
+		return fmt.Errorf("for host %q refused: only localhost and loopback addresses are admitted", r.Host)
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		if err != nil || u.Host != r.Host {
-			return fmt.Errorf("admin access from origin %q refused: not this server's own pages", o)
+			return fmt.Errorf("from origin %q refused: not this server's own pages", o)
 		}
 	}
 	return nil
@@ -388,4 +397,25 @@ func (s *Server) handleAdminNodes(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.opts.AdminNodes()
 	s.adminReply(w, r, json.RawMessage(v), err)
+}
+
+// metricsAccess guards GET /metrics on a server with tenants (--api-keys)
+// with the admin endpoint's rule: its store and publish byte counts grow
+// only for chunks no tenant stored before, so a tenant reading them could
+// tell whether another tenant's prompts hold a prefix it guesses. Without
+// tenants it is open, as the one local tenant's own figures.
+func (s *Server) metricsAccess(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.keys != nil {
+			if err := s.adminAllowed(r); err != nil {
+				if s.adminKey != "" {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="muser admin"`)
+				}
+				s.fail(w, r, &apiError{Status: http.StatusUnauthorized, Type: typeAuth, Code: "unauthorized",
+					Message: "GET /metrics on a server with --api-keys follows the admin rule: " + err.Error()})
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }

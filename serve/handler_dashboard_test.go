@@ -77,9 +77,11 @@ func TestRoot(t *testing.T) {
 	}
 }
 
-// TestDashboardAllow: the state shows every tenant's packs, so it
-// follows the admin endpoint's rule: with an admin key only that key
-// (never a tenant's), without one loopback clients.
+// TestDashboardAllow: the state shows every tenant's packs, and /metrics
+// the bytes the store grew by (which a tenant could read to tell whether
+// another tenant's prompts hold a prefix it guesses), so on a server with
+// tenants both follow the admin endpoint's rule: with an admin key only
+// that key (never a tenant's), without one loopback clients.
 func TestDashboardAllow(t *testing.T) {
 	adminFile := filepath.Join(t.TempDir(), "admin.key")
 	if err := os.WriteFile(adminFile, []byte(adminKey+"\n"), 0o600); err != nil {
@@ -100,9 +102,11 @@ func TestDashboardAllow(t *testing.T) {
 		{"the admin key", []string{"Authorization", "Bearer " + adminKey}, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := ts.do(t, "GET", dashboard.StatePath, "", tc.header...)
-			if resp.StatusCode != tc.status {
-				t.Errorf("got %d %.100s, want %d", resp.StatusCode, body, tc.status)
+			for _, path := range []string{dashboard.StatePath, "/metrics"} {
+				resp, body := ts.do(t, "GET", path, "", tc.header...)
+				if resp.StatusCode != tc.status {
+					t.Errorf("GET %s: got %d %.100s, want %d", path, resp.StatusCode, body, tc.status)
+				}
 			}
 		})
 	}
@@ -265,5 +269,34 @@ func TestDashboardPollsLogDebug(t *testing.T) {
 	}
 	if !strings.Contains(out, "path=/health") {
 		t.Errorf("GET /health not logged at info:\n%s", out)
+	}
+}
+
+// TestLocalPagesOnly: a server without --api-keys serves this machine's
+// own clients; a web page from elsewhere in a local browser (a host name
+// that resolves to 127.0.0.1, or another site's form or script) is
+// refused on every route that reads or changes the cache, as on the admin
+// routes.
+func TestLocalPagesOnly(t *testing.T) {
+	ts := startServer(t, nil)
+	body := `{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":2}`
+	for _, tc := range []struct {
+		name   string
+		header []string
+		status int
+	}{
+		{"this machine's client", nil, 200},
+		{"this server's own page", []string{"Origin", ts.url}, 200},
+		{"a rebound host name", []string{"Host", "attacker.example:4949", "Origin", "http://attacker.example:4949"}, 403},
+		{"another site's page", []string{"Origin", "http://attacker.example"}, 403},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if resp, got := ts.post(t, "/v1/chat/completions", body, tc.header...); resp.StatusCode != tc.status {
+				t.Errorf("chat: got %d %.200s, want %d", resp.StatusCode, got, tc.status)
+			}
+			if resp, got := ts.post(t, "/slots/0?action=erase", "", tc.header...); (resp.StatusCode == 403) != (tc.status == 403) {
+				t.Errorf("slot erase: got %d %.200s, want 403: %v", resp.StatusCode, got, tc.status == 403)
+			}
+		})
 	}
 }

@@ -158,7 +158,17 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
 		}
 		if s.keys == nil {
+			// Without keys the server listens on loopback only and every
+			// caller is the local user: a page from elsewhere in a local
+			// browser is not.
 			ri.tenant = tenant.Local
+			if !publicPath(r.Method, r.URL.Path) {
+				if err := localPage(r); err != nil {
+					s.fail(sw, r, &apiError{Status: http.StatusForbidden, Type: typeAuth, Code: "forbidden",
+						Message: "request " + err.Error() + " (a server without --api-keys serves this machine's own clients)"})
+					return
+				}
+			}
 		} else if !publicPath(r.Method, r.URL.Path) {
 			key, ok := bearer(r)
 			tn, found := "", false

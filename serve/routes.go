@@ -42,7 +42,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/embeddings", s.handleOllamaEmbeddings)
 	mux.HandleFunc("GET /api/ps", s.handleOllamaPs)
 	// Prometheus.
-	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.Handle("GET /metrics", s.metricsAccess(s.metrics.handler()))
 	// Operators: the store's admin endpoint (handler_admin.go).
 	s.adminRoutes(mux)
 	// The dashboard (serve/dashboard) at `/` for a browser, Ollama's probe
