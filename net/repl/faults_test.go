@@ -14,6 +14,7 @@ import (
 	"github.com/muserhq/muser/net/wire"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
+	"github.com/quic-go/quic-go"
 )
 
 func TestIdentityMismatchNamesTheField(t *testing.T) {
@@ -50,7 +51,16 @@ func TestIdentityMismatchNamesTheField(t *testing.T) {
 // returns the first answer, then abandons the stream.
 func rawOffer(t *testing.T, n *node, peer string, o *wire.Offer) wire.Message {
 	t.Helper()
-	ctx := ctxT(t)
+	_, st, msg := sendOffer(t, ctxT(t), n, peer, o)
+	st.Close()
+	st.CancelRead(0)
+	return msg
+}
+
+// sendOffer sends offer o from n to peer on a new control stream and
+// returns the session, the stream and the first answer.
+func sendOffer(t *testing.T, ctx context.Context, n *node, peer string, o *wire.Offer) (*session, *quic.Stream, wire.Message) {
+	t.Helper()
 	s, err := n.repl.session(ctx, peer)
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +76,7 @@ func rawOffer(t *testing.T, n *node, peer string, o *wire.Offer) wire.Message {
 	if err != nil {
 		t.Fatalf("reading the answer to a raw offer: %v", err)
 	}
-	st.Close()
-	st.CancelRead(0)
-	return msg
+	return s, st, msg
 }
 
 func sealFor(t *testing.T, n *node, to string, id pack.Digest, producer string, gen uint64, nonce byte) pack.Seal {

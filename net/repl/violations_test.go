@@ -38,22 +38,8 @@ func startRawPush(t *testing.T, ctx context.Context, n *node, peer string, id pa
 // returns the session, the stream and the receiver's need.
 func offerRaw(t *testing.T, ctx context.Context, n *node, peer string, id pack.Digest, gen uint64, nonce byte) (*session, *quic.Stream, *wire.Need) {
 	t.Helper()
-	s, err := n.repl.session(ctx, peer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.conn.OpenStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	offer := &wire.Offer{Manifest: manifestBytes(t, n, id), Seal: sealFor(t, n, peer, id, n.Name, gen, nonce)}
-	if err := wire.Write(st, offer); err != nil {
-		t.Fatal(err)
-	}
-	msg, err := wire.Read(st, wire.TypeNeed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, st, msg := sendOffer(t, ctx, n, peer, offer)
 	need, ok := msg.(*wire.Need)
 	if !ok {
 		t.Fatalf("answer %+v, want need", msg)
