@@ -94,11 +94,13 @@
 // # Tenants
 //
 // With Options.APIKeysFile every route but GET /health, /metrics and
-// /api/version needs "Authorization: Bearer KEY" (401 otherwise); the
-// key's tenant and the request's optional cache_salt give the cache salt
-// (serve/tenant), so tenants never share cache entries. Without keys the
-// server serves the single tenant "local" and refuses to listen anywhere
-// but loopback (ErrNotLoopback). /slots hides other tenants' request IDs.
+// /api/version needs "Authorization: Bearer KEY" (401 otherwise), and
+// /metrics follows the admin endpoint's rule (its byte counts would tell
+// a tenant what other tenants cached); the key's tenant and the request's
+// optional cache_salt give the cache salt (serve/tenant), so tenants never
+// share cache entries. Without keys the server serves the single tenant
+// "local", refuses to listen anywhere but loopback (ErrNotLoopback), and
+// refuses (403) what a page from elsewhere makes a local browser send. /slots hides other tenants' request IDs.
 //
 // # Sampling defaults
 //
