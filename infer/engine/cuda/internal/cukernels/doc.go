@@ -94,10 +94,10 @@
 //     cols/256 (Q8_K: one super-block each).
 //   - mmq.cuh: muser_mmq_<type> (tiles of 64 rows × 64 tokens, 4 warps of
 //     32 × 32, tensor cores) and muser_mmv_<type> (up to 8 tokens: every
-//     block's product in parallel into shared memory, then one thread per
-//     output adds them in order, then the optional bias and residual
-//     epilogue) for Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q2_K,
-//     Q3_K, Q4_K, Q5_K, Q6_K and NVFP4: kernels.dotLegacy and dotK (doc.go,
+//     block's product in parallel into shared memory, four lanes a block
+//     for the 32-value types, then one thread per output adds them in
+//     order, then the optional bias and residual epilogue) for Q8_0,
+//     Q4_0, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and NVFP4: kernels.dotLegacy and dotK (doc.go,
 //     "Canonical order"). Weights are read in their ggml block layout
 //     (the GGUF bytes) and decoded as weights.cuh describes.
 //   - mmf.cuh: muser_mmf_<type> and muser_mmfv_<type> for F32, F16, BF16:
@@ -137,7 +137,8 @@
 //	muser_round_f16, _bf16   p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_mmq_<type>         p W, i rows, i cols, p q, p d, p ext|0, p y, i n
 //	                                                     ⌈rows/64⌉×⌈n/64⌉, 128
-//	muser_mmv_<type>         as mmq, p bias|0, p res|0   ⌈rows/R⌉×⌈n/8⌉, 128 (R 16 for K-quants, else 4)
+//	muser_mmv_<type>         as mmq, p bias|0, p res|0   ⌈rows/R⌉×⌈n/8⌉, 128 (R 16 for K-quants,
+//	                         4 for NVFP4; 32-value types: 4, 2, 1 for rows of ≤ 32, ≤ 64, more blocks)
 //	muser_mmf_<type>         p W, i rows, i cols, p x, p y, i n             ⌈rows/32⌉×⌈n/32⌉, 256
 //	muser_mmfv_<type>        as mmf                                         ⌈rows/8⌉×⌈n/8⌉, 128
 //	muser_embed_<type>       p W, i rows, i cols, p tokens, i n, p x        n, 256

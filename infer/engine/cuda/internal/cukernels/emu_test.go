@@ -165,9 +165,12 @@ func (e *emuDevice) run(t testing.TB, f func(s *session)) {
 }
 
 // emuMatMulCases: ragged rows and tokens (not multiples of 64, 16, 8 or 4),
-// more than one shared-memory stage and a partial last stage.
+// more than one shared-memory stage and a partial last stage; for the
+// 32-value types' decode kernel, rows of each chunk width (32, 64 and 128
+// blocks: 4, 2 and 1 rows a CTA) and a row of two chunks, the second
+// partial.
 var emuMatMulCases = map[string][]mmCase{
-	"legacy": {{70, 160, []int{3, 70}, false}, {9, 32, []int{9}, false}},
+	"legacy": {{70, 160, []int{3, 70}, false}, {9, 32, []int{9}, false}, {7, 1280, []int{1, 9}, false}, {5, 4160, []int{1, 3}, false}},
 	"k":      {{70, 512, []int{3, 70}, false}},
 	"nvfp4":  {{70, 192, []int{3, 70}, false}},
 	"float":  {{70, 100, []int{3, 33}, false}, {3, 7, []int{2}, false}},

@@ -427,6 +427,7 @@ func BenchmarkGPUMatMul(b *testing.B) {
 	}{
 		{ggml.TypeQ8_0, 896, 896, 2048}, {ggml.TypeQ8_0, 4864, 896, 2048}, {ggml.TypeQ8_0, 896, 4864, 2048},
 		{ggml.TypeQ8_0, 151936, 896, 1}, {ggml.TypeQ8_0, 4864, 896, 1}, {ggml.TypeQ8_0, 896, 4864, 8},
+		{ggml.TypeQ8_0, 896, 896, 1}, {ggml.TypeQ8_0, 896, 4864, 1}, {ggml.TypeQ4_0, 4864, 896, 1},
 		{ggml.TypeF16, 4864, 896, 2048}, {ggml.TypeQ4_K, 3072, 1024, 2048}, {ggml.TypeQ6_K, 3072, 1024, 2048},
 		{ggml.TypeNVFP4, 4864, 896, 2048},
 	} {

@@ -417,14 +417,30 @@ func (m MatMul) launch(decode bool) (Launch, error) {
 		args := []any{p(m.W), i32(m.Rows), i32(m.Cols), p(m.Acts.Q), p(m.Acts.D), p(m.Acts.Ext), p(m.Y), i32(m.N)}
 		if decode {
 			r := 4
-			if m.Type.BlockSize() == 256 {
+			switch m.Type.BlockSize() {
+			case 256:
 				r = 16
+			case 32:
+				r = mmvLegacyRows(m.Cols / 32)
 			}
 			return launch("muser_mmv_"+t.name, [3]int{ceilDiv(m.Rows, r), ceilDiv(m.N, 8), 1}, 128, 0, append(args, p(m.Bias), p(m.Res))...)
 		}
 		return launch("muser_mmq_"+t.name, [3]int{ceilDiv(m.Rows, 64), ceilDiv(m.N, 64), 1}, 128, 0, args...)
 	}
 	return Launch{}, &LaunchError{Kernel: op, Err: ErrType}
+}
+
+// mmvLegacyRows is the number of rows a CTA of the 32-value block types'
+// decode kernel takes (mmq.cuh's mmv_legacy): 128 blocks a chunk, in
+// chunks of the fewest of 32, 64 or 128 blocks that hold a row of nb.
+func mmvLegacyRows(nb int) int {
+	switch {
+	case nb <= 32:
+		return 4
+	case nb <= 64:
+		return 2
+	}
+	return 1
 }
 
 // Embed returns the launch that writes the embedding rows of n tokens:

@@ -304,13 +304,122 @@ template <class T> struct Geom {
 };
 } // namespace mmv
 
-// mmv_rows computes up to 8 tokens (blockIdx.y·8 …) of R rows (blockIdx.x·R …).
+// mmv_legacy_cb is the number of 32-value blocks a CTA of the legacy
+// types' decode kernel takes per chunk of a row, for rows of nb blocks:
+// the fewest of 32, 64, 128 that hold the row, at most 128. It takes
+// 128/mmv_legacy_cb rows (launch.go's mmvRows computes the same).
+MUSER_DEV int mmv_legacy_cb(int nb) { return nb <= 32 ? 32 : nb <= 64 ? 64 : 128; }
+
+// mmv_legacy is mmv_rows for the 32-value block types (Q8_0, Q4_0, Q5_0,
+// Q4_1, Q5_1): the same products and the same order, with four lanes per
+// block (lane q of a block holds its words 2q and 2q+1, so a warp reads 8
+// consecutive blocks of one row, 8·BYTES contiguous bytes, per load) and
+// every weight load of a chunk issued before the first is used: each
+// thread takes 4 (row, block) items of a chunk, loads their words, then
+// their scales (converted only then: f16_to_f32 branches on the value),
+// then adds its two words' dp4a sums; the block's integer sum is the four
+// lanes' (shuffles: exact in any order), from which lane 0 computes p as
+// mmv_rows does. A CTA takes R = 128/CB rows and chunks of CB blocks
+// (mmv_legacy_cb), so a long row (the FFN's down product) is one CTA's
+// row in chunks of 128 blocks rather than four rows in chunks of 32.
+// Launch: grid (ceil(rows/R), ceil(n/8)), block 128.
+template <class T>
+__device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int rows, int cols,
+                                           const int8_t* __restrict__ aq, const float* __restrict__ ad,
+                                           const void* __restrict__ aext, float* y, int n,
+                                           const float* __restrict__ bias, const float* res) {
+	using namespace mmv;
+	constexpr int IT = 4; // items per thread and chunk: 128 blocks × 4 lanes / 128 threads
+	__shared__ float P[128 * TOK]; // [block of the chunk][row][token]
+	const int nb = cols / 32;
+	const int CB = mmv_legacy_cb(nb), R = 128 / CB;
+	const int r0 = blockIdx.x * R, t0 = blockIdx.y * TOK;
+	const int nt = min(TOK, n - t0);
+	const int tid = threadIdx.x, q = tid & 3;
+	const size_t rowBytes = (size_t)nb * T::BYTES;
+	const int crow = tid / TOK, ctok = tid % TOK; // the output this thread sums, if tid < R·TOK
+	float acc = 0.0f;
+
+	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
+		const int cbn = min(CB, nb - kb0);
+		int blk[IT], row[IT];
+		bool ok[IT];
+		uint32_t wv[IT][2];
+#pragma unroll
+		for (int k = 0; k < IT; k++) {
+			const int bi = (tid >> 2) + 32 * k; // block-lane group: 32 per pass of the CTA
+			blk[k] = bi % CB;
+			row[k] = bi / CB;
+			ok[k] = r0 + row[k] < rows && blk[k] < cbn;
+			wv[k][0] = wv[k][1] = 0;
+			if (ok[k]) {
+				const uint8_t* wb = W + (size_t)(r0 + row[k]) * rowBytes + (size_t)(kb0 + blk[k]) * T::BYTES;
+				wv[k][0] = T::word(wb, 2 * q);
+				wv[k][1] = T::word(wb, 2 * q + 1);
+			}
+		}
+		// The scales (f16 at bytes 0 and, for Q4_1 and Q5_1, 2 of a block:
+		// weights.cuh's scales), all loaded before the first conversion
+		// (f16_to_f32 branches on the value, so it waits for the load).
+		uint32_t sr[IT][T::NF];
+#pragma unroll
+		for (int k = 0; k < IT; k++) {
+			const uint8_t* wb = W + (size_t)(r0 + row[k]) * rowBytes + (size_t)(kb0 + blk[k]) * T::BYTES;
+#pragma unroll
+			for (int e = 0; e < T::NF; e++) sr[k][e] = ok[k] ? ld16(wb + 2 * e) : 0u;
+		}
+		for (int tk = 0; tk < nt; tk++) {
+			const size_t t = t0 + tk;
+			int a[IT][2];
+			float da[IT], dx[IT];
+#pragma unroll
+			for (int k = 0; k < IT; k++) {
+				const int b = kb0 + blk[k];
+				a[k][0] = a[k][1] = 0;
+				da[k] = dx[k] = 0.0f;
+				if (ok[k]) {
+					const int* av = (const int*)(aq + t * cols + (size_t)b * 32) + 2 * q;
+					a[k][0] = av[0];
+					a[k][1] = av[1];
+					da[k] = ad[t * nb + b];
+					if constexpr (T::FAM == FAM_LEGACY_MIN) dx[k] = ((const float*)aext)[t * nb + b];
+				}
+			}
+#pragma unroll
+			for (int k = 0; k < IT; k++) {
+				int isum = __dp4a((int)wv[k][1], a[k][1], __dp4a((int)wv[k][0], a[k][0], 0));
+				isum += __shfl_xor_sync(0xffffffffu, isum, 1);
+				isum += __shfl_xor_sync(0xffffffffu, isum, 2);
+				if (ok[k] && q == 0) {
+					// Converted here, after the activations' loads are issued.
+					float p = f32mul(f32mul(f16_to_f32(sr[k][0]), da[k]), i2f_small(isum));
+					if constexpr (T::FAM == FAM_LEGACY_MIN) p = f32add(p, f32mul(f16_to_f32(sr[k][1 % T::NF]), dx[k]));
+					P[(blk[k] * R + row[k]) * TOK + tk] = p;
+				}
+			}
+		}
+		__syncthreads();
+		if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
+			for (int u = 0; u < cbn; u++) acc = f32add(acc, P[(u * R + crow) * TOK + ctok]);
+		}
+		__syncthreads();
+	}
+	if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
+		const size_t o = (size_t)(t0 + ctok) * rows + r0 + crow;
+		if (bias != nullptr) acc = f32add(acc, bias[r0 + crow]);
+		if (res != nullptr) acc = f32add(res[o], acc);
+		y[o] = acc;
+	}
+}
+
+// mmv_rows computes up to 8 tokens (blockIdx.y·8 …) of R rows (blockIdx.x·R …)
+// of the K-quants and NVFP4 (mmv_legacy takes the 32-value types).
 // Epilogue: with bias not null, y = acc + bias[r] (the Q, K, V biases:
 // kernels.Add(q, q, bq), one rounding, as muser_add_bias); then, with res
 // not null, y = res[t·rows + r] + y (the residual: kernels.Add(x, x, o), as
 // muser_add). res may be y.
 // Launch: grid (ceil(rows/R), ceil(n/8)), block 128; R is 16 for the
-// K-quants and 4 for the other types.
+// K-quants and 4 for NVFP4.
 template <class T>
 __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows, int cols,
                                          const int8_t* __restrict__ aq, const float* __restrict__ ad,
@@ -339,23 +448,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 			float f[T::NF];
 			int iv[T::NI > 0 ? T::NI : 1];
 			T::scales(wb, f, iv);
-			if constexpr (T::FAM == FAM_LEGACY || T::FAM == FAM_LEGACY_MIN) {
-				uint32_t wv[8];
-#pragma unroll
-				for (int k = 0; k < 8; k++) wv[k] = T::word(wb, k);
-#pragma unroll
-				for (int tk = 0; tk < TOK; tk++) {
-					if (tk >= nt) break;
-					const size_t t = t0 + tk;
-					const int* av = (const int*)(aq + t * cols + (size_t)b * 32);
-					int isum = 0;
-#pragma unroll
-					for (int k = 0; k < 8; k++) isum = __dp4a((int)wv[k], av[k], isum);
-					float p = f32mul(f32mul(f[0], ad[t * nb32 + b]), i2f_small(isum));
-					if constexpr (T::FAM == FAM_LEGACY_MIN) p = f32add(p, f32mul(f[1 % T::NF], ((const float*)aext)[t * nb32 + b]));
-					P[blk][row][tk] = p;
-				}
-			} else if constexpr (T::FAM == FAM_NVFP4) {
+			if constexpr (T::FAM == FAM_NVFP4) {
 				for (int s = 0; s < 4; s++) {
 					uint32_t wv[4];
 #pragma unroll
@@ -434,7 +527,10 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 	muser_mmv_##name(const uint8_t* __restrict__ W, int rows, int cols, const int8_t* __restrict__ aq, \
 	                 const float* __restrict__ ad, const void* __restrict__ aext, float* y, int n,     \
 	                 const float* __restrict__ bias, const float* res) {                               \
-		mmv_rows<T>(W, rows, cols, aq, ad, aext, y, n, bias, res);                                 \
+		if constexpr (T::FAM == FAM_LEGACY || T::FAM == FAM_LEGACY_MIN)                            \
+			mmv_legacy<T>(W, rows, cols, aq, ad, aext, y, n, bias, res);                       \
+		else                                                                                       \
+			mmv_rows<T>(W, rows, cols, aq, ad, aext, y, n, bias, res);                         \
 	}
 
 MUSER_INT_MATMUL(q8_0, WQ8_0)
