@@ -168,7 +168,7 @@ __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int hea
 				float* kd = Ks + gl * rstride + r * SLD + tid / 32;
 #pragma unroll
 				for (int k = 0; k < 8; k++) {
-					qd[8 * k] = F16 ? round_f16(qraw[k]) : qraw[k];
+					qd[8 * k] = F16 ? round_f16_again(qraw[k]) : qraw[k];
 					kd[8 * k] = F16 ? f16_to_f32(kraw[k]) : __uint_as_float(kraw[k]);
 				}
 			}
@@ -266,7 +266,7 @@ __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, 
 		float v = 0.0f;
 		if (x < gn && d < dim) {
 			v = q[(size_t)i * heads * dim + (size_t)(kvh * group + g0 + x) * dim + d];
-			if (F16) v = round_f16(v);
+			if (F16) v = round_f16_again(v);
 		}
 		Qs[x][d] = v;
 	}

@@ -118,6 +118,19 @@ MUSER_DEV uint32_t f32_to_f16(float f) {
 // round_f16 is ggml.F16ToF32(ggml.F32ToF16(x)) (kernels.RoundF16s).
 MUSER_DEV float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
 
+// round_f16_again is round_f16 with a shortcut for the values it leaves
+// unchanged that matter: a float32 whose exponent is an f16 normal's
+// (2^-14 .. 2^15) and whose low 13 fraction bits are zero, or a zero, is
+// an f16 value, and round_f16 returns it as it is. The attention's queries
+// arrive rounded already (muser_rope_kv_store rounds them with an f16
+// cache), so their second rounding costs a test instead of two
+// conversions.
+MUSER_DEV float round_f16_again(float x) {
+	const uint32_t u = __float_as_uint(x), e = (u >> 23) & 0xffu;
+	if ((u & 0x1fffu) == 0u && ((e >= 113u && e <= 142u) || (u & 0x7fffffffu) == 0u)) return x;
+	return round_f16(x);
+}
+
 // bf16_to_f32 is ggml.BF16ToF32.
 MUSER_DEV float bf16_to_f32(uint32_t h) { return __uint_as_float((h & 0xffffu) << 16); }
 

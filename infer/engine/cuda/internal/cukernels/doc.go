@@ -172,7 +172,8 @@
 //	                         p S, i ld, p vc, p pos, p out, i heads, i kvheads, i dim
 //	                         n × kvheads·⌈group/8⌉ × ⌈dim/8⌉, 288
 //	muser_test_exp32         p x, p y, i count                              ⌈count/256⌉, 256
-//	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni     ⌈count/256⌉, 256
+//	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni, p r16
+//	                                                                        ⌈count/256⌉, 256
 //	muser_test_small_tables  p f16, p ue                                    256, 256
 //
 // For the attention, group = heads/kvheads, gh = min(group,

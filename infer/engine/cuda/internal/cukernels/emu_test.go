@@ -176,6 +176,20 @@ var emuMatMulCases = map[string][]mmCase{
 	"float":  {{70, 100, []int{3, 33}, false}, {3, 7, []int{2}, false}},
 }
 
+// TestEmuF32Bits checks the scalar conversions on windows of float32 bits
+// around the edges of round_f16_again's shortcut (the f16 normal
+// exponents' ends, zero, infinity and NaN, both signs); the GPU test
+// sweeps all 2^32.
+func TestEmuF32Bits(t *testing.T) {
+	e := emu(t)
+	const w = 1 << 14
+	for _, c := range []uint32{0x38800000, 0x47000000, 0x47800000, 0x00000000, 0x7f800000, 0x3f800000} {
+		for _, sign := range []uint32{0, 0x80000000} {
+			checkF32Bits(t, e, (c|sign)-w/2, w)
+		}
+	}
+}
+
 func TestEmuQuantize(t *testing.T) {
 	runQuantize(t, emu(t), []quantShape{{2, 512}, {3, 96}})
 }

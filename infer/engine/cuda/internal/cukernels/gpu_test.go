@@ -25,7 +25,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"sync"
 	"testing"
 
@@ -345,28 +344,8 @@ func TestGPUPrimitives(t *testing.T) {
 		}
 	})
 	t.Run("f32 conversions and roundings", func(t *testing.T) {
-		payloadNaN := runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"
 		for base := uint64(0); base < 1<<32; base += step {
-			var f16, bf16, ra, ni []byte
-			g.run(t, func(s *session) {
-				a, b, c, d := s.alloc(2*chunk), s.alloc(2*chunk), s.alloc(chunk), s.alloc(4*chunk)
-				s.launch(SelfTestF32Bits(uint32(base), chunk, a, b, c, d))
-				f16, bf16, ra, ni = s.down(a, 2*chunk), s.down(b, 2*chunk), s.down(c, chunk), s.down(d, 4*chunk)
-			})
-			bad := sweepCheck(chunk, func(i int) bool {
-				v := math.Float32frombits(uint32(base) + uint32(i))
-				return binary.LittleEndian.Uint16(f16[2*i:]) == ggml.F32ToF16(v) &&
-					binary.LittleEndian.Uint16(bf16[2*i:]) == ggml.F32ToBF16(v) &&
-					int8(ra[i]) == refRoundAway(v) &&
-					(v != v && !payloadNaN || int32(binary.LittleEndian.Uint32(ni[4*i:])) == refNearestInt(v))
-			})
-			if bad >= 0 {
-				v := math.Float32frombits(uint32(base) + uint32(bad))
-				t.Fatalf("bits %#08x (%g): f32_to_f16 %#04x want %#04x; f32_to_bf16 %#04x want %#04x; round_away %d want %d; nearest_int %d want %d",
-					math.Float32bits(v), v, binary.LittleEndian.Uint16(f16[2*bad:]), ggml.F32ToF16(v),
-					binary.LittleEndian.Uint16(bf16[2*bad:]), ggml.F32ToBF16(v), int8(ra[bad]), refRoundAway(v),
-					int32(binary.LittleEndian.Uint32(ni[4*bad:])), refNearestInt(v))
-			}
+			checkF32Bits(t, g, uint32(base), chunk)
 		}
 	})
 }

@@ -110,7 +110,7 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_attn_wsum_rows_f16", Params: wsumRowsParams, ExactFMA: true},
 		{Name: "muser_attn_wsum_rows_f32", Params: wsumRowsParams},
 		{Name: "muser_test_exp32", Params: []Param{Ptr, Ptr, I32}, SelfTest: true},
-		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
+		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
 		{Name: "muser_test_small_tables", Params: []Param{Ptr, Ptr}, SelfTest: true},
 	}
 	for _, t := range intTypes {
@@ -645,7 +645,10 @@ func KVStore(f16 bool, k, v DevPtr, n, kvrow int, kc, vc, pos DevPtr) (Launch, e
 // K (KVHeads heads, rows KVHeads·Dim apart) in place with the cos/sin
 // table CS (as RoPE: RopeDim dimensions, NeoX pairing when NeoX), then
 // KVStore(F16, K, V, N, KVHeads·Dim, KC, VC, Pos). It computes and
-// writes what those three launches do.
+// writes what those three launches do, and with F16 it also rounds the
+// rotated Q to f16 values in place (kernels.RoundF16s), as the attention
+// takes them: its scores kernels round the queries again, which then
+// changes nothing and costs a test.
 type RoPEKVStore struct {
 	F16                 bool
 	Q, K, V             DevPtr
@@ -858,13 +861,14 @@ func SelfTestExp32(x, y DevPtr, count int) (Launch, error) {
 // SelfTestF32Bits returns the launch that converts the float32 values with
 // bits base+i, i < count: f16 (uint16 [count], ggml.F32ToF16), bf16
 // (uint16, ggml.F32ToBF16), ra (int8, kernels' roundAway), ni (int32,
-// kernels' nearestInt).
-func SelfTestF32Bits(base uint32, count int, f16, bf16, ra, ni DevPtr) (Launch, error) {
+// kernels' nearestInt), r16 (float32, the attention's second rounding of
+// its queries, ggml.F16ToF32(ggml.F32ToF16)).
+func SelfTestF32Bits(base uint32, count int, f16, bf16, ra, ni, r16 DevPtr) (Launch, error) {
 	const k = "muser_test_f32_bits"
 	if err := positive(k, count); err != nil {
 		return Launch{}, err
 	}
-	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, base, i32(count), p(f16), p(bf16), p(ra), p(ni))
+	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, base, i32(count), p(f16), p(bf16), p(ra), p(ni), p(r16))
 }
 
 // SelfTestSmallTables returns the launch that fills f16 (float [65536],

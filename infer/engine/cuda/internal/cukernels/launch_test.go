@@ -66,7 +66,7 @@ func sampleLaunches(t *testing.T) []Launch {
 		}
 	}
 	add(SelfTestExp32(1, 2, 100))
-	add(SelfTestF32Bits(0x3f800000, 100, 1, 2, 3, 4))
+	add(SelfTestF32Bits(0x3f800000, 100, 1, 2, 3, 4, 5))
 	add(SelfTestSmallTables(1, 2))
 	return ls
 }

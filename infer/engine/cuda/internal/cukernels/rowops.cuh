@@ -301,7 +301,11 @@ MUSER_DEV void rope_pairs(float* xr, int heads, int dim, int ropeDim, int neox, 
 // heads of q (row stride heads·dim) and on its kvheads of k (row stride
 // kvrow = kvheads·dim), then muser_kv_store_f16 (f16 ≠ 0) or _f32 of the
 // rotated k and of v, in one launch: the same values, written to the same
-// places (q and k in place, then the caches).
+// places (q and k in place, then the caches). With f16 it also rounds the
+// rotated q to f16 values in place (kernels.RoundF16s): the first thing
+// the attention does with an f16 cache, and a rounding that a second one
+// leaves as it is, so the attention's own costs a test per value
+// (round_f16_again).
 //
 // Launch: grid (n), block 256.
 extern "C" __global__ void __launch_bounds__(256)
@@ -318,6 +322,8 @@ muser_rope_kv_store(float* q, float* k, const float* __restrict__ v, int n, int 
 	__syncthreads(); // the rotated k row, written by other threads of the block
 	const float* vr = v + (size_t)t * kvrow;
 	if (f16) {
+		float* qr = q + (size_t)t * heads * dim;
+		for (int i = threadIdx.x; i < heads * dim; i += blockDim.x) qr[i] = round_f16(qr[i]);
 		uint16_t* kd = (uint16_t*)kc[t] + (size_t)pos[t] * kvrow;
 		uint16_t* vd = (uint16_t*)vc[t] + (size_t)pos[t] * kvrow;
 		for (int i = threadIdx.x; i < kvrow; i += blockDim.x) {

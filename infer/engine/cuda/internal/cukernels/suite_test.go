@@ -211,6 +211,36 @@ func parallel(n int, f func(lo, hi int)) {
 
 // sweepCheck runs ok over [0, n) in parallel and returns the first index
 // where it is false, or -1.
+// checkF32Bits runs muser_test_f32_bits on the count floats whose bits are
+// base+i and compares each conversion with its Go definition.
+func checkF32Bits(t *testing.T, d device, base uint32, count int) {
+	t.Helper()
+	payloadNaN := runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"
+	var f16, bf16, ra, ni, r16 []byte
+	d.run(t, func(s *session) {
+		a, b, c, e, f := s.alloc(2*count), s.alloc(2*count), s.alloc(count), s.alloc(4*count), s.alloc(4*count)
+		s.launch(SelfTestF32Bits(base, count, a, b, c, e, f))
+		f16, bf16, ra, ni, r16 = s.down(a, 2*count), s.down(b, 2*count), s.down(c, count), s.down(e, 4*count), s.down(f, 4*count)
+	})
+	round := func(v float32) uint32 { return math.Float32bits(ggml.F16ToF32(ggml.F32ToF16(v))) }
+	bad := sweepCheck(count, func(i int) bool {
+		v := math.Float32frombits(base + uint32(i))
+		return binary.LittleEndian.Uint16(f16[2*i:]) == ggml.F32ToF16(v) &&
+			binary.LittleEndian.Uint16(bf16[2*i:]) == ggml.F32ToBF16(v) &&
+			int8(ra[i]) == refRoundAway(v) &&
+			(v != v && !payloadNaN || int32(binary.LittleEndian.Uint32(ni[4*i:])) == refNearestInt(v)) &&
+			binary.LittleEndian.Uint32(r16[4*i:]) == round(v)
+	})
+	if bad >= 0 {
+		v := math.Float32frombits(base + uint32(bad))
+		t.Fatalf("bits %#08x (%g) on %v: f32_to_f16 %#04x want %#04x; f32_to_bf16 %#04x want %#04x; round_away %d want %d; nearest_int %d want %d; round_f16_again %#08x want %#08x",
+			math.Float32bits(v), v, d, binary.LittleEndian.Uint16(f16[2*bad:]), ggml.F32ToF16(v),
+			binary.LittleEndian.Uint16(bf16[2*bad:]), ggml.F32ToBF16(v), int8(ra[bad]), refRoundAway(v),
+			int32(binary.LittleEndian.Uint32(ni[4*bad:])), refNearestInt(v),
+			binary.LittleEndian.Uint32(r16[4*bad:]), round(v))
+	}
+}
+
 func sweepCheck(n int, ok func(i int) bool) int {
 	var mu sync.Mutex
 	first := -1
@@ -865,6 +895,9 @@ func runRoPEKVStore(t *testing.T, d device) {
 							refRotate(wk[i*kvrow+h*c.dim:i*kvrow+(h+1)*c.dim], row, c.ropeDim, neox)
 						}
 					}
+					if f16 { // the queries rounded as the attention takes them
+						kernels.RoundF16s(wq)
+					}
 					sameBits(t, name+": q on "+d.String(), bytesF32(gq), wq)
 					sameBits(t, name+": k on "+d.String(), bytesF32(gk), wk)
 					for sq := range 2 {
@@ -951,6 +984,13 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 				q := make([]float32, n*Q)
 				for i := range q {
 					q[i] = float32(rng.NormFloat64())
+				}
+				// The odd rows' queries arrive rounded to f16 values, as
+				// muser_rope_kv_store leaves them; the even rows' do not.
+				// The kernels round both (the rounded ones by the
+				// shortcut of round_f16_again).
+				for i := 1; i < n; i += 2 {
+					kernels.RoundF16s(q[i*Q : (i+1)*Q])
 				}
 				// Each sequence's cache holds positions 0..its last row's.
 				ntok := make([]int, nseq)
