@@ -29,14 +29,17 @@ type workspace struct {
 	logits cu.DevicePtr // float [logitRows][vocab]
 	s      cu.DevicePtr // attention scores [n][heads][ld]
 	sBytes int64
-	host   []float32 // staging for logits
-	hostH  []float32 // staging for hidden states
+	m      cu.DevicePtr // their maxima per 64 keys [n][heads][⌈ld/64⌉] (tiled attention)
+	mBytes int64
+	inv    cu.DevicePtr // the softmax's 1/sum [n][heads] (tiled attention)
+	host   []float32    // staging for logits
+	hostH  []float32    // staging for hidden states
 }
 
 // all returns every allocation of w.
 func (w *workspace) all() []cu.DevicePtr {
 	var ps []cu.DevicePtr
-	for _, p := range []cu.DevicePtr{w.x, w.xn, w.q, w.att, w.k, w.v, w.o, w.ffA, w.ffB, w.in, w.logits, w.s} {
+	for _, p := range []cu.DevicePtr{w.x, w.xn, w.q, w.att, w.k, w.v, w.o, w.ffA, w.ffB, w.in, w.logits, w.s, w.m, w.inv} {
 		if p != 0 {
 			ps = append(ps, p)
 		}
@@ -44,8 +47,9 @@ func (w *workspace) all() []cu.DevicePtr {
 	return append(ps, w.actBuf...)
 }
 
-// ensure grows the row buffers to n rows and the scores to sBytes.
-func (b *backend) ensure(c *cu.Ctx, n int, sBytes int64) error {
+// ensure grows the row buffers to n rows, the scores to sBytes and their
+// maxima to mBytes.
+func (b *backend) ensure(c *cu.Ctx, n int, sBytes, mBytes int64) error {
 	w := &b.ws
 	cfg := b.cfg
 	alloc := func(p *cu.DevicePtr, bytes int64) error {
@@ -59,14 +63,22 @@ func (b *backend) ensure(c *cu.Ctx, n int, sBytes int64) error {
 		*p, err = c.Alloc(uint64(max(bytes, 16)))
 		return err
 	}
-	if sBytes > w.sBytes {
+	for _, a := range []struct {
+		p     *cu.DevicePtr
+		have  *int64
+		bytes int64
+		name  string
+	}{{&w.s, &w.sBytes, sBytes, "attention scratch"}, {&w.m, &w.mBytes, mBytes, "attention maxima"}} {
+		if a.bytes <= *a.have {
+			continue
+		}
 		if err := c.SyncAll(); err != nil {
 			return err
 		}
-		if err := alloc(&w.s, sBytes); err != nil {
-			return fmt.Errorf("attention scratch of %d MiB: %w", sBytes>>20, err)
+		if err := alloc(a.p, a.bytes); err != nil {
+			return fmt.Errorf("%s of %d MiB: %w", a.name, a.bytes>>20, err)
 		}
-		w.sBytes = sBytes
+		*a.have = a.bytes
 	}
 	if n <= w.n {
 		return nil
@@ -86,6 +98,7 @@ func (b *backend) ensure(c *cu.Ctx, n int, sBytes int64) error {
 		{&w.ffA, 4 * N * F}, {&w.ffB, 4 * N * F},
 		{&w.in, int64(inputs(cfg, n).size)},
 		{&w.logits, 4 * int64(min(n, logitRows)) * int64(cfg.Vocab)},
+		{&w.inv, 4 * N * int64(cfg.Heads)},
 	} {
 		if err := alloc(a.p, a.bytes); err != nil {
 			return fmt.Errorf("forward buffers for %d rows: %w", n, err)
@@ -232,8 +245,9 @@ func (b *backend) Forward(ctx context.Context, rows []engine.Row) error {
 	}
 	cfg := b.cfg
 	sBytes := 4 * int64(p.n) * int64(cfg.Heads) * int64(p.ld)
+	mBytes := 4 * int64(p.n) * int64(cfg.Heads) * int64(cukernels.AttnMaxBlocks(p.ld))
 	return b.d.dev.Do(func(c *cu.Ctx) error {
-		if err := b.ensure(c, p.n, sBytes); err != nil {
+		if err := b.ensure(c, p.n, sBytes, mBytes); err != nil {
 			return err
 		}
 		r := &run{b: b, c: c, p: p}
@@ -610,7 +624,7 @@ func (r *run) layer(li int) {
 	}
 	ls, err := cukernels.Attention{F16: f16, Heads: cfg.Heads, KVHeads: cfg.KVHeads, Dim: D, N: n,
 		Q: dp(w.q), Out: dp(w.att), KC: dp(kc), VC: dp(vc), Pos: dp(r.pos), Tiles: dp(r.tiles),
-		NTiles: len(p.tiles) - 1, MaxPos: p.maxPos, S: dp(w.s), LD: p.ld}.Launches()
+		NTiles: len(p.tiles) - 1, MaxPos: p.maxPos, S: dp(w.s), LD: p.ld, M: dp(w.m), Inv: dp(w.inv)}.Launches()
 	for _, l := range ls {
 		r.launch(l, err)
 	}

@@ -18,7 +18,11 @@
 // attn::QB = 64 queries, so a tile holds at most 64/gh rows (launch.go's
 // AttnTiles builds them); how rows are cut into tiles never changes a
 // result. S is scratch: row i, head h's scores at S[(i·heads + h)·ld + j],
-// ld > every pos[i].
+// ld > every pos[i]. The tiled kernels have two more scratch buffers: M,
+// float [n][heads][mb] with mb = attn_mb(ld) = ⌈ld/64⌉, the scores
+// kernel's maximum of each row and head's scores in each block of 64 keys
+// (M[(i·heads + h)·mb + j/64]), and Inv, float [n·heads], the softmax's
+// float32(1/sum) of each row and head (Inv[i·heads + h]).
 //
 // # Order of operations (per row i, head h, its KV head h/group)
 //
@@ -30,6 +34,15 @@
 //               y = +0; y = y + w_j·V_j for j = 0, 1, … pos (fused: exact).
 //   f32 cache:  the same with Dot and AXPY: no rounding of q or w, every
 //               product rounded before it is added.
+//
+// Softmax is mx = max_j s_j, e_j = Exp32(s_j − mx), sum = Σ e_j in float64
+// (8 chains, j into chain j mod 8, then the tree +4, +2, +1), s_j =
+// e_j·float32(1/sum). The decode path computes it in one kernel
+// (muser_attn_softmax); the tiled path splits it over its three: the
+// scores kernel takes the maximum over each of its blocks of 64 keys (M),
+// muser_attn_softmax8 the maximum of those, the e_j (into S) and
+// float32(1/sum) (Inv), and the weighted sum multiplies each e_j by
+// float32(1/sum) (and rounds it to f16) as it stages the weights.
 //
 // scale is float32(1/sqrt(float64(dim))), passed by the host.
 //
@@ -56,6 +69,13 @@ constexpr int SMT = 512;     // threads of the decode softmax
 constexpr int RCH = 256;     // positions per chunk of the decode weighted sum
 constexpr int RWT = 288;     // threads of the decode weighted sum (a chain warp, 256 staging)
 } // namespace attn
+
+// attn_mb is the row of M (the scores' maxima per 64-key block) for
+// scores of row ld: one value per block of attn::SKB keys.
+MUSER_DEV int attn_mb(int ld) { return (ld + attn::SKB - 1) / attn::SKB; }
+
+// attn_ninf is −∞, where every maximum starts.
+MUSER_DEV float attn_ninf() { return -__uint_as_float(0x7f800000u); }
 
 // attn_rows4 is the number of values of one lane group: the dimensions i
 // ≡ g (mod 4) of a head of dim are i = 4r + g, r < attn_rows4(dim).
@@ -94,6 +114,33 @@ MUSER_DEV AttnCTA attn_cta(const int* tiles, int heads, int kvheads) {
 	return c;
 }
 
+// attn_scores_max writes the maxima mx[a] of queries 4·tq + a over the
+// block's keys to M (attn_scores): the 16 threads of a query (the same
+// tid/16: one half of a warp; tid%16 = tk its keys) combine theirs by
+// shuffles xor 8, 4, 2, 1, which stay within the half, and thread tk = 0
+// writes them. Every thread of the block must call it.
+//
+// This maximum may be taken in any order: fmaxf returns its other operand
+// when one is NaN, and every value starts at −∞, so no value is ever NaN
+// and the result is the largest non-NaN score (−∞ if none), whatever the
+// order, but for the sign of a zero maximum (+0 or −0), which changes
+// s_j − max only for s_j = ±0, to ±0, and Exp32(±0) = 1. That is the
+// CPU's maximum (kernels.Softmax) for rows without NaN; a row with a NaN
+// score has every e_j sum NaN and every weight NaN, on both sides.
+MUSER_DEV void attn_scores_max(float* __restrict__ M, float (&mx)[4], const AttnCTA& cta, int tq, int tk, int heads,
+                               int mb) {
+#pragma unroll
+	for (int a = 0; a < 4; a++)
+#pragma unroll
+		for (int off = 8; off >= 1; off /= 2) mx[a] = fmaxf(mx[a], __shfl_xor_sync(0xffffffffu, mx[a], off));
+	if (tk != 0) return;
+#pragma unroll
+	for (int a = 0; a < 4; a++) {
+		const int qi = 4 * tq + a;
+		if (qi < cta.nq) M[((size_t)cta.row(qi) * heads + cta.head(qi)) * mb + blockIdx.z] = mx[a];
+	}
+}
+
 // attn_scores: grid (ntiles, kvheads·ceil(group/gh), ceil((max pos + 1)/64)),
 // block 256, dynamic shared memory 2·attn_groups(dim)·attn_rows4(dim)·68·4
 // bytes.
@@ -108,10 +155,19 @@ MUSER_DEV AttnCTA attn_cta(const int* tiles, int heads, int kvheads) {
 // time, transposed ([r][query], [r][key] for i = 4r + g, zero past dim),
 // walks each lane's chain a_l (elements r = t, t+4, …, for l = g + 4t) in
 // order and applies the tree as the lanes complete.
+//
+// Unless M is null, the block also writes each of its queries' maximum
+// (fmaxf) of the scores it wrote, keys j ≤ the query's position, to
+// M[(row·heads + head)·attn_mb(ld) + blockIdx.z] (attn_scores_max): −∞ for
+// a query whose position is below all its keys. The softmax reads only
+// the blocks of keys 0..pos, each of which holds a key j0 ≤ pos and so a
+// score; blocks past a tile's last position return before writing
+// anything.
 template <bool F16>
 __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int heads, int kvheads, int dim,
                                             const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
-                                            const int* __restrict__ tiles, float* __restrict__ S, int ld, float scale) {
+                                            const int* __restrict__ tiles, float* __restrict__ S, float* __restrict__ M,
+                                            int ld, float scale) {
 	using namespace attn;
 	MUSER_DYNAMIC_SMEM(smem);
 	const AttnCTA cta = attn_cta(tiles, heads, kvheads);
@@ -212,9 +268,11 @@ __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int hea
 			else cB[s] = f32add(cB[s], c);
 		}
 	}
+	float mx[4]; // the maximum of each of the thread's queries' scores
 #pragma unroll
 	for (int a = 0; a < 4; a++) {
 		const int qi = 4 * tq + a;
+		mx[a] = attn_ninf();
 		if (qi >= nq) continue;
 		const int row = cta.row(qi);
 		float* out = S + ((size_t)row * heads + cta.head(qi)) * ld;
@@ -222,23 +280,30 @@ __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int hea
 #pragma unroll
 		for (int b = 0; b < 4; b++) {
 			const int j = j0 + 4 * tk + b;
-			if (j <= p) out[j] = f32mul(f32add(cA[4 * a + b], cB[4 * a + b]), scale);
+			if (j <= p) {
+				const float s = f32mul(f32add(cA[4 * a + b], cB[4 * a + b]), scale);
+				out[j] = s;
+				mx[a] = fmaxf(mx[a], s);
+			}
 		}
 	}
+	if (M) attn_scores_max(M, mx, cta, tq, tk, heads, attn_mb(ld));
 }
 
 extern "C" __global__ void __launch_bounds__(256)
 muser_attn_scores_f16(const float* __restrict__ q, int heads, int kvheads, int dim,
                       const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
-                      const int* __restrict__ tiles, float* __restrict__ S, int ld, float scale) {
-	attn_scores<true>(q, heads, kvheads, dim, kc, pos, tiles, S, ld, scale);
+                      const int* __restrict__ tiles, float* __restrict__ S, float* __restrict__ M, int ld,
+                      float scale) {
+	attn_scores<true>(q, heads, kvheads, dim, kc, pos, tiles, S, M, ld, scale);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
 muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int dim,
                       const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
-                      const int* __restrict__ tiles, float* __restrict__ S, int ld, float scale) {
-	attn_scores<false>(q, heads, kvheads, dim, kc, pos, tiles, S, ld, scale);
+                      const int* __restrict__ tiles, float* __restrict__ S, float* __restrict__ M, int ld,
+                      float scale) {
+	attn_scores<false>(q, heads, kvheads, dim, kc, pos, tiles, S, M, ld, scale);
 }
 // attn_scores_rows: grid (ceil((max pos + 1)/128), n, kvheads·ceil(group/8)),
 // block 128: the scores of a batch whose tiles are single rows (decode),
@@ -493,43 +558,49 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 	}
 }
 
-// muser_attn_softmax8 computes what muser_attn_softmax does, for batches
-// of many rows: a thread per float64 chain instead of a block per row.
+// muser_attn_softmax8 is the tiled attention's softmax (many rows), a
+// thread per float64 chain: kernels.Softmax but for its last
+// multiplication. For each row i < n and head h < heads (pair P = i·heads
+// + h, m = pos[i] + 1) it takes the maximum of the m scores from the
+// ⌈m/64⌉ maxima the scores kernel wrote to M (attn_scores_max says why that
+// order gives the CPU's result), replaces each s_j by e_j = Exp32(s_j −
+// max), sums the e_j in float64 with 8 accumulators (j into accumulator
+// j mod 8, in order) reduced by the tree +4, +2, +1, and writes
+// float32(1/sum) to Inv[P]. The weights e_j·float32(1/sum) (rounded to
+// f16 for an f16 cache) are formed by the weighted sum (attn_wsum) as it
+// stages them, rather than written back here: each score is read once
+// and written once.
+//
 // Lane l of warp w holds chain c = l mod 8 of pair P = 32·blockIdx.x + 4w
-// + l/8 (row P / heads, head P mod heads): it takes the maximum of its
-// elements s_c, s_{c+8}, … (the pair's maximum by shuffles among its 8
-// lanes), then computes e_j = Exp32(s_j − max) for them in order, stores
-// them and adds them to its chain; the shuffles xor 4, 2, 1 are the tree
-// +4, +2, +1 (float64 addition is commutative, so every lane gets the
-// same sum); then the lane scales (and rounds) its own elements.
+// + l/8: it takes the maximum of the pair's block maxima c, c+8, … (the
+// pair's by shuffles among its 8 lanes), then computes e_j for its
+// elements s_c, s_{c+8}, … in order, stores them and adds them to its
+// chain; the shuffles xor 4, 2, 1 are the tree +4, +2, +1 (float64
+// addition is commutative, so every lane gets the same sum).
 //
 // Launch: grid ceil(n·heads/32), block 256.
 extern "C" __global__ void __launch_bounds__(256)
-muser_attn_softmax8(float* S, int ld, const int* __restrict__ pos, int n, int heads, int round) {
+muser_attn_softmax8(float* S, const float* __restrict__ M, float* __restrict__ Inv, int ld,
+                    const int* __restrict__ pos, int n, int heads) {
 	constexpr int U = 8; // loads in flight per lane
 	const int tid = threadIdx.x, c = tid & 7;
 	const long long P = (long long)blockIdx.x * 32 + tid / 8;
 	const bool live = P < (long long)n * heads;
-	const int i = live ? (int)(P / heads) : 0, h = live ? (int)(P % heads) : 0;
-	const int m = live ? pos[i] + 1 : 0;
-	float* s = S + ((size_t)i * heads + h) * ld;
+	const size_t pr = live ? (size_t)P : 0; // the pair's row of S and M
+	const int m = live ? pos[P / heads] + 1 : 0;
+	float* s = S + pr * ld;
 
-	float mx = -__uint_as_float(0x7f800000u);
-	int j = c;
-	for (; j + 8 * (U - 1) < m; j += 8 * U) {
-		float v[U];
-#pragma unroll
-		for (int u = 0; u < U; u++) v[u] = s[j + 8 * u];
-#pragma unroll
-		for (int u = 0; u < U; u++) mx = fmaxf(mx, v[u]);
-	}
-	for (; j < m; j += 8) mx = fmaxf(mx, s[j]);
+	const float* mp = M + pr * attn_mb(ld);
+	const int nb = (m + attn::SKB - 1) / attn::SKB; // the blocks of keys 0..m-1
+	float mx = attn_ninf();
+#pragma unroll 4
+	for (int b = c; b < nb; b += 8) mx = fmaxf(mx, mp[b]);
 	mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
 	mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
 	mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
 
 	double sum = 0.0;
-	j = c;
+	int j = c;
 	for (; j + 8 * (U - 1) < m; j += 8 * U) {
 		float v[U];
 #pragma unroll
@@ -549,25 +620,15 @@ muser_attn_softmax8(float* S, int ld, const int* __restrict__ pos, int n, int he
 	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 4));
 	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
 	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-	if (m == 0) return;
-	const float iv = __double2float_rn(muser_ddiv_rn(1.0, sum));
-	j = c;
-	for (; j + 8 * (U - 1) < m; j += 8 * U) {
-		float v[U];
-#pragma unroll
-		for (int u = 0; u < U; u++) v[u] = s[j + 8 * u];
-#pragma unroll
-		for (int u = 0; u < U; u++) {
-			float x = f32mul(v[u], iv);
-			if (round) x = round_f16(x);
-			s[j + 8 * u] = x;
-		}
-	}
-	for (; j < m; j += 8) {
-		float x = f32mul(s[j], iv);
-		if (round) x = round_f16(x);
-		s[j] = x;
-	}
+	if (live && c == 0) Inv[P] = __double2float_rn(muser_ddiv_rn(1.0, sum));
+}
+
+// attn_weight is the weight of exponential e in a softmax whose
+// float32(1/sum) is inv: e·inv (kernels.Softmax's Scale), rounded to f16
+// for an f16 cache (kernels.RoundF16s).
+template <bool F16> MUSER_DEV float attn_weight(float e, float inv) {
+	const float w = f32mul(e, inv);
+	return F16 ? round_f16_unit(w) : w;
 }
 
 // attn_wsum: grid (ntiles, kvheads·ceil(group/gh), ceil(dim/64)), block
@@ -584,8 +645,17 @@ muser_attn_softmax8(float* S, int ld, const int* __restrict__ pos, int n, int he
 // ([position][query]) and its V rows as [position][dimension], in two
 // buffers: the next tile's loads are in flight in registers while the
 // current one is multiplied, and one barrier per tile suffices.
+//
+// S holds the exponentials e_j and Inv each query's float32(1/sum)
+// (muser_attn_softmax8): a weight is staged as attn_weight(e_j, Inv[row·
+// heads + head]), the last step of kernels.Softmax and the f16 rounding,
+// exactly what muser_attn_softmax writes. Positions past the query's own
+// are staged as +0, not e_j·inv of whatever S holds there: no chain adds
+// them (the loop over whole tiles runs only below every query's m, the
+// other skips j ≥ m), and the staged tile holds no stale values.
 template <bool F16>
-__device__ __forceinline__ void attn_wsum(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
+__device__ __forceinline__ void attn_wsum(const float* __restrict__ S, const float* __restrict__ Inv, int ld,
+                                          const unsigned long long* __restrict__ vc,
                                           const int* __restrict__ pos, const int* __restrict__ tiles,
                                           float* __restrict__ out, int heads, int kvheads, int dim) {
 	using namespace attn;
@@ -619,10 +689,13 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, int ld, c
 	const int wx = tid / 2, wj = 16 * (tid % 2);
 	int wm = 0; // positions the staged weight row has
 	const float* wrow = S;
+	float wiv = 0.0f; // its float32(1/sum)
 	if (wx < nq) {
 		const int r = cta.row(wx);
+		const size_t pr = (size_t)r * heads + cta.head(wx);
 		wm = pos[r] + 1;
-		wrow = S + ((size_t)r * heads + cta.head(wx)) * ld + wj;
+		wrow = S + pr * ld + wj;
+		wiv = Inv[pr];
 	}
 	unsigned rv[VN]; // raw: converted when stored, so that no load waits on another
 	float rw[WN];
@@ -650,9 +723,10 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, int ld, c
 		float* Vs = smem + b * BUF;
 		float* Ws = Vs + KT * WDB;
 #pragma unroll
-		for (int k = 0; k < VN; k++) Vs[tid + 128 * k] = F16 ? f16_to_f32(rv[k]) : __uint_as_float(rv[k]);
+		for (int k = 0; k < VN; k++) Vs[tid + 128 * k] = F16 ? f16_to_f32_nb(rv[k]) : __uint_as_float(rv[k]);
+		const int lim = wm - j0 - wj; // rw[k], k < lim, are exponentials
 #pragma unroll
-		for (int k = 0; k < WN; k++) Ws[(wj + k) * WLD + wx] = rw[k];
+		for (int k = 0; k < WN; k++) Ws[(wj + k) * WLD + wx] = k < lim ? attn_weight<F16>(rw[k], wiv) : 0.0f;
 		__syncthreads();
 		if (j0 + KT < mlast) fetch(j0 + KT);
 		const float* wp = Ws + 8 * qg;
@@ -703,17 +777,17 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, int ld, c
 }
 
 extern "C" __global__ void __launch_bounds__(128)
-muser_attn_wsum_f16(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
-                    const int* __restrict__ pos, const int* __restrict__ tiles, float* __restrict__ out,
-                    int heads, int kvheads, int dim) {
-	attn_wsum<true>(S, ld, vc, pos, tiles, out, heads, kvheads, dim);
+muser_attn_wsum_f16(const float* __restrict__ S, const float* __restrict__ Inv, int ld,
+                    const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
+                    const int* __restrict__ tiles, float* __restrict__ out, int heads, int kvheads, int dim) {
+	attn_wsum<true>(S, Inv, ld, vc, pos, tiles, out, heads, kvheads, dim);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
-muser_attn_wsum_f32(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
-                    const int* __restrict__ pos, const int* __restrict__ tiles, float* __restrict__ out,
-                    int heads, int kvheads, int dim) {
-	attn_wsum<false>(S, ld, vc, pos, tiles, out, heads, kvheads, dim);
+muser_attn_wsum_f32(const float* __restrict__ S, const float* __restrict__ Inv, int ld,
+                    const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
+                    const int* __restrict__ tiles, float* __restrict__ out, int heads, int kvheads, int dim) {
+	attn_wsum<false>(S, Inv, ld, vc, pos, tiles, out, heads, kvheads, dim);
 }
 
 // attn_wsum_rows: grid (n, kvheads·ceil(group/8), ceil(dim/8)), block

@@ -131,6 +131,23 @@ MUSER_DEV float round_f16_again(float x) {
 	return round_f16(x);
 }
 
+// round_f16_unit is round_f16 without its branches for x in (0, 1], where
+// the attention's weights lie: below 2^-14 (the f16 subnormals, spaced
+// 2^-24) x + 0.5 rounds to the float32 grid of [0.5, 1), spaced 2^-24,
+// ties to even (0.5 is an even multiple of 2^-24), and subtracting 0.5 is
+// exact; from 2^-14 to 1 (f16 normals, 10 fraction bits) adding 0xfff plus
+// the lowest kept bit to the float32's bits and clearing the 13 dropped
+// bits rounds to nearest, ties to even (a carry moves to the next binade,
+// as it should; nothing reaches infinity). Any other x (zeros, NaN,
+// negatives, above 1) takes round_f16.
+MUSER_DEV float round_f16_unit(float x) {
+	if (!(x > 0.0f && x <= 1.0f)) return round_f16(x);
+	const uint32_t u = __float_as_uint(x);
+	const float nrm = __uint_as_float((u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu);
+	const float sub = f32sub(f32add(x, 0.5f), 0.5f);
+	return x < 0x1p-14f ? sub : nrm;
+}
+
 // bf16_to_f32 is ggml.BF16ToF32.
 MUSER_DEV float bf16_to_f32(uint32_t h) { return __uint_as_float((h & 0xffffu) << 16); }
 

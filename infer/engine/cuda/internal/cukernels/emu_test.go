@@ -177,13 +177,13 @@ var emuMatMulCases = map[string][]mmCase{
 }
 
 // TestEmuF32Bits checks the scalar conversions on windows of float32 bits
-// around the edges of round_f16_again's shortcut (the f16 normal
-// exponents' ends, zero, infinity and NaN, both signs); the GPU test
-// sweeps all 2^32.
+// around the edges of round_f16_again's and round_f16_unit's shortcuts
+// (the f16 normal exponents' ends, the smallest f16 subnormal, zero, one,
+// infinity and NaN, both signs); the GPU test sweeps all 2^32.
 func TestEmuF32Bits(t *testing.T) {
 	e := emu(t)
 	const w = 1 << 14
-	for _, c := range []uint32{0x38800000, 0x47000000, 0x47800000, 0x00000000, 0x7f800000, 0x3f800000} {
+	for _, c := range []uint32{0x38800000, 0x47000000, 0x47800000, 0x00000000, 0x7f800000, 0x3f800000, 0x33800000, 0x33000000} {
 		for _, sign := range []uint32{0, 0x80000000} {
 			checkF32Bits(t, e, (c|sign)-w/2, w)
 		}
@@ -218,7 +218,21 @@ func TestEmuAttention(t *testing.T) {
 	runAttention(t, e, []attnCase{{"gqa", 4, 2, 64}, {"mha dim 72", 2, 2, 72}},
 		batchOf([3]int{0, 0, 20}, [3]int{1, 40, 3}, [3]int{2, 70, 1}, [3]int{3, 0, 1}))
 	runAttention(t, e, []attnCase{{"group over a block", 32, 2, 256}, {"group over 64", 160, 2, 16}}, batchOf([3]int{0, 0, 2}, [3]int{1, 40, 1}))
+	runAttention(t, e, []attnCase{{"gqa across key blocks", 4, 2, 64}}, emuTiledBatch)
 }
+
+// emuTiledBatch: tiles of several rows whose positions cross the scores
+// kernel's 64-key blocks (63|64, 127|128, 191|192), rows attending to 3
+// and 4 blocks of keys, a tile that ends at position 63 (the block of
+// keys after it is never computed, its maxima never written), first
+// positions, and a sequence whose K has infinities at key 130 (its rows'
+// +Inf or NaN scores make some heads' softmax NaN, in one block of keys
+// of several; a −Inf score gives others a zero weight).
+var emuTiledBatch = func() attnBatch {
+	b := batchOf([3]int{0, 120, 20}, [3]int{1, 60, 8}, [3]int{2, 188, 6}, [3]int{3, 61, 3}, [3]int{4, 0, 2})
+	b.inf = map[int][]int{2: {130}}
+	return b
+}()
 
 func TestEmuDecodeSoftmax(t *testing.T) { runDecodeSoftmax(t, emu(t), []int{1, 7, 8, 513, 1100, 5000}) }
 

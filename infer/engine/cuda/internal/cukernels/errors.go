@@ -8,7 +8,8 @@ import (
 // ErrShape is returned when a launch's dimensions do not fit its kernel:
 // a count that is not positive, columns that are not a multiple of the
 // weight type's block size, a head dimension larger than the attention
-// kernels take, or a grid larger than CUDA allows.
+// kernels take, a scratch buffer the kernels need left out, or a grid
+// larger than CUDA allows.
 var ErrShape = errors.New("cukernels: dimensions do not fit the kernel")
 
 // ErrType is returned when a weight type has no kernel (the IQ and TQ

@@ -57,8 +57,8 @@ var (
 	intMatVecParams   = []Param{Ptr, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, Ptr, Ptr}
 	floatMatMulParams = []Param{Ptr, I32, I32, Ptr, Ptr, I32}
 	embedParams       = []Param{Ptr, I32, I32, Ptr, I32, Ptr}
-	scoresParams      = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, F32}
-	wsumParams        = []Param{Ptr, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32}
+	scoresParams      = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, I32, F32}
+	wsumParams        = []Param{Ptr, Ptr, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32}
 	wsumRowsParams    = []Param{Ptr, I32, Ptr, Ptr, Ptr, I32, I32, I32}
 	scoresRowsParams  = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, I32, F32}
 	kvStoreParams     = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}
@@ -104,13 +104,13 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_attn_scores_rows_f16", Params: scoresRowsParams, ExactFMA: true},
 		{Name: "muser_attn_scores_rows_f32", Params: scoresRowsParams},
 		{Name: "muser_attn_softmax", Params: []Param{Ptr, I32, Ptr, I32, I32, I32}},
-		{Name: "muser_attn_softmax8", Params: []Param{Ptr, I32, Ptr, I32, I32, I32}},
+		{Name: "muser_attn_softmax8", Params: []Param{Ptr, Ptr, Ptr, I32, Ptr, I32, I32}},
 		{Name: "muser_attn_wsum_f16", Params: wsumParams, ExactFMA: true},
 		{Name: "muser_attn_wsum_f32", Params: wsumParams},
 		{Name: "muser_attn_wsum_rows_f16", Params: wsumRowsParams, ExactFMA: true},
 		{Name: "muser_attn_wsum_rows_f32", Params: wsumRowsParams},
 		{Name: "muser_test_exp32", Params: []Param{Ptr, Ptr, I32}, SelfTest: true},
-		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
+		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
 		{Name: "muser_test_small_tables", Params: []Param{Ptr, Ptr}, SelfTest: true},
 	}
 	for _, t := range intTypes {
@@ -751,7 +751,11 @@ func AttnTiles(kc []uint64, pos []int32, heads, kvheads, dim int) []int32 {
 // for this layer (f16 when F16, else f32; position p at element
 // p·KVHeads·Dim), Pos int32 [N] the rows' positions (their K and V
 // already stored), Tiles int32 [NTiles+1] from AttnTiles, MaxPos the
-// largest position; S is float scratch [N][Heads][LD], LD > MaxPos.
+// largest position; S is float scratch [N][Heads][LD], LD > MaxPos. M,
+// float scratch [N][Heads][AttnMaxBlocks(LD)], and Inv, float scratch
+// [N·Heads], are the tiled kernels' (each row and head's maximum score per
+// 64 keys, and its softmax's 1/sum): required unless every tile is one
+// row (NTiles = N), which does not use them.
 type Attention struct {
 	F16                 bool
 	Heads, KVHeads, Dim int
@@ -761,15 +765,22 @@ type Attention struct {
 	NTiles, MaxPos      int
 	S                   DevPtr
 	LD                  int
+	M, Inv              DevPtr
 }
 
+// AttnMaxBlocks is the row of Attention.M for scores of row ld: one
+// maximum per block of 64 keys (attention.cuh's attn_mb).
+func AttnMaxBlocks(ld int) int { return ceilDiv(ld, attnSKB) }
+
 // Launches returns the three launches of the attention, to run in order:
-// the scores, the softmax (and, with an f16 cache, the rounding of the
-// weights to f16), the weighted sum of V rows. A batch whose tiles are all
+// the scores, the softmax (with an f16 cache, weights rounded to f16),
+// the weighted sum of V rows. A batch whose tiles are all
 // single rows (decode) gets the kernels made for few rows
 // (muser_attn_scores_rows_* up to head dimension 128, muser_attn_softmax,
-// muser_attn_wsum_rows_*), any other the tiled ones (muser_attn_scores_*,
-// muser_attn_softmax8, muser_attn_wsum_*); both compute the same bits.
+// muser_attn_wsum_rows_*), any other the tiled ones (muser_attn_scores_*
+// with the maxima per 64 keys in M, muser_attn_softmax8 writing the
+// exponentials and Inv, muser_attn_wsum_* scaling and rounding the
+// weights as it stages them); both compute the same bits.
 func (a Attention) Launches() ([3]Launch, error) {
 	sk, wk, rk := "muser_attn_scores_f32", "muser_attn_wsum_f32", "muser_attn_wsum_rows_f32"
 	srk := "muser_attn_scores_rows_f32"
@@ -788,17 +799,26 @@ func (a Attention) Launches() ([3]Launch, error) {
 	if err := product(sk, a.N, a.Heads*a.LD); err != nil {
 		return ls, err
 	}
+	tiled := a.NTiles != a.N
+	if tiled && (a.M == 0 || a.Inv == 0) {
+		return ls, shapeErr(sk, "tiles of several rows need the scratch M and Inv")
+	}
+	m := a.M // the decode softmax takes no maxima
+	if !tiled {
+		m = 0
+	}
 	qc := AttnQueries(a.Dim)
 	group := a.Heads / a.KVHeads
 	gh := min(group, qc)
 	hy := a.KVHeads * ceilDiv(group, gh)
 	var err error
 	ls[0], err = launch(sk, [3]int{a.NTiles, hy, ceilDiv(a.MaxPos+1, attnSKB)}, 256, attnScoresShared(a.Dim),
-		p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.Tiles), p(a.S), i32(a.LD), f32(AttnScale(a.Dim)))
+		p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.Tiles), p(a.S), p(m), i32(a.LD),
+		f32(AttnScale(a.Dim)))
 	if err != nil {
 		return ls, err
 	}
-	if a.NTiles == a.N {
+	if !tiled {
 		if a.Dim <= attnRowsScoresDim {
 			// A thread per key and up to 8 heads (the tiled kernel's
 			// 64-query blocks would hold a group's few).
@@ -820,13 +840,16 @@ func (a Attention) Launches() ([3]Launch, error) {
 			p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
 		return ls, err
 	}
+	// Tiled: the softmax reads the maxima from M and leaves the
+	// exponentials in S and 1/sum in Inv; the weighted sums scale (and
+	// round) the weights as they stage them.
 	ls[1], err = launch("muser_attn_softmax8", [3]int{ceilDiv(a.N*a.Heads, 32), 1, 1}, 256, 0,
-		p(a.S), i32(a.LD), p(a.Pos), i32(a.N), i32(a.Heads), flag(a.F16))
+		p(a.S), p(a.M), p(a.Inv), i32(a.LD), p(a.Pos), i32(a.N), i32(a.Heads))
 	if err != nil {
 		return ls, err
 	}
 	ls[2], err = launch(wk, [3]int{a.NTiles, hy, ceilDiv(a.Dim, attnWDB)}, 128, 2*attnWKT*(attnWDB+attnWLD)*4,
-		p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Tiles), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
+		p(a.S), p(a.Inv), i32(a.LD), p(a.VC), p(a.Pos), p(a.Tiles), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
 	return ls, err
 }
 
@@ -861,14 +884,14 @@ func SelfTestExp32(x, y DevPtr, count int) (Launch, error) {
 // SelfTestF32Bits returns the launch that converts the float32 values with
 // bits base+i, i < count: f16 (uint16 [count], ggml.F32ToF16), bf16
 // (uint16, ggml.F32ToBF16), ra (int8, kernels' roundAway), ni (int32,
-// kernels' nearestInt), r16 (float32, the attention's second rounding of
-// its queries, ggml.F16ToF32(ggml.F32ToF16)).
-func SelfTestF32Bits(base uint32, count int, f16, bf16, ra, ni, r16 DevPtr) (Launch, error) {
+// kernels' nearestInt), r16 and ru (float32, the attention's roundings of
+// its queries and of its weights, both ggml.F16ToF32(ggml.F32ToF16)).
+func SelfTestF32Bits(base uint32, count int, f16, bf16, ra, ni, r16, ru DevPtr) (Launch, error) {
 	const k = "muser_test_f32_bits"
 	if err := positive(k, count); err != nil {
 		return Launch{}, err
 	}
-	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, base, i32(count), p(f16), p(bf16), p(ra), p(ni), p(r16))
+	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, base, i32(count), p(f16), p(bf16), p(ra), p(ni), p(r16), p(ru))
 }
 
 // SelfTestSmallTables returns the launch that fills f16 (float [65536],

@@ -57,7 +57,7 @@ func sampleLaunches(t *testing.T) []Launch {
 	for _, f16 := range []bool{true, false} {
 		for _, ntiles := range []int{2, 5} { // tiled; every tile one row (decode)
 			a := Attention{F16: f16, Heads: 14, KVHeads: 2, Dim: 64, N: 5, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,
-				NTiles: ntiles, MaxPos: 100, S: 7, LD: 104}
+				NTiles: ntiles, MaxPos: 100, S: 7, LD: 104, M: 8, Inv: 9}
 			l3, err := a.Launches()
 			if err != nil {
 				t.Fatal(err)
@@ -66,7 +66,7 @@ func sampleLaunches(t *testing.T) []Launch {
 		}
 	}
 	add(SelfTestExp32(1, 2, 100))
-	add(SelfTestF32Bits(0x3f800000, 100, 1, 2, 3, 4, 5))
+	add(SelfTestF32Bits(0x3f800000, 100, 1, 2, 3, 4, 5, 6))
 	add(SelfTestSmallTables(1, 2))
 	return ls
 }
@@ -314,7 +314,7 @@ func TestAttnTiles(t *testing.T) {
 
 func TestAttentionLaunches(t *testing.T) {
 	a := Attention{F16: true, Heads: 14, KVHeads: 2, Dim: 64, N: 9, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,
-		NTiles: 3, MaxPos: 8, S: 7, LD: 12}
+		NTiles: 3, MaxPos: 8, S: 7, LD: 12, M: 8, Inv: 9}
 	ls, err := a.Launches()
 	if err != nil {
 		t.Fatal(err)
@@ -339,13 +339,30 @@ func TestAttentionLaunches(t *testing.T) {
 		{"muser_attn_softmax8", [3]uint32{4, 1, 1}, 256, 0}, // ⌈9·14/32⌉
 		{"muser_attn_wsum_f16", [3]uint32{3, 2, 1}, 128, 2 * 32 * (64 + 68) * 4},
 	})
-	if got := ls[0].Args[9]; got != AttnScale(64) || AttnScale(64) != 0.125 {
+	if got := ls[0].Args[10]; got != AttnScale(64) || AttnScale(64) != 0.125 {
 		t.Errorf("scale argument %v, want 0.125", got)
+	}
+	// The tiled kernels' scratch: the maxima from the scores to the
+	// softmax, 1/sum from the softmax to the weighted sums.
+	if ls[0].Args[8] != uint64(8) || ls[1].Args[1] != uint64(8) || ls[1].Args[2] != uint64(9) || ls[2].Args[1] != uint64(9) {
+		t.Errorf("scratch arguments: scores M %v, softmax M %v Inv %v, weighted sum Inv %v, want 8, 8, 9, 9",
+			ls[0].Args[8], ls[1].Args[1], ls[1].Args[2], ls[2].Args[1])
+	}
+	if AttnMaxBlocks(12) != 1 || AttnMaxBlocks(64) != 1 || AttnMaxBlocks(65) != 2 {
+		t.Errorf("AttnMaxBlocks(12, 64, 65) = %d, %d, %d, want 1, 1, 2", AttnMaxBlocks(12), AttnMaxBlocks(64), AttnMaxBlocks(65))
+	}
+	for _, noScratch := range []Attention{{M: 0, Inv: 9}, {M: 8, Inv: 0}} {
+		b := a
+		b.M, b.Inv = noScratch.M, noScratch.Inv
+		if _, err := b.Launches(); !errors.Is(err, ErrShape) {
+			t.Errorf("tiled with M %d, Inv %d: error %v, want ErrShape", b.M, b.Inv, err)
+		}
 	}
 	// Every tile one row (decode): the softmax per row and head, the
 	// weighted sums per 8 heads × 8 dimensions.
 	d := a
 	d.N, d.NTiles, d.MaxPos, d.LD = 3, 3, 700, 704
+	d.M, d.Inv = 0, 0 // not used
 	ls, err = d.Launches()
 	if err != nil {
 		t.Fatal(err)
@@ -373,8 +390,8 @@ func TestAttentionLaunches(t *testing.T) {
 	if g := ls[2].Grid; g != [3]uint32{3, 20, 32} { // ⌈160/8⌉, ⌈256/8⌉
 		t.Errorf("decode weighted-sum grid %v, want [3 20 32]", g)
 	}
-	if ls[0].Kernel != "muser_attn_scores_f16" { // dim 256: past the decode scores kernel's 128
-		t.Errorf("decode scores of dim 256 launch %s, want muser_attn_scores_f16", ls[0].Kernel)
+	if ls[0].Kernel != "muser_attn_scores_f16" || ls[0].Args[8] != uint64(0) { // dim 256: past the decode scores kernel's 128
+		t.Errorf("decode scores of dim 256 launch %s with M %v, want muser_attn_scores_f16 with none", ls[0].Kernel, ls[0].Args[8])
 	}
 	for _, bad := range []Attention{
 		{F16: true, Heads: 14, KVHeads: 3, Dim: 64, N: 1, NTiles: 1, LD: 1},

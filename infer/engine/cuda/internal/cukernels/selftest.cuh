@@ -18,11 +18,13 @@ muser_test_exp32(const float* __restrict__ x, float* __restrict__ y, int count) 
 // f16[i] = f32_to_f16 (ggml.F32ToF16), bf16[i] = f32_to_bf16
 // (ggml.F32ToBF16), ra[i] = round_away (kernels.roundAway), ni[i] =
 // nearest_int (kernels.nearestInt, the 1.5·2^23 trick; NaN as on amd64),
-// r16[i] = round_f16_again (ggml.F16ToF32(ggml.F32ToF16)).
+// r16[i] = round_f16_again and ru[i] = round_f16_unit (both
+// ggml.F16ToF32(ggml.F32ToF16)).
 // Launch: grid (ceil(count/256)), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_test_f32_bits(unsigned base, int count, uint16_t* __restrict__ f16, uint16_t* __restrict__ bf16,
-                    int8_t* __restrict__ ra, int* __restrict__ ni, float* __restrict__ r16) {
+                    int8_t* __restrict__ ra, int* __restrict__ ni, float* __restrict__ r16,
+                    float* __restrict__ ru) {
 	const int i = blockIdx.x * 256 + threadIdx.x;
 	if (i >= count) return;
 	const float v = __uint_as_float(base + (unsigned)i);
@@ -31,6 +33,7 @@ muser_test_f32_bits(unsigned base, int count, uint16_t* __restrict__ f16, uint16
 	ra[i] = (int8_t)round_away(v);
 	ni[i] = nearest_int(v);
 	r16[i] = round_f16_again(v);
+	ru[i] = round_f16_unit(v);
 }
 
 // muser_test_small_tables sets f16[h] = f16_to_f32(h) (ggml.F16ToF32) for

@@ -216,11 +216,12 @@ func parallel(n int, f func(lo, hi int)) {
 func checkF32Bits(t *testing.T, d device, base uint32, count int) {
 	t.Helper()
 	payloadNaN := runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"
-	var f16, bf16, ra, ni, r16 []byte
+	var f16, bf16, ra, ni, r16, ru []byte
 	d.run(t, func(s *session) {
-		a, b, c, e, f := s.alloc(2*count), s.alloc(2*count), s.alloc(count), s.alloc(4*count), s.alloc(4*count)
-		s.launch(SelfTestF32Bits(base, count, a, b, c, e, f))
-		f16, bf16, ra, ni, r16 = s.down(a, 2*count), s.down(b, 2*count), s.down(c, count), s.down(e, 4*count), s.down(f, 4*count)
+		a, b, c, e, f, g := s.alloc(2*count), s.alloc(2*count), s.alloc(count), s.alloc(4*count), s.alloc(4*count), s.alloc(4*count)
+		s.launch(SelfTestF32Bits(base, count, a, b, c, e, f, g))
+		f16, bf16, ra, ni = s.down(a, 2*count), s.down(b, 2*count), s.down(c, count), s.down(e, 4*count)
+		r16, ru = s.down(f, 4*count), s.down(g, 4*count)
 	})
 	round := func(v float32) uint32 { return math.Float32bits(ggml.F16ToF32(ggml.F32ToF16(v))) }
 	bad := sweepCheck(count, func(i int) bool {
@@ -229,15 +230,16 @@ func checkF32Bits(t *testing.T, d device, base uint32, count int) {
 			binary.LittleEndian.Uint16(bf16[2*i:]) == ggml.F32ToBF16(v) &&
 			int8(ra[i]) == refRoundAway(v) &&
 			(v != v && !payloadNaN || int32(binary.LittleEndian.Uint32(ni[4*i:])) == refNearestInt(v)) &&
-			binary.LittleEndian.Uint32(r16[4*i:]) == round(v)
+			binary.LittleEndian.Uint32(r16[4*i:]) == round(v) &&
+			binary.LittleEndian.Uint32(ru[4*i:]) == round(v)
 	})
 	if bad >= 0 {
 		v := math.Float32frombits(base + uint32(bad))
-		t.Fatalf("bits %#08x (%g) on %v: f32_to_f16 %#04x want %#04x; f32_to_bf16 %#04x want %#04x; round_away %d want %d; nearest_int %d want %d; round_f16_again %#08x want %#08x",
+		t.Fatalf("bits %#08x (%g) on %v: f32_to_f16 %#04x want %#04x; f32_to_bf16 %#04x want %#04x; round_away %d want %d; nearest_int %d want %d; round_f16_again %#08x, round_f16_unit %#08x, want %#08x",
 			math.Float32bits(v), v, d, binary.LittleEndian.Uint16(f16[2*bad:]), ggml.F32ToF16(v),
 			binary.LittleEndian.Uint16(bf16[2*bad:]), ggml.F32ToBF16(v), int8(ra[bad]), refRoundAway(v),
 			int32(binary.LittleEndian.Uint32(ni[4*bad:])), refNearestInt(v),
-			binary.LittleEndian.Uint32(r16[4*bad:]), round(v))
+			binary.LittleEndian.Uint32(r16[4*bad:]), binary.LittleEndian.Uint32(ru[4*bad:]), round(v))
 	}
 }
 
@@ -970,6 +972,13 @@ func batchOf(runs ...[3]int) attnBatch {
 	return b
 }
 
+// poisonF32 returns count float32s of the largest finite value: scratch
+// that a kernel reads where it should not (a maximum, a 1/sum it did not
+// write) changes the results, where a NaN might be ignored by fmaxf.
+func poisonF32(count int) []byte {
+	return f32Bytes(slices.Repeat([]float32{math.MaxFloat32}, count))
+}
+
 func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	seq, pos := batch.seq, batch.pos
@@ -1053,7 +1062,8 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 						a := Attention{F16: f16, Heads: c.heads, KVHeads: c.kvheads, Dim: c.dim, N: n,
 							Q: s.up(f32Bytes(q)), Out: s.alloc(4 * n * Q), KC: s.up(u64Bytes(kc)), VC: s.up(u64Bytes(vc)),
 							Pos: s.up(i32s(pos)), Tiles: s.up(i32s(tl)), NTiles: len(tiles) - 1, MaxPos: maxPos,
-							S: s.alloc(4 * n * c.heads * ld), LD: ld}
+							S: s.alloc(4 * n * c.heads * ld), LD: ld,
+							M: s.up(poisonF32(n * c.heads * AttnMaxBlocks(ld))), Inv: s.up(poisonF32(n * c.heads))}
 						ls, err := a.Launches()
 						for _, l := range ls {
 							s.launch(l, err)
