@@ -304,6 +304,17 @@ template <class T> struct Geom {
 };
 } // namespace mmv
 
+// mmv_store is the decode products' epilogue for output (token t, row r):
+// y = acc + bias[r] with bias not null, then y = res + y with res not null
+// (res may be y).
+MUSER_DEV void mmv_store(float acc, float* y, int rows, int r, int t, const float* __restrict__ bias,
+                         const float* res) {
+	const size_t o = (size_t)t * rows + r;
+	if (bias != nullptr) acc = f32add(acc, bias[r]);
+	if (res != nullptr) acc = f32add(res[o], acc);
+	y[o] = acc;
+}
+
 // mmv_legacy_cb is the number of 32-value blocks a CTA of the legacy
 // types' decode kernel takes per chunk of a row, for rows of nb blocks:
 // the fewest of 32, 64, 128 that hold the row, at most 128. It takes
@@ -404,12 +415,7 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int ro
 		}
 		__syncthreads();
 	}
-	if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
-		const size_t o = (size_t)(t0 + ctok) * rows + r0 + crow;
-		if (bias != nullptr) acc = f32add(acc, bias[r0 + crow]);
-		if (res != nullptr) acc = f32add(res[o], acc);
-		y[o] = acc;
-	}
+	if (tid < R * TOK && r0 + crow < rows && ctok < nt) mmv_store(acc, y, rows, r0 + crow, t0 + ctok, bias, res);
 }
 
 // mmv_rows computes up to 8 tokens (blockIdx.y·8 …) of R rows (blockIdx.x·R …)
@@ -508,12 +514,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 		}
 		__syncthreads();
 	}
-	if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
-		const size_t o = (size_t)(t0 + ctok) * rows + r0 + crow;
-		if (bias != nullptr) acc = f32add(acc, bias[r0 + crow]);
-		if (res != nullptr) acc = f32add(res[o], acc);
-		y[o] = acc;
-	}
+	if (tid < R * TOK && r0 + crow < rows && ctok < nt) mmv_store(acc, y, rows, r0 + crow, t0 + ctok, bias, res);
 }
 
 #define MUSER_INT_MATMUL(name, T)                                                                          \
