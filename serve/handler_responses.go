@@ -468,19 +468,23 @@ type responseState struct {
 	output  []any
 	msg     *messageItem // the open message item, if any
 	msgAt   int          // its output index
+	msgs    int          // message items opened so far
 	calls   int
 	open    map[int]int // output index of each call still open, by call index
 	sw      *streamWriter
 	seq     int
 }
 
-// addText appends text to the message item (opening it first).
+// addText appends text to the open message item, opening one first when
+// none is (at the start, or after a call: text after a call is a message
+// of its own, after the call).
 func (rs *responseState) addText(text string) {
 	if text == "" {
 		return
 	}
 	if rs.msg == nil {
-		rs.msg = &messageItem{Type: "message", ID: "msg_" + rs.reqID, Status: "in_progress", Role: "assistant", Content: []outputText{}}
+		rs.msg = &messageItem{Type: "message", ID: rs.messageID(), Status: "in_progress", Role: "assistant", Content: []outputText{}}
+		rs.msgs++
 		rs.msgAt = len(rs.output)
 		rs.output = append(rs.output, rs.msg)
 		rs.event("response.output_item.added", map[string]any{"output_index": rs.msgAt, "item": rs.msg})
@@ -491,6 +495,15 @@ func (rs *responseState) addText(text string) {
 	rs.msg.Content[0].Text += text
 	rs.event("response.output_text.delta", map[string]any{"item_id": rs.msg.ID, "output_index": rs.msgAt, "content_index": 0,
 		"delta": text, "logprobs": []any{}})
+}
+
+// messageID is the id of the next message item: "msg_" and the request
+// ID for the first, with "_2", "_3", ... for later ones.
+func (rs *responseState) messageID() string {
+	if rs.msgs == 0 {
+		return "msg_" + rs.reqID
+	}
+	return fmt.Sprintf("msg_%s_%d", rs.reqID, rs.msgs+1)
 }
 
 // addCalls appends whole function call items.
@@ -504,12 +517,13 @@ func (rs *responseState) addCalls(calls []toolCall) {
 	}
 }
 
-// startCall opens function call item k; it returns false when
-// parallel_tool_calls: false drops it.
+// startCall opens function call item k, after closing the message item
+// before it; it returns false when parallel_tool_calls: false drops it.
 func (rs *responseState) startCall(k int, name string) bool {
 	if k > 0 && !rs.g.parallelCalls() {
 		return false
 	}
+	rs.closeMessage()
 	callID := toolCallID(rs.reqID, 0, k)
 	item := &functionCallItem{Type: "function_call", ID: "fc_" + strings.TrimPrefix(callID, "call_"), CallID: callID,
 		Name: name, Arguments: "", Status: "in_progress"}
@@ -613,16 +627,19 @@ func (rs *responseState) assistantTurns(text string) []template.Message {
 	return out
 }
 
-// closeMessage finishes the message item.
+// closeMessage finishes the open message item, if any; later text opens
+// a new one.
 func (rs *responseState) closeMessage() {
-	if rs.msg == nil || rs.msg.Status == "completed" {
+	if rs.msg == nil {
 		return
 	}
-	rs.msg.Status = "completed"
-	part := rs.msg.Content[0]
-	rs.event("response.output_text.done", map[string]any{"item_id": rs.msg.ID, "output_index": rs.msgAt, "content_index": 0, "text": part.Text, "logprobs": []any{}})
-	rs.event("response.content_part.done", map[string]any{"item_id": rs.msg.ID, "output_index": rs.msgAt, "content_index": 0, "part": part})
-	rs.event("response.output_item.done", map[string]any{"output_index": rs.msgAt, "item": rs.msg})
+	m := rs.msg
+	rs.msg = nil
+	m.Status = "completed"
+	part := m.Content[0]
+	rs.event("response.output_text.done", map[string]any{"item_id": m.ID, "output_index": rs.msgAt, "content_index": 0, "text": part.Text, "logprobs": []any{}})
+	rs.event("response.content_part.done", map[string]any{"item_id": m.ID, "output_index": rs.msgAt, "content_index": 0, "part": part})
+	rs.event("response.output_item.done", map[string]any{"output_index": rs.msgAt, "item": m})
 }
 
 // event sends one stream event (nothing when not streaming).

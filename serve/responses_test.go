@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -234,36 +235,81 @@ func TestResponsesTools(t *testing.T) {
 }
 
 // TestResponsesOutputOrder: a reply's output items come in the order the
-// model wrote them, whole as streamed: a call, then the text after it.
+// model wrote them, whole as streamed: text after a call is a message item
+// of its own after it (never glued onto a message before the call), every
+// item has its own id, and a streamed item is done before the next one is
+// added.
 func TestResponsesOutputOrder(t *testing.T) {
-	reply := "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>Done."
-	kinds := func(rs *responseState) []string {
+	call := "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"
+	cases := []struct {
+		name, reply string
+		want        []string
+	}{
+		{"call then text", call + "Done.", []string{`call f {"a":1}`, "message Done."}},
+		{"text, call, text", "Let me look." + call + "Done.", []string{"message Let me look.", `call f {"a":1}`, "message Done."}},
+		{"text, two calls, text", "Look." + call + call + "Done.", []string{"message Look.", `call f {"a":1}`, `call f {"a":1}`, "message Done."}},
+	}
+	kinds := func(t *testing.T, rs *responseState) []string {
 		var out []string
+		ids := map[string]bool{}
 		for _, it := range rs.output {
+			var id string
 			switch it := it.(type) {
 			case *functionCallItem:
 				out = append(out, "call "+it.Name+" "+it.Arguments)
+				id = it.ID
 			case *messageItem:
 				out = append(out, "message "+it.Content[0].Text)
+				id = it.ID
 			}
+			if ids[id] {
+				t.Errorf("two output items have the id %q", id)
+			}
+			ids[id] = true
 		}
 		return out
 	}
-	whole := &responseState{g: &genReq{}, reqID: "r", ts: &toolStream{f: toolFormatHermes}}
-	whole.whole(reply)
-	streamed := &responseState{g: &genReq{}, reqID: "r", ts: &toolStream{f: toolFormatHermes, record: true}}
-	for _, piece := range []string{reply[:15], reply[15:40], reply[40:]} {
-		streamed.ts.write(piece)
-		streamed.feed(streamed.ts.drain())
-	}
-	streamed.ts.flush()
-	streamed.feed(streamed.ts.drain())
-	want := []string{`call f {"a":1}`, "message Done."}
-	if got := kinds(whole); !slices.Equal(got, want) {
-		t.Errorf("whole: got output %q, want %q", got, want)
-	}
-	if got := kinds(streamed); !slices.Equal(got, want) {
-		t.Errorf("streamed: got output %q, want %q", got, want)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			whole := &responseState{g: &genReq{}, reqID: "r", ts: &toolStream{f: toolFormatHermes}}
+			whole.whole(c.reply)
+			if got := kinds(t, whole); !slices.Equal(got, c.want) {
+				t.Errorf("whole: got output %q, want %q", got, c.want)
+			}
+			rec := httptest.NewRecorder()
+			streamed := &responseState{g: &genReq{}, reqID: "r", ts: &toolStream{f: toolFormatHermes, record: true}, sw: newStream(rec, true)}
+			for i := 0; i < len(c.reply); i += 7 {
+				streamed.ts.write(c.reply[i:min(i+7, len(c.reply))])
+				streamed.feed(streamed.ts.drain())
+			}
+			streamed.ts.flush()
+			streamed.feed(streamed.ts.drain())
+			streamed.closeMessage() // as object does once the reply is finished
+			if got := kinds(t, streamed); !slices.Equal(got, c.want) {
+				t.Errorf("streamed: got output %q, want %q", got, c.want)
+			}
+			// Items open and close one at a time, in output order.
+			open := -1
+			for _, ev := range sseEvents(rec.Body.Bytes()) {
+				var e struct {
+					Type        string `json:"type"`
+					OutputIndex int    `json:"output_index"`
+				}
+				if err := json.Unmarshal([]byte(ev), &e); err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case e.Type == "response.output_item.added" && open >= 0:
+					t.Fatalf("item %d added while item %d is still open", e.OutputIndex, open)
+				case e.Type == "response.output_item.added":
+					open = e.OutputIndex
+				case e.Type == "response.output_item.done":
+					open = -1
+				case strings.HasSuffix(e.Type, ".delta") && e.OutputIndex != open:
+					t.Fatalf("%s for item %d while item %d is open", e.Type, e.OutputIndex, open)
+				}
+			}
+		})
 	}
 }
 
@@ -279,6 +325,7 @@ func TestResponsesStoredTurns(t *testing.T) {
 		{"call", "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>", 1},
 		{"call then text", "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>Done.", 1},
 		{"text then two calls", "Let me look.<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call><tool_call>\n{\"name\": \"g\", \"arguments\": {\"b\": [2]}}\n</tool_call>", 2},
+		{"text, call, text", "Let me look.<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>Done.", 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
