@@ -398,7 +398,9 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if rs.sw != nil {
-		rs.event("response.completed", map[string]any{"response": obj})
+		// The terminal event names the status: response.completed or
+		// response.incomplete, as OpenAI's stream ends.
+		rs.event("response."+obj.Status, map[string]any{"response": obj})
 		return
 	}
 	writeJSON(w, http.StatusOK, obj)
@@ -523,7 +525,7 @@ func (rs *responseState) startCall(k int, name string) bool {
 	if k > 0 && !rs.g.parallelCalls() {
 		return false
 	}
-	rs.closeMessage()
+	rs.closeMessage("completed")
 	callID := toolCallID(rs.reqID, 0, k)
 	item := &functionCallItem{Type: "function_call", ID: "fc_" + strings.TrimPrefix(callID, "call_"), CallID: callID,
 		Name: name, Arguments: "", Status: "in_progress"}
@@ -627,15 +629,16 @@ func (rs *responseState) assistantTurns(text string) []template.Message {
 	return out
 }
 
-// closeMessage finishes the open message item, if any; later text opens
-// a new one.
-func (rs *responseState) closeMessage() {
+// closeMessage finishes the open message item, if any, with status
+// (completed, or incomplete when the reply was cut in it); later text
+// opens a new one.
+func (rs *responseState) closeMessage(status string) {
 	if rs.msg == nil {
 		return
 	}
 	m := rs.msg
 	rs.msg = nil
-	m.Status = "completed"
+	m.Status = status
 	part := m.Content[0]
 	rs.event("response.output_text.done", map[string]any{"item_id": m.ID, "output_index": rs.msgAt, "content_index": 0, "text": part.Text, "logprobs": []any{}})
 	rs.event("response.content_part.done", map[string]any{"item_id": m.ID, "output_index": rs.msgAt, "content_index": 0, "part": part})
@@ -683,11 +686,11 @@ func (rs *responseState) object(res sched.Result, status string) *responseObject
 		o.Tools = json.RawMessage(q.Tools)
 	}
 	if status != "in_progress" {
-		rs.closeMessage()
 		if res.Finish == sched.FinishLength {
 			o.Status = "incomplete"
 			o.IncompleteDetails = map[string]any{"reason": "max_output_tokens"}
 		}
+		rs.closeMessage(o.Status) // the open message is the last item: the one cut short
 		o.Usage = &responsesUsage{InputTokens: res.PromptTokens, InputTokensDetails: promptDetails{CachedTokens: res.CachedTokens},
 			OutputTokens: len(res.Generated), OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
 			TotalTokens: res.PromptTokens + len(res.Generated)}

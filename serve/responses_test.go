@@ -82,8 +82,8 @@ func TestResponses(t *testing.T) {
 	if first.Object != "response" || !strings.HasPrefix(first.ID, "resp_") || first.Usage.OutputTokens == 0 || first.Usage.InputTokens < 128 {
 		t.Fatalf("got %+v, want a response of some tokens from a prompt of two blocks or more", first)
 	}
-	if items := first.items(t); len(items) != 1 || items[0].Type != "message" || items[0].Role != "assistant" || items[0].Status != "completed" {
-		t.Fatalf("got output %+v, want one completed assistant message", items)
+	if items := first.items(t); len(items) != 1 || items[0].Type != "message" || items[0].Role != "assistant" || items[0].Status != first.Status {
+		t.Fatalf("got output %+v, want one assistant message whose status is the response's %q", items, first.Status)
 	}
 	if first.Status == "incomplete" && (first.IncompleteDetails == nil || first.IncompleteDetails.Reason != "max_output_tokens") {
 		t.Errorf("got incomplete details %+v, want max_output_tokens", first.IncompleteDetails)
@@ -149,13 +149,13 @@ func TestResponses(t *testing.T) {
 		if e.Type == "response.output_text.delta" {
 			delta.WriteString(e.Delta)
 		}
-		if e.Type == "response.completed" {
+		if e.Type == "response.completed" || e.Type == "response.incomplete" {
 			done = *e.Response
 		}
 	}
 	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added", "response.output_text.delta"}
 	if len(types) < len(want)+4 || strings.Join(types[:len(want)], " ") != strings.Join(want, " ") ||
-		strings.Join(types[len(types)-4:], " ") != "response.output_text.done response.content_part.done response.output_item.done response.completed" {
+		strings.Join(types[len(types)-4:], " ") != "response.output_text.done response.content_part.done response.output_item.done response."+done.Status {
 		t.Errorf("got events %v", types)
 	}
 	if delta.String() != second.text(t) || done.text(t) != second.text(t) || done.Usage.OutputTokens != second.Usage.OutputTokens {
@@ -284,7 +284,7 @@ func TestResponsesOutputOrder(t *testing.T) {
 			}
 			streamed.ts.flush()
 			streamed.feed(streamed.ts.drain())
-			streamed.closeMessage() // as object does once the reply is finished
+			streamed.closeMessage("completed") // as object does once the reply is finished
 			if got := kinds(t, streamed); !slices.Equal(got, c.want) {
 				t.Errorf("streamed: got output %q, want %q", got, c.want)
 			}
@@ -362,5 +362,54 @@ func TestResponsesStoredTurns(t *testing.T) {
 	got := rs.assistantTurns("raw text")
 	if len(got) != 1 || got[0].Content != "raw text" || len(got[0].ToolCalls) != 0 {
 		t.Errorf("incomplete call stored as %+v, want the model's text", got)
+	}
+}
+
+// TestResponsesStreamTerminalEvent: a streamed response ends with the
+// event its status names, as OpenAI's stream does: response.incomplete
+// for a reply cut by max_output_tokens, response.completed for one that
+// ended by itself; the message item of an incomplete reply is incomplete
+// too.
+func TestResponsesStreamTerminalEvent(t *testing.T) {
+	ts := startDefaultHome(t, t.TempDir(), "")
+	for _, c := range []struct {
+		name   string
+		body   map[string]any
+		status string // the status the reply must have ("" for either)
+	}{
+		{"cut by max_output_tokens", map[string]any{"max_output_tokens": 2}, "incomplete"},
+		{"ended by itself", map[string]any{"max_output_tokens": 200}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := map[string]any{"model": defaultmodel.Name, "input": "Hi!", "temperature": 0, "stream": true}
+			for k, v := range c.body {
+				body[k] = v
+			}
+			b, _ := json.Marshal(body)
+			resp, raw := ts.post(t, "/v1/responses", string(b))
+			if resp.StatusCode != 200 {
+				t.Fatalf("got %d %s", resp.StatusCode, raw)
+			}
+			evs := sseEvents(raw)
+			var last struct {
+				Type     string        `json:"type"`
+				Response responseReply `json:"response"`
+			}
+			if err := json.Unmarshal([]byte(evs[len(evs)-1]), &last); err != nil {
+				t.Fatal(err)
+			}
+			st := last.Response.Status
+			if c.status != "" && st != c.status {
+				t.Fatalf("got status %q, want %q", st, c.status)
+			}
+			if last.Type != "response."+st {
+				t.Errorf("the last event is %s for a response whose status is %q, want response.%s", last.Type, st, st)
+			}
+			for _, it := range last.Response.items(t) {
+				if it.Type == "message" && st == "incomplete" && it.Status != "incomplete" {
+					t.Errorf("a message item of an incomplete response has status %q, want incomplete", it.Status)
+				}
+			}
+		})
 	}
 }
