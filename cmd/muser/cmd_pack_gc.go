@@ -32,9 +32,10 @@ only a crash can have left them. Prints each pack it
 removes and what it frees. --dry-run prints the same without deleting.
 
 --max-bytes takes a count with an optional unit: B, KB, MB, GB, TB
-(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024). While a muser
-server owns the store, the server runs gc (docs/serve.md, "Admin
-endpoint").
+(powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024); a fraction of
+a unit is rounded down to whole bytes, a count of bytes must be whole.
+While a muser server owns the store, the server runs gc (docs/serve.md,
+"Admin endpoint").
 
 With --tier s3://BUCKET/PREFIX it collects the fleet tier instead, safely
 while other nodes upload (docs/tier.md, "Consistency and gc"): it marks every chunk

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/pack/packtest"
@@ -304,10 +305,65 @@ func TestParseBytes(t *testing.T) {
 		{"0", 0, true}, {"123", 123, true}, {"1KiB", 1024, true}, {"1kb", 1000, true},
 		{"1.5 GiB", 3 << 29, true}, {"2M", 2e6, true}, {"", 0, false}, {"GiB", 0, false},
 		{"1 parsec", 0, false}, {"99999999999999TiB", 0, false}, {"1.2.3", 0, false},
+		{"1.5", 0, false}, {"1.5B", 0, false}, {"0.5KiB", 512, true}, {"1.0001KB", 1000, true}, {"2.0", 2, true},
 	} {
 		got, err := parseBytes(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("parseBytes(%q): got %d, %v; want %d ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// Text printed to a terminal from receipts and errors keeps its
+// characters but cannot carry control sequences, and a cut never splits
+// a character.
+func TestPrintable(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"chunk 1a2b refused", "chunk 1a2b refused"},
+		{"détail, 数据, 👩‍💻", "détail, 数据, 👩‍💻"},
+		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{"a\nb\rc\td", `a\nb\rc\td`},
+		{"bad \xff byte", `bad \xff byte`},
+		{"abc\u202edcba", `abc\u202edcba`},
+		{"\u0085\u009b", `\u0085\u009b`},
+	} {
+		if got := printable(tt.in); got != tt.want {
+			t.Errorf("printable(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	long := strings.Repeat("é", 120)
+	if got := shorten(long, 100); got != strings.Repeat("é", 97)+"..." {
+		t.Errorf("shorten cut %q", got)
+	}
+	if got := shorten("short", 100); got != "short" {
+		t.Errorf("shorten changed a short string: %q", got)
+	}
+}
+
+// receipts ls and show print a detail recorded from a peer without its
+// control sequences, and cut a long one on a character boundary.
+func TestReceiptsPrintDetailSafely(t *testing.T) {
+	home, _ := fillStore(t, 1)
+	s, err := store.Open(home, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	detail := "peer said: \x1b]0;pwned\x07\x1b[2J" + strings.Repeat("数", 120)
+	r, err := s.AddReceipt(store.Receipt{Reason: pack.ReasonTruncated, Source: "peer:beta", Detail: detail})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"receipts", "ls"}, {"receipts", "show", r.ID}} {
+		code, out, errs := muser(t, home, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		if strings.ContainsAny(out, "\x1b\x07") || !utf8.ValidString(out) {
+			t.Errorf("%v printed control bytes or a cut character:\n%q", args, out)
+		}
+		if !strings.Contains(out, `\x1b]0;pwned\a`) {
+			t.Errorf("%v does not show the escaped detail:\n%s", args, out)
 		}
 	}
 }

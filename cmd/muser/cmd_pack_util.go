@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
@@ -57,8 +59,10 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%.1f EiB", f/unit)
 }
 
-// parseBytes parses a byte count: an integer with an optional unit, B,
+// parseBytes parses a byte count: a number with an optional unit, B,
 // k/K/KB (1000), KiB (1024), and the same for M, G, T. Case is ignored.
+// A count of bytes must be whole; a fraction of a larger unit is rounded
+// down to whole bytes.
 func parseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(strings.ToLower(s))
 	i := 0
@@ -80,6 +84,9 @@ func parseBytes(s string) (int64, error) {
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil {
 		return 0, fmt.Errorf("byte count %q: %v", s, err)
+	}
+	if mult == 1 && f != math.Trunc(f) {
+		return 0, fmt.Errorf("byte count %q is not a whole number of bytes", s)
 	}
 	v := f * mult
 	if v >= math.MaxInt64 || math.IsNaN(v) {
@@ -110,7 +117,9 @@ func (t *table) write(w io.Writer) {
 	widths := make([]int, len(t.rows[0]))
 	for _, r := range t.rows {
 		for i, c := range r {
-			widths[i] = max(widths[i], len(c))
+			r[i] = printable(c)
+			// fmt pads %-*s to a count of runes, not bytes.
+			widths[i] = max(widths[i], utf8.RuneCountInString(r[i]))
 		}
 	}
 	for _, r := range t.rows {
@@ -124,4 +133,53 @@ func (t *table) write(w io.Writer) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+}
+
+// printable returns s with every control character, bidirectional
+// override and invalid UTF-8 byte written as a Go escape (\x1b, \n,
+// \u202e), so that text recorded from a peer or a file (a receipt's
+// detail) cannot move the terminal's cursor, change its colours or
+// reorder a line when printed.
+func printable(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, escaped) {
+		return s
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[0])
+		case escaped(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[:size])
+		}
+		s = s[size:]
+	}
+	return b.String()
+}
+
+// printableLines is printable for each line of s, keeping its line breaks.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = printable(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// escaped reports whether printable writes r as an escape.
+func escaped(r rune) bool {
+	return unicode.IsControl(r) || r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069'
+}
+
+// shorten cuts s to at most n runes (n ≥ 4), ending a cut with "...".
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	runes := []rune(s)
+	return string(runes[:n-3]) + "..."
 }

@@ -67,11 +67,7 @@ opened read-only.`,
 			if !r.Pack.IsZero() {
 				p = r.Pack.Short()
 			}
-			d := r.Detail
-			if len(d) > 100 {
-				d = d[:97] + "..."
-			}
-			t.add(r.ID, formatTime(r.Time), string(r.Reason), p, r.Source, d)
+			t.add(r.ID, formatTime(r.Time), string(r.Reason), p, r.Source, shorten(printable(r.Detail), 100))
 		}
 		t.write(env.stdout)
 		return nil

@@ -43,8 +43,8 @@ expected and actual digests. ID may be a unique hex prefix.`,
 		if !r.Pack.IsZero() {
 			fmt.Fprintf(w, "pack      %s\n", r.Pack)
 		}
-		fmt.Fprintf(w, "source    %s\n", r.Source)
-		fmt.Fprintf(w, "detail    %s\n", r.Detail)
+		fmt.Fprintf(w, "source    %s\n", printable(r.Source))
+		fmt.Fprintf(w, "detail    %s\n", printable(r.Detail))
 		for _, f := range r.Fields {
 			fmt.Fprintf(w, "field     %s: want %s, got %s\n", f.Field, f.Want, f.Got)
 		}

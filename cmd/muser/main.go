@@ -93,12 +93,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case err == nil, errors.As(err, &rerr):
 		// Nothing to print: success, or the command already said it all.
 	case errors.As(err, &uerr) && uerr.cmd != nil:
-		fmt.Fprintf(stderr, "muser %s: %v\n", uerr.cmd.name, uerr.err)
+		fmt.Fprintf(stderr, "muser %s: %s\n", uerr.cmd.name, printableLines(uerr.err.Error()))
 		fmt.Fprintf(stderr, "Run 'muser %s --help' for usage.\n", uerr.cmd.name)
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		fmt.Fprintln(stderr, "muser: interrupted")
 	default:
-		fmt.Fprintf(stderr, "muser: %v\n", err)
+		// A peer's refusal or a file's bytes may be quoted in err.
+		fmt.Fprintf(stderr, "muser: %s\n", printableLines(err.Error()))
 	}
 	return exitCode(err)
 }
