@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/muserhq/muser/net/wire"
 	"github.com/muserhq/muser/pack"
@@ -15,9 +17,20 @@ import (
 // serveControl serves one control stream a peer opened: a push offer, a
 // pull or a prefill request.
 func (n *Node) serveControl(ctx context.Context, s *session, st *quic.Stream) {
+	// A stream that never brings its request must not hold its goroutine
+	// for as long as the connection lives.
+	if n.cfg.StallTimeout > 0 {
+		st.SetReadDeadline(time.Now().Add(n.cfg.StallTimeout))
+	}
 	msg, err := wire.Read(st, wire.TypeOffer, wire.TypePull, wire.TypePrefill)
+	st.SetReadDeadline(time.Time{})
 	if err != nil {
 		werr := asWire(s.peer, readError(s, err))
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			werr = &wire.Error{Code: wire.CodeCanceled, Peer: s.peer,
+				Detail: fmt.Sprintf("%v: no request on the control stream within %v", ErrStalled, n.cfg.StallTimeout)}
+			n.log.Warn("replication control stream brought no request", "peer", s.peer, "waited", n.cfg.StallTimeout)
+		}
 		if werr.Code == wire.CodeMalformed {
 			// A refusal of the peer's frames: recorded like any other.
 			werr = n.refuse(s.peer, pack.Digest{}, pack.ReasonMalformed, nil, "control stream: %v", err)

@@ -31,3 +31,8 @@ func (e *DialError) Error() string {
 
 // Unwrap returns the transport's error.
 func (e *DialError) Unwrap() error { return e.Err }
+
+// ErrStalled is returned (wrapped) when a transfer made no progress for
+// the node's stall timeout (Config.StallTimeout): no chunk bytes crossed
+// and no control frame arrived.
+var ErrStalled = errors.New("transfer stalled")

@@ -52,6 +52,12 @@ type Config struct {
 	Expect func(offered pack.Identity) *pack.Identity
 	// Prefiller, if not nil, makes this node a prefill producer.
 	Prefiller Prefiller
+	// StallTimeout ends a transfer that makes no progress for this long
+	// (no chunk bytes written or read, no control frame answered) with
+	// ErrStalled, on either side, and bounds the wait for a control
+	// stream's first frame: DefaultStallTimeout when zero; negative
+	// disables it.
+	StallTimeout time.Duration
 	// QUIC tunes the transport (transport.DefaultQUIC when nil).
 	QUIC *quic.Config
 	// RevalidateEvery is passed to the transport (see transport.Config).
@@ -115,6 +121,9 @@ func New(cfg Config) (*Node, error) {
 		cfg.Streams = DefaultStreams
 	}
 	cfg.Streams = min(cfg.Streams, MaxStreams)
+	if cfg.StallTimeout == 0 {
+		cfg.StallTimeout = DefaultStallTimeout
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -34,6 +34,21 @@ type inbound struct {
 	sink      *store.ChunkSink // nil when no chunk is needed
 	all       chan struct{}    // closed when every needed chunk is stored
 	wg        sync.WaitGroup
+	watch     *stallWatch // chunk bytes read and chunks stored are progress
+}
+
+// progressReader records every read that returns bytes as progress.
+type progressReader struct {
+	r     io.Reader
+	watch *stallWatch
+}
+
+func (p progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.watch.progress()
+	}
+	return n, err
 }
 
 // fail ends the transfer with err (the first failure wins).
@@ -68,8 +83,9 @@ func (in *inbound) serveStream(rs *quic.ReceiveStream) {
 	in.wg.Add(1)
 	in.mu.Unlock()
 	defer in.wg.Done()
+	r := progressReader{rs, in.watch}
 	for {
-		id, size, err := wire.ReadChunkHeader(rs)
+		id, size, err := wire.ReadChunkHeader(r)
 		if err == io.EOF {
 			return
 		}
@@ -107,7 +123,7 @@ func (in *inbound) serveStream(rs *quic.ReceiveStream) {
 		// chunk, before writing them; the file's fsync and rename follow
 		// in the background, and receive waits for them before it
 		// publishes.
-		if err := in.sink.Put(in.ctx, id, size, rs); err != nil {
+		if err := in.sink.Put(in.ctx, id, size, r); err != nil {
 			var se *store.SourceError
 			if errors.As(err, &se) {
 				in.streamFailed(rs, se.Err, fmt.Sprintf("reading chunk %s", id.Short()))
@@ -120,6 +136,7 @@ func (in *inbound) serveStream(rs *quic.ReceiveStream) {
 			rs.CancelRead(quic.StreamErrorCode(wire.CodeOf(asWire(in.peer, err))))
 			return
 		}
+		in.watch.progress()
 		in.mu.Lock()
 		in.state[id] = 2
 		in.remaining--
@@ -236,7 +253,8 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 	ictx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	in := &inbound{n: n, peer: s.peer, pack: pid, ctx: ictx, cancel: cancel,
-		sizes: sizes, state: map[pack.Digest]uint8{}, remaining: len(sizes), all: make(chan struct{})}
+		sizes: sizes, state: map[pack.Digest]uint8{}, remaining: len(sizes), all: make(chan struct{}),
+		watch: newStallWatch(n.cfg.StallTimeout)}
 	if len(sizes) == 0 {
 		close(in.all)
 	} else {
@@ -307,6 +325,11 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 		<-watch
 	}
 
+	// A sender that stops sending (or never opens its chunk streams) ends
+	// the transfer after the stall timeout, as an interruption.
+	stopStall := in.watch.start(func(idle time.Duration) {
+		in.fail(&interruption{fmt.Errorf("%w: no chunk bytes from %s for %v", ErrStalled, s.peer, idle)})
+	})
 	select {
 	case <-in.all:
 		// Every needed chunk is stored; the chunk streams end after
@@ -316,6 +339,7 @@ func (n *Node) receive(ctx context.Context, s *session, ctrl *quic.Stream, offer
 		in.awaitStreams()
 	case <-ictx.Done():
 	}
+	stopStall()
 	if cause := context.Cause(ictx); cause != nil {
 		stopWatch()
 		cause = context.Cause(ictx)

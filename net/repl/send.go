@@ -76,10 +76,30 @@ func (n *Node) send(ctx context.Context, s *session, ctrl *quic.Stream, id pack.
 	if err := wire.Write(ctrl, &wire.Offer{Manifest: mb, Seal: seal}); err != nil {
 		return res, s.conn.Err(err)
 	}
+	// From the offer on, the transfer must keep moving: a receiver that
+	// stops reading (or answering) ends it after the stall timeout.
+	watch := newStallWatch(n.cfg.StallTimeout)
+	tctx, tcancel := context.WithCancelCause(ctx)
+	defer tcancel(nil)
+	stopStall := watch.start(func(idle time.Duration) {
+		tcancel(fmt.Errorf("%w: pack %s to %s made no progress for %v", ErrStalled, id.Short(), s.peer, idle))
+		ctrl.CancelRead(quic.StreamErrorCode(wire.CodeCanceled))
+	})
+	defer stopStall()
+	stalled := func() (Result, error) {
+		cause := context.Cause(tctx)
+		_ = wire.Write(ctrl, &wire.Refuse{Code: wire.CodeCanceled, Detail: cause.Error()})
+		ctrl.Close()
+		return res, cause
+	}
 	msg, err := wire.Read(ctrl, wire.TypeNeed)
 	if err != nil {
+		if isStalled(tctx) {
+			return stalled()
+		}
 		return res, readError(s, err)
 	}
+	watch.progress()
 	var need *wire.Need
 	switch v := msg.(type) {
 	case *wire.Refuse:
@@ -103,7 +123,10 @@ func (n *Node) send(ctx context.Context, s *session, ctrl *quic.Stream, id pack.
 		n.cfg.OnPlan(s.peer, id, len(need.Chunks), res.MovedBytes)
 	}
 	if len(need.Chunks) > 0 {
-		if err := n.streamChunks(ctx, s, need.Transfer, pr, seen); err != nil {
+		if err := n.streamChunks(tctx, s, need.Transfer, pr, seen, watch); err != nil {
+			if isStalled(tctx) {
+				return stalled()
+			}
 			werr := asWire(s.peer, err)
 			if werr.Remote || isStreamReset(err) {
 				// The receiver stopped us; its reason is on the control
@@ -122,6 +145,9 @@ func (n *Node) send(ctx context.Context, s *session, ctrl *quic.Stream, id pack.
 	}
 	msg, err = wire.Read(ctrl, wire.TypeDone)
 	if err != nil {
+		if isStalled(tctx) {
+			return stalled()
+		}
 		return res, readError(s, err)
 	}
 	ctrl.Close()
@@ -142,6 +168,9 @@ func (n *Node) send(ctx context.Context, s *session, ctrl *quic.Stream, id pack.
 	res.Duration = time.Since(start)
 	return res, nil
 }
+
+// isStalled reports whether ctx ended because its transfer stalled.
+func isStalled(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrStalled) }
 
 // readError describes a failed read of the control stream.
 func readError(s *session, err error) error {
@@ -164,7 +193,7 @@ func isStreamReset(err error) bool {
 // into the buffer it then writes: while one stream's chunk is on the
 // wire, another's is read and hashed. Only needed chunks are read, each
 // once; memory is one chunk per stream.
-func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, pr *store.PackReader, need map[pack.Digest]bool) error {
+func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, pr *store.PackReader, need map[pack.Digest]bool, watch *stallWatch) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	m := pr.Manifest()
@@ -233,7 +262,7 @@ func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, pr
 					_, err = st.Write(hdr)
 				}
 				if err == nil {
-					_, err = st.Write(data)
+					err = writeWatched(st, data, watch)
 				}
 				if err != nil {
 					cancel(s.conn.Err(err))
@@ -272,6 +301,24 @@ func (n *Node) streamChunks(ctx context.Context, s *session, transfer uint64, pr
 			}
 			return s.conn.Err(err)
 		}
+	}
+	return nil
+}
+
+// watchedPiece is the most bytes a chunk stream writes between two
+// records of progress.
+const watchedPiece = 128 << 10
+
+// writeWatched writes data to st in pieces, recording progress after each
+// piece the transport took (a write waits for the receiver's credit).
+func writeWatched(st *quic.SendStream, data []byte, watch *stallWatch) error {
+	for len(data) > 0 {
+		k := min(len(data), watchedPiece)
+		if _, err := st.Write(data[:k]); err != nil {
+			return err
+		}
+		watch.progress()
+		data = data[k:]
 	}
 	return nil
 }
