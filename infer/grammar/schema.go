@@ -37,7 +37,10 @@ type SchemaOptions struct {
 // undeclared property is generated (additionalProperties false or not,
 // which only narrows the output to texts that still validate), except
 // that an object with no declared properties and an additionalProperties
-// schema (or true) is a map of any keys to that schema. oneOf is
+// schema (or true) is a map of any keys to that schema, and that without
+// Strict a property that required names but properties does not declare
+// is generated with the additionalProperties schema (any value when that
+// is absent or true). oneOf is
 // generated as anyOf: exclusivity is not enforced. Any other keyword is
 // an error under SchemaOptions.Strict and ignored otherwise.
 func FromSchema(schema []byte, opt SchemaOptions) (*Grammar, error) {
@@ -560,6 +563,10 @@ func (c *schemaCompiler) object(doc, n *jnode, ptr string, depth int) (string, e
 	if props != nil && props.kind != 'o' {
 		return "", c.errorf(ptr+"/properties", "must be an object")
 	}
+	ap := n.get("additionalProperties")
+	if ap != nil && ap.kind != 'b' && ap.kind != 'o' {
+		return "", c.errorf(ptr+"/additionalProperties", "must be a boolean or a schema")
+	}
 	var required []string
 	if r := n.get("required"); r != nil {
 		if r.kind != 'a' {
@@ -570,24 +577,13 @@ func (c *schemaCompiler) object(doc, n *jnode, ptr string, depth int) (string, e
 				return "", c.errorf(fmt.Sprintf("%s/required/%d", ptr, i), "must be a string")
 			}
 			if props == nil || props.get(x.str) == nil {
-				if c.opt.Strict || n.get("additionalProperties") != nil && n.get("additionalProperties").kind == 'b' && !n.get("additionalProperties").b {
+				if c.opt.Strict || ap != nil && ap.kind == 'b' && !ap.b {
 					return "", c.errorf(fmt.Sprintf("%s/required/%d", ptr, i), "names %q, which properties does not declare", x.str)
 				}
-				// Non-strict: a required undeclared property may have any
-				// value. (A copy: the document is shared by $refs.)
-				p := &jnode{kind: 'o'}
-				if props != nil {
-					p.obj = slices.Clone(props.obj)
-				}
-				props = p
-				props.obj = append(props.obj, jkv{x.str, &jnode{kind: 'b', b: true}})
+				props = withUndeclared(props, x.str, ap)
 			}
 			required = append(required, x.str)
 		}
-	}
-	ap := n.get("additionalProperties")
-	if ap != nil && ap.kind != 'b' && ap.kind != 'o' {
-		return "", c.errorf(ptr+"/additionalProperties", "must be a boolean or a schema")
 	}
 	if err := c.strictOnly(n, ptr, "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas"); err != nil {
 		return "", err
@@ -643,6 +639,24 @@ func (c *schemaCompiler) object(doc, n *jnode, ptr string, depth int) (string, e
 	}
 	c.rules = append(c.rules, base+` ::= "{" ws `+first[0]+` "}" ws`)
 	return base, nil
+}
+
+// withUndeclared returns a copy of props (the document is shared by $refs)
+// with the required but undeclared property name added. Its value must
+// validate against additionalProperties, the schema that governs every
+// property properties does not declare: ap when it is a schema, any value
+// when ap is absent or true.
+func withUndeclared(props *jnode, name string, ap *jnode) *jnode {
+	val := &jnode{kind: 'b', b: true}
+	if ap != nil && ap.kind == 'o' {
+		val = ap
+	}
+	p := &jnode{kind: 'o'}
+	if props != nil {
+		p.obj = slices.Clone(props.obj)
+	}
+	p.obj = append(p.obj, jkv{name, val})
+	return p
 }
 
 // maxInt is the largest integer the grammars generate: 15 digits, inside

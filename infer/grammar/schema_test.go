@@ -193,3 +193,41 @@ func TestIntegerRanges(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemaLanguageNotStrict checks schemas compiled without
+// SchemaOptions.Strict: what they accept must still validate.
+func TestSchemaLanguageNotStrict(t *testing.T) {
+	for _, c := range []struct {
+		name, schema string
+		valid        []string
+		invalid      []string
+	}{
+		{"required undeclared takes additionalProperties", `{"type":"object","additionalProperties":{"type":"integer"},"required":["a"]}`,
+			[]string{`{"a":1}`}, []string{`{"a":"x"}`, `{}`}},
+		{"required undeclared beside properties", `{"type":"object","properties":{"b":{"type":"string"}},"additionalProperties":{"type":"integer"},"required":["a"]}`,
+			[]string{`{"a":1}`, `{"b":"x","a":2}`}, []string{`{"b":"x","a":"y"}`, `{"b":"x"}`}},
+		{"required undeclared, additionalProperties true", `{"type":"object","additionalProperties":true,"required":["a"]}`,
+			[]string{`{"a":"x"}`, `{"a":[1]}`}, []string{`{}`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := FromSchema([]byte(c.schema), SchemaOptions{})
+			if err != nil {
+				t.Fatalf("FromSchema: %v", err)
+			}
+			v := validator(t, c.schema)
+			for _, s := range c.valid {
+				if ok, err := g.Match(s); err != nil || !ok {
+					t.Errorf("Match(%s) = %v, %v; want true", s, ok, err)
+				}
+				if err := validate(v, s); err != nil {
+					t.Errorf("the test's valid text %s does not validate: %v", s, err)
+				}
+			}
+			for _, s := range c.invalid {
+				if ok, err := g.Match(s); err != nil || ok {
+					t.Errorf("Match(%s) = %v, %v; want false", s, ok, err)
+				}
+			}
+		})
+	}
+}
