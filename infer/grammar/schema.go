@@ -16,7 +16,10 @@ import (
 type SchemaOptions struct {
 	// Strict refuses every keyword the compiler does not enforce (pattern,
 	// minimum, uniqueItems, ...) with a *SchemaError, instead of ignoring
-	// it. OpenAI's strict structured outputs and tool calls set it.
+	// it. That includes a keyword beside $ref, anyOf, oneOf, allOf, const
+	// or enum, whose expression stands for the whole schema; beside const
+	// and enum only type is allowed, and every value must have that type.
+	// OpenAI's strict structured outputs and tool calls set it.
 	Strict bool
 }
 
@@ -312,9 +315,15 @@ func (c *schemaCompiler) schema(doc, n *jnode, ptr string, depth int) (string, e
 		}
 	}
 	if r := n.get("$ref"); r != nil {
+		if err := c.strictAlone(n, ptr, "$ref"); err != nil {
+			return "", err
+		}
 		return c.ref(doc, r, ptr+"/$ref", depth)
 	}
 	if v := n.get("const"); v != nil {
+		if err := c.strictValues(n, ptr, "const", v); err != nil {
+			return "", err
+		}
 		var b strings.Builder
 		v.encode(&b)
 		return "( " + literal(b.String()) + " ws )", nil
@@ -322,6 +331,9 @@ func (c *schemaCompiler) schema(doc, n *jnode, ptr string, depth int) (string, e
 	if v := n.get("enum"); v != nil {
 		if v.kind != 'a' || len(v.arr) == 0 {
 			return "", c.errorf(ptr+"/enum", "must be a non-empty array")
+		}
+		if err := c.strictValues(n, ptr, "enum", v.arr...); err != nil {
+			return "", err
 		}
 		alts := make([]string, len(v.arr))
 		for i, x := range v.arr {
@@ -342,8 +354,8 @@ func (c *schemaCompiler) schema(doc, n *jnode, ptr string, depth int) (string, e
 		if kw == "allOf" && len(v.arr) != 1 {
 			return "", c.errorf(ptr+"/allOf", "has %d schemas; only allOf of one schema is supported", len(v.arr))
 		}
-		if c.opt.Strict && (n.get("type") != nil || n.get("properties") != nil) {
-			return "", c.errorf(ptr+"/"+kw, "beside type or properties is not supported in strict mode")
+		if err := c.strictAlone(n, ptr, kw); err != nil {
+			return "", err
 		}
 		alts := make([]string, len(v.arr))
 		for i, x := range v.arr {
@@ -413,6 +425,77 @@ func (c *schemaCompiler) schema(doc, n *jnode, ptr string, depth int) (string, e
 		return alts[0], nil
 	}
 	return "( " + strings.Join(alts, " | ") + " )", nil
+}
+
+// strictAlone refuses, in strict mode, every keyword of n beside kw
+// other than annotations and the keywords in also: the expression for
+// kw ($ref, const, enum, anyOf, oneOf, allOf) does not enforce them.
+func (c *schemaCompiler) strictAlone(n *jnode, ptr, kw string, also ...string) error {
+	if !c.opt.Strict {
+		return nil
+	}
+	for _, kv := range n.obj {
+		if kv.key == kw || slices.Contains(annotations, kv.key) || slices.Contains(also, kv.key) {
+			continue
+		}
+		return c.errorf(ptr+"/"+escapePtr(kv.key), "keyword %q beside %q is not supported in strict mode", kv.key, kw)
+	}
+	return nil
+}
+
+// strictValues refuses, in strict mode, keywords beside const or enum
+// (kw) other than type, and a value of vals that type does not allow.
+func (c *schemaCompiler) strictValues(n *jnode, ptr, kw string, vals ...*jnode) error {
+	if err := c.strictAlone(n, ptr, kw, "type"); err != nil || !c.opt.Strict {
+		return err
+	}
+	t := n.get("type")
+	if t == nil {
+		return nil
+	}
+	var types []string
+	switch t.kind {
+	case 's':
+		types = []string{t.str}
+	case 'a':
+		for _, x := range t.arr {
+			types = append(types, x.str)
+		}
+	}
+	for i, v := range vals {
+		if !slices.ContainsFunc(types, func(name string) bool { return hasType(v, name) }) {
+			p := ptr + "/" + kw
+			if kw == "enum" {
+				p += "/" + strconv.Itoa(i)
+			}
+			var b strings.Builder
+			v.encode(&b)
+			return c.errorf(p, "%s is not of type %s", b.String(), strings.Join(types, " or "))
+		}
+	}
+	return nil
+}
+
+// hasType reports whether the JSON value v has the JSON Schema type name.
+func hasType(v *jnode, name string) bool {
+	switch name {
+	case "string":
+		return v.kind == 's'
+	case "number":
+		return v.kind == 'n'
+	case "integer":
+		f, err := strconv.ParseFloat(v.str, 64)
+		return v.kind == 'n' && err == nil && f == math.Trunc(f)
+	case "boolean":
+		return v.kind == 'b'
+	case "null":
+		return v.kind == 'z'
+	case "object":
+		return v.kind == 'o'
+	case "array":
+		return v.kind == 'a'
+	}
+	return false
 }
 
 func escapePtr(s string) string {

@@ -154,6 +154,14 @@ func TestSchemaErrors(t *testing.T) {
 		{"number minimum when strict", `{"type":"object","properties":{"n":{"type":"number","minimum":0}}}`, "/properties/n/minimum", true},
 		{"empty integer range", `{"type":"integer","minimum":5,"maximum":4}`, "", false},
 		{"required undeclared when strict", `{"type":"object","properties":{"a":{}},"required":["b"]}`, "/required/0", true},
+		{"maxLength beside $ref when strict", `{"$defs":{"s":{"type":"string"}},"$ref":"#/$defs/s","maxLength":2}`, "/maxLength", true},
+		{"maxLength beside anyOf when strict", `{"anyOf":[{"type":"string"},{"type":"null"}],"maxLength":2}`, "/maxLength", true},
+		{"type beside anyOf when strict", `{"type":"integer","anyOf":[{"minimum":0},{"maximum":-10}]}`, "/type", true},
+		{"minimum beside allOf when strict", `{"allOf":[{"type":"integer"}],"minimum":3}`, "/minimum", true},
+		{"enum beside const when strict", `{"const":"a","enum":["b"]}`, "/enum", true},
+		{"maxLength beside enum when strict", `{"type":"string","enum":["a","bb"],"maxLength":1}`, "/maxLength", true},
+		{"enum value of another type when strict", `{"type":"string","enum":["a",1]}`, "/enum/1", true},
+		{"const of another type when strict", `{"type":["integer","null"],"const":1.5}`, "/const", true},
 		{"left-recursive refs", `{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -166,6 +174,13 @@ func TestSchemaErrors(t *testing.T) {
 				t.Errorf("got pointer %q, want %q (%v)", se.Pointer, c.ptr, err)
 			}
 		})
+	}
+	// Strict: keywords beside const and enum that hold for every value.
+	for _, s := range []string{`{"type":"string","enum":["a","b"],"description":"x"}`, `{"type":["integer","null"],"enum":[1,2.0,null]}`,
+		`{"type":"number","const":1.5,"title":"t"}`, `{"anyOf":[{"type":"string"}],"description":"x","$defs":{}}`} {
+		if _, err := FromSchema([]byte(s), SchemaOptions{Strict: true}); err != nil {
+			t.Errorf("FromSchema(%s) strict: %v", s, err)
+		}
 	}
 	// Not strict: the unsupported keywords are ignored.
 	for _, s := range []string{`{"type":"string","pattern":"^a"}`, `{"type":"integer","minimum":0}`} {
