@@ -91,6 +91,9 @@ var errCases = []errCase{
 	{"iterate_int", "{% for x in 3 %}{% endfor %}", ErrRender, "", "'int' object is not iterable", Pos{}},
 	{"call_non_callable", "{{ 'a'() }}", ErrRender, "", "'str' object is not callable", Pos{}},
 	{"int_overflow", "{{ 9223372036854775807 + 1 }}", ErrUnsupported, "", "integer overflow", Pos{}},
+	{"int_filter_overflow_string", `{{ "9223372036854775808"|int }}`, ErrUnsupported, "", "integer overflow in |int", Pos{}},
+	{"int_filter_overflow_float", "{{ 1e20|int }}", ErrUnsupported, "", "integer overflow in |int", Pos{}},
+	{"int_filter_inf", `{{ ("inf"|float)|int }}`, ErrRender, "", "cannot convert float infinity to integer", Pos{}},
 	{"tojson_undefined", "{{ missing|tojson }}", ErrRender, "", "Object of type Undefined is not JSON serializable", Pos{}},
 
 	// raise_exception.

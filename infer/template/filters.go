@@ -113,6 +113,52 @@ func plain(name string, names []string, defaults []any, fn func(r *renderer, off
 	}}
 }
 
+// filterInt is Jinja2's |int: int(v, base) for a str, int(v) for
+// another value, and when that raises ValueError, int(float(v)), or def
+// when that fails too. A result beyond 64 bits is an error, as everywhere
+// in this package, rather than a wrong number.
+func (r *renderer) filterInt(off int, v, def, base any) (any, error) {
+	var f float64
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case bool:
+		if x {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	case float64:
+		if math.IsInf(x, 0) {
+			return nil, r.errf(ErrRender, off, "cannot convert float infinity to integer")
+		}
+		f = x
+	case string:
+		b, err := r.wantInt(off, "int", base)
+		if err != nil {
+			return nil, err
+		}
+		i, ok, big := pyParseInt(x, b)
+		if big {
+			return nil, r.errf(ErrUnsupported, off, "integer overflow in |int of %q (values beyond 64 bits are not supported)", x)
+		}
+		if ok {
+			return i, nil
+		}
+		if f, ok = pyParseFloat(x); !ok || math.IsInf(f, 0) {
+			return def, nil
+		}
+	default:
+		return def, nil
+	}
+	if math.IsNaN(f) {
+		return def, nil
+	}
+	if t := math.Trunc(f); t < -(1<<63) || t >= 1<<63 {
+		return nil, r.errf(ErrUnsupported, off, "integer overflow in |int of %v (values beyond 64 bits are not supported)", f)
+	}
+	return int64(f), nil
+}
+
 // softStr is Jinja2's soft_str: str() of the value.
 func (r *renderer) softStr(off int, v any) (string, error) { return r.str(off, demarkup(v)) }
 
@@ -321,7 +367,7 @@ func init() {
 		return items[len(items)-1], nil
 	}))
 	add(plain("float", []string{"default"}, []any{0.0}, func(r *renderer, off int, v any, a []any) (any, error) {
-		switch x := v.(type) {
+		switch x := demarkup(v).(type) {
 		case float64:
 			return x, nil
 		case int64:
@@ -332,43 +378,14 @@ func init() {
 			}
 			return 0.0, nil
 		case string:
-			f, err := strconv.ParseFloat(strings.TrimFunc(x, pyIsSpace), 64)
-			if err != nil {
-				return a[0], nil
+			if f, ok := pyParseFloat(x); ok {
+				return f, nil
 			}
-			return f, nil
 		}
 		return a[0], nil
 	}))
 	add(plain("int", []string{"default", "base"}, []any{int64(0), int64(10)}, func(r *renderer, off int, v any, a []any) (any, error) {
-		switch x := v.(type) {
-		case int64:
-			return x, nil
-		case bool:
-			if x {
-				return int64(1), nil
-			}
-			return int64(0), nil
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) >= 1<<63 {
-				return a[0], nil
-			}
-			return int64(x), nil
-		case string:
-			base, err := r.wantInt(off, "int", a[1])
-			if err != nil {
-				return nil, err
-			}
-			s := strings.ReplaceAll(strings.TrimFunc(x, pyIsSpace), "_", "")
-			if i, err := strconv.ParseInt(s, int(base), 64); err == nil {
-				return i, nil
-			}
-			if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) && math.Abs(f) < 1<<63 {
-				return int64(f), nil
-			}
-			return a[0], nil
-		}
-		return a[0], nil
+		return r.filterInt(off, demarkup(v), a[0], a[1])
 	}))
 	add(plain("indent", []string{"width", "first", "blank"}, []any{int64(4), false, false}, func(r *renderer, off int, v any, a []any) (any, error) {
 		s, err := r.softStr(off, v)

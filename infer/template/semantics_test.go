@@ -151,6 +151,18 @@ var semanticCases = []struct {
 	{"dictsort", "{{ {'b': 1, 'a': 2}|dictsort }}", "[('a', 2), ('b', 1)]"},
 	{"escape_and_markup_plus", "{{ 'a<b'|e }} {{ ('<'|safe) + '<' }} {{ ('<'|safe) ~ '<' }}", "a&lt;b <&lt; <<"},
 	{"replace_reverse", "{{ 'abc'|replace('b', 'x') }} {{ 'abc'|reverse }} {{ [1,2]|reverse|list }}", "axc cba [2, 1]"},
+	// |int is int(s, base), then int(float(s)); |float is float(s):
+	// prefixes that match the base, single underscores between digits,
+	// Unicode decimal digits, inf and nan, overflow to inf.
+	{"int_base_prefix", `{{ "0x1F"|int(-1, 16) }} {{ "-0X1f"|int(-1, 16) }} {{ "0o17"|int(-1, 8) }} {{ "0b101"|int(-1, 2) }} {{ "0x_1f"|int(-1, 16) }} {{ "0b1"|int(-1, 16) }}`, "31 -31 15 5 31 177"},
+	{"int_base_zero", `{{ "0x1F"|int(-1, 0) }} {{ "010"|int(-1, 0) }} {{ "00"|int(-1, 0) }} {{ "12"|int(-1, 1) }}`, "31 10 0 12"},
+	{"int_underscores", `{{ "1_000"|int(-1) }} {{ "_1"|int(-1) }} {{ "1__0"|int(-1) }} {{ "1_"|int(-1) }} {{ "0x"|int(-1, 16) }} {{ "0b2"|int(-1, 2) }}`, "1000 -1 -1 -1 -1 -1"},
+	{"int_unicode_digits", `{{ "٣"|int(-1) }} {{ "١٢"|int(-1) }} {{ " 42 "|int(-1) }} {{ "4 2"|int(-1) }}`, "3 12 42 -1"},
+	{"int_via_float", `{{ "1e3"|int(-1) }} {{ "12.9"|int(-1) }} {{ "nan"|int(-1) }} {{ "inf"|int(-1) }} {{ "9223372036854775807"|int }} {{ "-9223372036854775808"|int }}`, "1000 12 -1 -1 9223372036854775807 -9223372036854775808"},
+	{"float_overflow_is_inf", `{{ "1e400"|float(-1.5) }} {{ "-1e400"|float(-1.5) }} {{ "1e-400"|float(-1.5) }}`, "inf -inf 0.0"},
+	{"float_texts", `{{ "+nan"|float(-1.5) }} {{ " -Inf "|float(-1.5) }} {{ "inFINity"|float(-1.5) }} {{ "1_000.5"|float(-1.5) }} {{ "1e1_0"|float(-1.5) }} {{ "-.5e-1"|float(-1.5) }} {{ "5."|float(-1.5) }}`, "nan -inf inf 1000.5 10000000000.0 -0.05 5.0"},
+	{"float_unicode_digits", `{{ "٣.٥"|float(-1.5) }} {{ "١e٢"|float(-1.5) }}`, "3.5 100.0"},
+	{"float_refused_texts", `{{ "0x1p4"|float(-1.5) }} {{ "0x10"|float(-1.5) }} {{ "1__0"|float(-1.5) }} {{ "1_e5"|float(-1.5) }} {{ "."|float(-1.5) }} {{ "1.5e"|float(-1.5) }} {{ "_1"|float(-1.5) }}`, "-1.5 -1.5 -1.5 -1.5 -1.5 -1.5 -1.5"},
 	{"numbers", "{{ '3'|int + 1 }} {{ 'x'|int }} {{ '2.5'|float }} {{ 2.5|round }} {{ 3.14159|round(2) }} {{ 7|round }}", "4 0 2.5 2.0 3.14 7"},
 	{"indent", "{{ 'a\nb'|indent(2) }}|{{ 'a\nb'|indent(2, true) }}|{{ 'a\n\nb'|indent(2) }}", "a\n  b|  a\n  b|a\n\n  b"},
 	{"string_filter", "{{ 42|string ~ '' }} {{ [1]|string }}", "42 [1]"},
