@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // markup is markupsafe.Markup: the result of |safe and |escape. It prints
@@ -186,7 +187,7 @@ func (r *renderer) attrGetter(off int, v any, attr any) (any, error) {
 // ignore_case does.
 func sortKey(v any, caseSensitive bool) any {
 	if s, ok := v.(string); ok && !caseSensitive {
-		return strings.ToLower(s)
+		return pyLower(s)
 	}
 	return v
 }
@@ -497,11 +498,11 @@ func init() {
 	}))
 	add(plain("lower", nil, nil, func(r *renderer, off int, v any, _ []any) (any, error) {
 		s, err := r.softStr(off, v)
-		return strings.ToLower(s), err
+		return pyLower(s), err
 	}))
 	add(plain("upper", nil, nil, func(r *renderer, off int, v any, _ []any) (any, error) {
 		s, err := r.softStr(off, v)
-		return strings.ToUpper(s), err
+		return pyUpper(s), err
 	}))
 	add(&filterDef{name: "map", fn: func(r *renderer, off int, v any, args []any, kwargs []kwval) (any, error) {
 		items, err := r.iterate(off, v)
@@ -990,26 +991,34 @@ func reverseAny(s []any) {
 }
 
 // jinjaTitle is Jinja2's title filter (not str.title): words split at
-// whitespace and the characters -({[< ; each word's first character is
-// upper-cased and the rest lower-cased.
+// whitespace and the characters -({[< ; each word becomes its first
+// character upper-cased and the rest lower-cased, item[0].upper() +
+// item[1:].lower(), so with full case mappings, the rest lowered on its
+// own.
 func jinjaTitle(s string) string {
 	var b strings.Builder
-	start := true
-	for _, c := range s {
-		if pyIsSpace(c) || strings.ContainsRune("-({[<", c) {
+	for s != "" {
+		sep := strings.IndexFunc(s, isTitleSeparator)
+		if sep == 0 {
+			c, size := utf8.DecodeRuneInString(s)
 			b.WriteRune(c)
-			start = true
+			s = s[size:]
 			continue
 		}
-		if start {
-			b.WriteRune(unicode.ToUpper(c))
-			start = false
+		word := s
+		if sep > 0 {
+			word, s = s[:sep], s[sep:]
 		} else {
-			b.WriteRune(unicode.ToLower(c))
+			s = ""
 		}
+		c, size := utf8.DecodeRuneInString(word)
+		writeUpper(&b, c)
+		b.WriteString(pyLower(word[size:]))
 	}
 	return b.String()
 }
+
+func isTitleSeparator(c rune) bool { return pyIsSpace(c) || strings.ContainsRune("-({[<", c) }
 
 // pyRoundHalfEven is Python's round(x, n) for floats: correctly rounded
 // to n decimal places with ties to even.

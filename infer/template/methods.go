@@ -174,33 +174,50 @@ func stripSet(s string, chars any, left, right bool) (string, bool) {
 }
 
 // pyTitle is str.title(): the first cased character after an uncased one
-// is title-cased, the others lower-cased.
+// is title-cased, the others lower-cased (full case mappings).
 func pyTitle(s string) string {
 	var b strings.Builder
 	prevCased := false
-	for _, c := range s {
-		cased := unicode.IsUpper(c) || unicode.IsLower(c) || unicode.IsTitle(c)
-		switch {
-		case cased && prevCased:
-			b.WriteRune(unicode.ToLower(c))
-		case cased:
-			b.WriteRune(unicode.ToTitle(c))
-		default:
-			b.WriteRune(c)
+	for i, c := range s {
+		if prevCased {
+			writeLower(&b, s, i, c)
+		} else {
+			writeTitle(&b, c)
 		}
-		prevCased = cased
+		prevCased = isCased(c)
 	}
 	return b.String()
 }
 
 // pyCapitalize is str.capitalize(): first character title-cased, the rest
-// lower-cased.
+// lower-cased (full case mappings, in the context of the whole string).
 func pyCapitalize(s string) string {
-	if s == "" {
-		return s
+	var b strings.Builder
+	for i, c := range s {
+		if i == 0 {
+			writeTitle(&b, c)
+		} else {
+			writeLower(&b, s, i, c)
+		}
 	}
-	c, size := utf8.DecodeRuneInString(s)
-	return string(unicode.ToTitle(c)) + strings.ToLower(s[size:])
+	return b.String()
+}
+
+// pySwapcase is str.swapcase(): upper-case characters lower-cased and
+// lower-case ones upper-cased (full case mappings).
+func pySwapcase(s string) string {
+	var b strings.Builder
+	for i, c := range s {
+		switch {
+		case isUpperProp(c):
+			writeLower(&b, s, i, c)
+		case isLowerProp(c):
+			writeUpper(&b, c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
 }
 
 // pySplitWhitespace is str.split() with no separator.
@@ -359,23 +376,15 @@ func (r *renderer) strMethod(off int, s, name string, args []any, kwargs []kwval
 		}
 		return out, nil
 	case "upper":
-		return strings.ToUpper(s), nil
+		return pyUpper(s), nil
 	case "lower":
-		return strings.ToLower(s), nil
+		return pyLower(s), nil
 	case "title":
 		return pyTitle(s), nil
 	case "capitalize":
 		return pyCapitalize(s), nil
 	case "swapcase":
-		return strings.Map(func(c rune) rune {
-			if unicode.IsUpper(c) {
-				return unicode.ToLower(c)
-			}
-			if unicode.IsLower(c) {
-				return unicode.ToUpper(c)
-			}
-			return c
-		}, s), nil
+		return pySwapcase(s), nil
 	case "startswith", "endswith":
 		a, err := p([]string{"prefix", "start", "end"}, []any{required, nil, nil})
 		if err != nil {
@@ -653,17 +662,12 @@ func strPredicate(name, s string) bool {
 	case "islower", "isupper":
 		cased := false
 		for _, c := range s {
-			if unicode.IsUpper(c) || unicode.IsTitle(c) {
-				if name == "islower" {
-					return false
-				}
-				cased = true
-			} else if unicode.IsLower(c) {
-				if name == "isupper" {
-					return false
-				}
-				cased = true
+			// A title-case character makes both false.
+			upper, lower := isUpperProp(c), isLowerProp(c)
+			if unicode.IsTitle(c) || name == "islower" && upper || name == "isupper" && lower {
+				return false
 			}
+			cased = cased || upper || lower
 		}
 		return cased
 	}

@@ -163,6 +163,12 @@ var semanticCases = []struct {
 	{"float_texts", `{{ "+nan"|float(-1.5) }} {{ " -Inf "|float(-1.5) }} {{ "inFINity"|float(-1.5) }} {{ "1_000.5"|float(-1.5) }} {{ "1e1_0"|float(-1.5) }} {{ "-.5e-1"|float(-1.5) }} {{ "5."|float(-1.5) }}`, "nan -inf inf 1000.5 10000000000.0 -0.05 5.0"},
 	{"float_unicode_digits", `{{ "٣.٥"|float(-1.5) }} {{ "١e٢"|float(-1.5) }}`, "3.5 100.0"},
 	{"float_refused_texts", `{{ "0x1p4"|float(-1.5) }} {{ "0x10"|float(-1.5) }} {{ "1__0"|float(-1.5) }} {{ "1_e5"|float(-1.5) }} {{ "."|float(-1.5) }} {{ "1.5e"|float(-1.5) }} {{ "_1"|float(-1.5) }}`, "-1.5 -1.5 -1.5 -1.5 -1.5 -1.5 -1.5"},
+	// Case changes use CPython's full case mappings: SpecialCasing's
+	// one-to-many mappings and the Final_Sigma rule.
+	{"upper_full_mapping", `{{ "straße"|upper }} {{ "ﬁx".upper() }} {{ "ŉ"|upper }} {{ "ᾳ".upper() }}`, "STRASSE FIX ʼN ΑΙ"},
+	{"lower_full_mapping", `{{ "İ"|lower }} {{ "ΟΔΥΣΣΕΥΣ".lower() }} {{ "ΣΑΣ ΑΣ. Σ"|lower }}`, "i\u0307 οδυσσευς σας ας. σ"},
+	{"title_full_mapping", `{{ "ﬁx ǆemal"|title }} {{ "ﬁx ǆemal".title() }} {{ "ﬁx".capitalize() }} {{ "ΑΣ"|title }} {{ "ΑΣ".title() }} {{ "ᾳ".title() }}`, "FIx Ǆemal Fix ǅemal Fix Ασ Ας ᾼ"},
+	{"swapcase_and_case_tests", `{{ "ßΣ".swapcase() }} {{ "AΣ".swapcase() }} {{ "ǅ".isupper() }} {{ "ǅ".islower() }} {{ "ªb".islower() }} {{ "Ⓐ".isupper() }}`, "SSς aς False False True True"},
 	{"numbers", "{{ '3'|int + 1 }} {{ 'x'|int }} {{ '2.5'|float }} {{ 2.5|round }} {{ 3.14159|round(2) }} {{ 7|round }}", "4 0 2.5 2.0 3.14 7"},
 	{"indent", "{{ 'a\nb'|indent(2) }}|{{ 'a\nb'|indent(2, true) }}|{{ 'a\n\nb'|indent(2) }}", "a\n  b|  a\n  b|a\n\n  b"},
 	{"string_filter", "{{ 42|string ~ '' }} {{ [1]|string }}", "42 [1]"},
