@@ -85,16 +85,44 @@ func (s *Server) handleOllamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	defer task.Cancel()
 	model := q.Model
+	shown := 0 // bytes of response text sent
 	s.ollamaRun(w, r, task, g, stream,
 		func(text string) map[string]any {
+			shown += len(text)
 			return map[string]any{"model": model, "created_at": createdAt(), "response": text}
 		},
 		func(m map[string]any, res sched.Result) {
-			ctx := append([]int32{}, g.prompt...)
-			gen := res.Generated
-			if res.EOG && len(gen) > 0 {
-				gen = gen[:len(gen)-1]
-			}
-			m["context"] = append(ctx, gen...)
+			m["context"] = s.generateContext(g.prompt, res, shown)
 		})
+}
+
+// generateContext is /api/generate's context: the prompt and the
+// generated tokens whose text the response holds, shown bytes of it. The
+// end-of-generation token is left out, and so are the tokens of a stop
+// string cut from the response, with the token it starts inside: a client
+// that sends the context back continues from what it was shown, as with
+// Ollama, whose context is the prompt and the response text.
+func (s *Server) generateContext(prompt []int32, res sched.Result, shown int) []int32 {
+	gen := res.Generated
+	if res.EOG && len(gen) > 0 {
+		gen = gen[:len(gen)-1]
+	}
+	if res.StopWord != "" {
+		gen = s.tokensWithin(gen, shown)
+	}
+	return append(append(make([]int32, 0, len(prompt)+len(gen)), prompt...), gen...)
+}
+
+// tokensWithin returns the longest prefix of ids whose pieces take at
+// most n bytes (the scheduler's text is their concatenation, with invalid
+// UTF-8 repaired).
+func (s *Server) tokensWithin(ids []int32, n int) []int32 {
+	used := 0
+	for i, id := range ids {
+		p, _ := s.model.tok.Piece(id, false)
+		if used += len(p); used > n {
+			return ids[:i]
+		}
+	}
+	return ids
 }
