@@ -43,7 +43,8 @@ const defaultCompletionTokens = 16
 // are a string, an array of one string, an array of token ids, or an
 // array of one array of token ids; llama.cpp's /completion also takes an
 // array mixing strings and token ids (mixed set), which is tokenized piece
-// by piece.
+// by piece. An array of several strings and nothing else is several
+// prompts in both APIs (llama-server answers each), refused as such.
 func (s *Server) parsePrompt(raw json.RawMessage, param string, mixed bool, addSpecial bool) ([]int32, *apiError) {
 	if !isSet(raw) {
 		return nil, badRequest("invalid_value", param, "%s is missing", param)
@@ -75,6 +76,9 @@ func (s *Server) parsePrompt(raw json.RawMessage, param string, mixed bool, addS
 			return ids, s.checkTokens(ids, param+"[0]")
 		}
 	}
+	if len(items) > 1 && allStrings(items) {
+		return nil, unsupported(param, "%s holds several prompts; muser takes one prompt per request for now", param)
+	}
 	var ids []int32
 	for i, it := range items {
 		var id int32
@@ -103,6 +107,18 @@ func (s *Server) parsePrompt(raw json.RawMessage, param string, mixed bool, addS
 		return nil, badRequest("invalid_type", fmt.Sprintf("%s[%d]", param, i), "%s[%d] must be a token id or a string", param, i)
 	}
 	return ids, s.checkTokens(ids, param)
+}
+
+// allStrings reports whether every item of a prompt array is a string:
+// several of them are several prompts, in llama.cpp's API as in OpenAI's
+// (a string joins token ids in one prompt only beside a token id).
+func allStrings(items []json.RawMessage) bool {
+	for _, it := range items {
+		if len(it) == 0 || it[0] != '"' {
+			return false
+		}
+	}
+	return true
 }
 
 func (q *completionRequest) check() *apiError {

@@ -1,0 +1,59 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestLlamaPromptForms sends /completion's prompt in each of llama.cpp's
+// forms: one prompt (a string, token ids, token ids mixed with strings,
+// or an array holding one of those) answers as the string does; several
+// prompts (strings only, or arrays of prompts), which llama-server answers
+// with one result each, are refused rather than run as one.
+func TestLlamaPromptForms(t *testing.T) {
+	ts := startServer(t, nil)
+	complete := func(prompt string) (int, string) {
+		t.Helper()
+		resp, body := ts.post(t, "/completion", `{"prompt":`+prompt+`,"n_predict":4,"temperature":0}`)
+		if resp.StatusCode != http.StatusOK {
+			return resp.StatusCode, string(body)
+		}
+		var out struct {
+			Content string `json:"content"`
+		}
+		if err := json.Unmarshal(body, &out); err != nil {
+			t.Fatalf("%v in %s", err, body)
+		}
+		return resp.StatusCode, out.Content
+	}
+	status, want := complete(`"Once upon a time"`)
+	if status != http.StatusOK {
+		t.Fatalf("the string prompt: got %d %s", status, want)
+	}
+	for _, tc := range []struct {
+		name, prompt string
+		status       int
+		msg          string // the content for a 200, a part of the error otherwise
+	}{
+		{"token ids", `[1, 403, 407, 261, 378]`, 200, want},
+		{"one string in an array", `["Once upon a time"]`, 200, want},
+		{"token ids in an array", `[[1, 403, 407, 261, 378]]`, 200, want},
+		{"mixed", `[1, 403, " upon a time"]`, 200, want},
+		{"mixed, a string first", `["Once", 407, " a time"]`, 200, want},
+		{"several strings", `["Once", " upon a time"]`, 400, "one prompt per request"},
+		{"several token arrays", `[[1, 403], [407]]`, 400, "one prompt per request"},
+		{"a string and token ids", `["Once", [407]]`, 400, "one prompt per request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, got := complete(tc.prompt)
+			if status != tc.status {
+				t.Fatalf("got %d %s, want %d", status, got, tc.status)
+			}
+			if tc.status == http.StatusOK && got != tc.msg || tc.status != http.StatusOK && !strings.Contains(got, tc.msg) {
+				t.Errorf("got %q, want %q", got, tc.msg)
+			}
+		})
+	}
+}
