@@ -196,3 +196,55 @@ func FuzzInfill(f *testing.F) {
 		}
 	})
 }
+
+// TestApplyTemplateIsChatPrompt checks that /apply-template answers the
+// text the chat route tokenizes, for a conversation with tool calls as
+// for a plain one: its tokens (BOS added as the chat route adds it) are
+// as many as the chat route's prompt_tokens.
+func TestApplyTemplateIsChatPrompt(t *testing.T) {
+	ts := startServer(t, nil) // ChatML, whose tool calls muser renders as Hermes <tool_call> blocks
+	for _, tc := range []struct {
+		name, messages string
+		holds          string // a part the prompt must hold
+	}{
+		{"plain", `[{"role":"user","content":"weather?"}]`, "weather?"},
+		{"tool calls", `[{"role":"user","content":"weather?"},
+			{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+			{"role":"tool","tool_call_id":"c1","content":"sunny"}]`, `"name": "get_weather"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := ts.post(t, "/apply-template", `{"messages":`+tc.messages+`}`)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("/apply-template: got %d %s", resp.StatusCode, b)
+			}
+			var tmpl struct {
+				Prompt string `json:"prompt"`
+			}
+			if err := json.Unmarshal(b, &tmpl); err != nil {
+				t.Fatalf("%v in %s", err, b)
+			}
+			if !strings.Contains(tmpl.Prompt, tc.holds) {
+				t.Errorf("/apply-template answered %q, which lacks %q", tmpl.Prompt, tc.holds)
+			}
+			var tok struct {
+				Tokens []int32 `json:"tokens"`
+			}
+			ts.postJSON(t, "/tokenize", map[string]any{"content": tmpl.Prompt, "add_special": true}, &tok)
+			var chat struct {
+				Usage struct {
+					PromptTokens int `json:"prompt_tokens"`
+				} `json:"usage"`
+			}
+			resp, b = ts.post(t, "/v1/chat/completions", `{"messages":`+tc.messages+`,"max_tokens":1}`)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("/v1/chat/completions: got %d %s", resp.StatusCode, b)
+			}
+			if err := json.Unmarshal(b, &chat); err != nil {
+				t.Fatalf("%v in %s", err, b)
+			}
+			if len(tok.Tokens) != chat.Usage.PromptTokens {
+				t.Errorf("/apply-template's prompt is %d tokens, the chat route's %d", len(tok.Tokens), chat.Usage.PromptTokens)
+			}
+		})
+	}
+}

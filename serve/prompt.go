@@ -21,6 +21,18 @@ func (s *Server) renderChat(msgs []template.Message, param string) ([]int32, *ap
 // them as its tools variable (see toolMessages for templates that do not
 // read them).
 func (s *Server) renderChatTools(msgs []template.Message, tools []toolDef, param string) ([]int32, *apiError) {
+	text, e := s.chatText(msgs, tools, param)
+	if e != nil {
+		return nil, e
+	}
+	addBOS := !(s.model.bos != "" && strings.HasPrefix(text, s.model.bos))
+	return s.tokenize(text, addBOS, true, param)
+}
+
+// chatText is the text renderChatTools tokenizes: the model's chat
+// template (ChatML when it has none) over msgs, with tools, and the
+// assistant's generation prompt. /apply-template answers it.
+func (s *Server) chatText(msgs []template.Message, tools []toolDef, param string) (string, *apiError) {
 	src := s.model.tmpl.Source()
 	if tools != nil || hasToolCalls(msgs) {
 		msgs = toolMessages(src, detectToolFormat(src), msgs, tools)
@@ -35,12 +47,11 @@ func (s *Server) renderChatTools(msgs []template.Message, tools []toolDef, param
 	if err != nil {
 		var te *template.Error
 		if errors.As(err, &te) && errors.Is(err, template.ErrRaised) {
-			return nil, badRequest("invalid_value", param, "the model's chat template refused the messages: %s", te.Msg)
+			return "", badRequest("invalid_value", param, "the model's chat template refused the messages: %s", te.Msg)
 		}
-		return nil, badRequest("invalid_value", param, "rendering the chat template: %v", err)
+		return "", badRequest("invalid_value", param, "rendering the chat template: %v", err)
 	}
-	addBOS := !(s.model.bos != "" && strings.HasPrefix(text, s.model.bos))
-	return s.tokenize(text, addBOS, true, param)
+	return text, nil
 }
 
 // tokenize encodes text; addSpecial adds BOS/EOS as the vocabulary says.
