@@ -74,7 +74,18 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 		"system":       "",
 		"details":      s.ollamaDetails(),
 		"model_info":   info,
-		"capabilities": []string{"completion"},
+		"capabilities": s.ollamaCapabilities(),
 		"modified_at":  s.modifiedAt(),
 	})
+}
+
+// ollamaCapabilities are the model's capabilities in Ollama's words:
+// "completion", and "tools" when /api/chat takes tools, that is when the
+// chat template has a tool-call format muser knows (requestTools).
+func (s *Server) ollamaCapabilities() []string {
+	caps := []string{"completion"}
+	if detectToolFormat(s.model.tmpl.Source()) != toolFormatNone {
+		caps = append(caps, "tools")
+	}
+	return caps
 }

@@ -5,8 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/muserhq/muser/infer/engine/enginetest"
+	"github.com/muserhq/muser/infer/ggml"
 )
 
 // TestOllamaGenerateContext checks that /api/generate's context is the
@@ -80,4 +86,57 @@ func piecesText(t *testing.T, ts *testServer, ids []int32) string {
 		b.WriteString(p)
 	}
 	return b.String()
+}
+
+// TestOllamaShowCapabilities checks that /api/show's capabilities say
+// what the server does with the model: "tools" exactly when /api/chat
+// takes tools, which needs a chat template with a tool-call format muser
+// knows (stories260K has no template and is served with ChatML, a Hermes
+// format; a Gemma template has none). Clients read capabilities to decide
+// whether to send tools.
+func TestOllamaShowCapabilities(t *testing.T) {
+	for _, tc := range []struct {
+		name, model string
+		path        func(t *testing.T) string
+		want        []string
+	}{
+		{"chatml", "stories260K", func(*testing.T) string { return modelPath }, []string{"completion", "tools"}},
+		{"no tool format", "gemma", func(t *testing.T) string {
+			return templateModel(t, "{% for m in messages %}<start_of_turn>{{ m.role }}\n{{ m.content }}<end_of_turn>\n{% endfor %}"+
+				"{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+		}, []string{"completion"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path(t)
+			ts := startServer(t, func(o *Options) { o.ModelPath = path })
+			var show struct {
+				Capabilities []string `json:"capabilities"`
+			}
+			ts.postJSON(t, "/api/show", map[string]any{"model": tc.model}, &show)
+			if !slices.Equal(show.Capabilities, tc.want) {
+				t.Errorf("capabilities %q, want %q", show.Capabilities, tc.want)
+			}
+			resp, b := ts.post(t, "/api/chat", `{"model":"`+tc.model+`","stream":false,"messages":[{"role":"user","content":"hi"}],`+
+				`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"options":{"num_predict":1}}`)
+			if took := resp.StatusCode == http.StatusOK; took != slices.Contains(show.Capabilities, "tools") {
+				t.Errorf("/api/chat with tools answered %d %s, but capabilities are %q", resp.StatusCode, b, show.Capabilities)
+			}
+		})
+	}
+}
+
+// templateModel writes the tiny qwen2 test model, named by the file
+// "gemma.gguf", with chat template tmpl.
+func templateModel(t *testing.T, tmpl string) string {
+	t.Helper()
+	b, err := enginetest.Build(enginetest.Tiny("qwen2"), ggml.TypeQ8_0, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Set("tokenizer.chat_template", tmpl)
+	p := filepath.Join(t.TempDir(), "gemma.gguf")
+	if err := b.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
