@@ -57,3 +57,40 @@ func TestLlamaPromptForms(t *testing.T) {
 		})
 	}
 }
+
+// TestWrongMethod checks that every route answers a method it does not
+// take with 405 and an Allow header naming the ones it takes, routes with
+// a path parameter (a slot's id, a model's, a response's) included, and
+// that a path no route has is a 404.
+func TestWrongMethod(t *testing.T) {
+	ts := startServer(t, nil)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"GET", "/slots/0", 405, "POST"},
+		{"DELETE", "/slots/0", 405, "POST"},
+		{"POST", "/slots", 405, "GET"},
+		{"POST", "/v1/models/stories260K", 405, "GET"},
+		{"POST", "/v1/responses/resp_x", 405, "GET, DELETE"},
+		{"GET", "/api/generate", 405, "POST"},
+		{"GET", "/completion", 405, "POST"},
+		{"POST", "/", 405, "GET"},
+		{"GET", "/slots/0/x", 404, ""},
+		{"GET", "/api/nothing", 404, ""},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			resp, body := ts.do(t, tc.method, tc.path, "")
+			if resp.StatusCode != tc.status {
+				t.Fatalf("got %d %s, want %d", resp.StatusCode, body, tc.status)
+			}
+			if got := resp.Header.Get("Allow"); got != tc.allow {
+				t.Errorf("got Allow %q, want %q", got, tc.allow)
+			}
+			if tc.status == 405 && !strings.Contains(string(body), "this route takes "+tc.allow) {
+				t.Errorf("got %s, want it to say the route takes %s", body, tc.allow)
+			}
+		})
+	}
+}

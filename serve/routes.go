@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/muserhq/muser/serve/dashboard"
 )
@@ -50,31 +51,45 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", s.handleRoot)
 	mux.Handle("GET "+dashboard.Prefix, s.dash.Handler())
 	// Anything else: 404 or 405 in the route family's error shape.
-	mux.HandleFunc("/", s.handleNotFound)
+	mux.HandleFunc("/", s.notFound(mux))
 	return s.middleware(mux)
 }
 
-// knownPaths maps each path to its method, for 405 answers.
-var knownPaths = map[string]string{
-	"/v1/chat/completions": "POST", "/v1/completions": "POST", "/v1/models": "GET",
-	"/completion": "POST", "/tokenize": "POST", "/detokenize": "POST", "/props": "GET", "/health": "GET", "/slots": "GET",
-	"/api/generate": "POST", "/api/chat": "POST", "/api/tags": "GET", "/api/show": "POST", "/api/version": "GET",
-	"/metrics": "GET",
-	// Embeddings (embed.go).
-	"/v1/embeddings": "POST", "/embedding": "POST", "/embeddings": "POST", "/api/embed": "POST", "/api/embeddings": "POST",
-	"/api/ps": "GET", "/apply-template": "POST", "/infill": "POST",
-	// The dashboard.
-	"/": "GET", "/dashboard/api/state": "GET",
-	"/v1/responses": "POST",
+// routeMethods are the methods routes are registered for (a GET route
+// also answers HEAD).
+var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodDelete}
+
+// notFound answers a request no route took: 405 with an Allow header when
+// a route of mux has its path under another method (path parameters
+// included: /slots/{id}, /v1/models/{id...}), else 404. The catch-all "/"
+// itself is no route.
+func (s *Server) notFound(mux *http.ServeMux) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			m := strings.Join(allow, ", ")
+			w.Header().Set("Allow", m)
+			s.fail(w, r, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalid, Code: "method_not_allowed",
+				Message: fmt.Sprintf("%s %s: this route takes %s", r.Method, r.URL.Path, m)})
+			return
+		}
+		s.fail(w, r, &apiError{Status: http.StatusNotFound, Type: typeNotFound, Code: "not_found",
+			Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	}
 }
 
-func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	if m, ok := knownPaths[r.URL.Path]; ok {
-		w.Header().Set("Allow", m)
-		s.fail(w, r, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalid, Code: "method_not_allowed",
-			Message: fmt.Sprintf("%s %s: this route takes %s", r.Method, r.URL.Path, m)})
-		return
+// allowedMethods returns the methods other than r's for which mux has a
+// route (not the catch-all "/") at r's path.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range routeMethods {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			out = append(out, m)
+		}
 	}
-	s.fail(w, r, &apiError{Status: http.StatusNotFound, Type: typeNotFound, Code: "not_found",
-		Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	return out
 }
