@@ -207,8 +207,10 @@ type llamaProb struct {
 	TopLogprobs []llamaProb `json:"top_logprobs,omitempty"`
 }
 
+// llamaProbs returns the probabilities of the events' tokens: an array,
+// empty when they hold no token (text held back and released later).
 func (s *Server) llamaProbs(evs []sched.Event) []llamaProb {
-	var out []llamaProb
+	out := []llamaProb{}
 	for _, ev := range evs {
 		if ev.Token == sched.NoToken || ev.Logprob == nil {
 			continue
@@ -341,7 +343,9 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, q *llam
 		if q.ReturnTokens {
 			m["tokens"] = eventTokens(evs)
 		}
-		if g.logprobs > 0 {
+		if g.logprobs > 0 && !q.Stream {
+			// Streamed, the chunks carried them; the final chunk adds no
+			// token and, as llama-server's, has none.
 			m["completion_probabilities"] = s.llamaProbs(evs)
 		}
 		return m

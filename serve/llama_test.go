@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -90,6 +91,51 @@ func TestWrongMethod(t *testing.T) {
 			}
 			if tc.status == 405 && !strings.Contains(string(body), "this route takes "+tc.allow) {
 				t.Errorf("got %s, want it to say the route takes %s", body, tc.allow)
+			}
+		})
+	}
+}
+
+// TestLlamaProbsStreamed checks /completion's completion_probabilities
+// when streamed with n_probs: every chunk that has the field holds an
+// array (a token's probabilities), and the final chunk, which adds no
+// token, leaves it out as llama-server does, rather than answering null
+// to clients that iterate over it.
+func TestLlamaProbsStreamed(t *testing.T) {
+	ts := startServer(t, nil)
+	for _, tc := range []struct {
+		name string
+		body string
+	}{
+		{"stream", `{"prompt":"Once upon a time","n_predict":3,"n_probs":2,"temperature":0,"stream":true}`},
+		{"stream with a stop", `{"prompt":"Once upon a time","n_predict":8,"n_probs":2,"temperature":0,"stream":true,"stop":["little"]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := ts.post(t, "/completion", tc.body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("got %d %s", resp.StatusCode, body)
+			}
+			evs := sseEvents(body)
+			probs := 0
+			for i, ev := range evs {
+				var m map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(ev), &m); err != nil {
+					t.Fatalf("%v in %s", err, ev)
+				}
+				p, ok := m["completion_probabilities"]
+				last := i == len(evs)-1
+				switch {
+				case last && ok:
+					t.Errorf("the final chunk has completion_probabilities %s, want none", p)
+				case !last && (!ok || !bytes.HasPrefix(p, []byte("["))):
+					t.Errorf("chunk %d: completion_probabilities %q, want an array", i, p)
+				}
+				var arr []llamaProb
+				json.Unmarshal(p, &arr)
+				probs += len(arr)
+			}
+			if probs == 0 {
+				t.Errorf("no probabilities in %s", body)
 			}
 		})
 	}
