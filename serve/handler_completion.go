@@ -385,10 +385,14 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request, q *llam
 // generation_settings does.
 func (s *Server) generationSettings(g *genReq) map[string]any {
 	p := g.sampling
+	stop := g.stop
+	if stop == nil {
+		stop = []string{} // llama-server's is always an array
+	}
 	return map[string]any{
 		"n_ctx": s.sched.Ctx(), "n_predict": g.maxTokens, "temperature": p.Temperature, "top_k": p.TopK,
 		"top_p": p.TopP, "min_p": p.MinP, "repeat_penalty": p.RepeatPenalty, "repeat_last_n": p.PenaltyLastN,
 		"presence_penalty": p.PresencePenalty, "frequency_penalty": p.FrequencyPenalty, "seed": p.Seed,
-		"stop": g.stop, "n_probs": max(g.logprobs, 0), "cache_prompt": !g.noCache,
+		"stop": stop, "n_probs": max(g.logprobs, 0), "cache_prompt": !g.noCache,
 	}
 }

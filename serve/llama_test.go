@@ -140,3 +140,49 @@ func TestLlamaProbsStreamed(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerationSettingsStop checks that generation_settings.stop (of
+// /completion's answer and /props' defaults) is an array, empty without
+// stop strings, as llama-server answers it, never null.
+func TestGenerationSettingsStop(t *testing.T) {
+	ts := startServer(t, nil)
+	for _, tc := range []struct {
+		name, method, path, body string
+		settings                 func(m map[string]json.RawMessage) json.RawMessage
+		want                     string
+	}{
+		{"completion", "POST", "/completion", `{"prompt":"x","n_predict":1}`, func(m map[string]json.RawMessage) json.RawMessage {
+			return m["generation_settings"]
+		}, "[]"},
+		{"completion with stops", "POST", "/completion", `{"prompt":"x","n_predict":1,"stop":["a"]}`, func(m map[string]json.RawMessage) json.RawMessage {
+			return m["generation_settings"]
+		}, `["a"]`},
+		{"props", "GET", "/props", "", func(m map[string]json.RawMessage) json.RawMessage {
+			var d struct {
+				Params json.RawMessage `json:"params"`
+			}
+			json.Unmarshal(m["default_generation_settings"], &d)
+			return d.Params
+		}, "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := ts.do(t, tc.method, tc.path, tc.body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("got %d %s", resp.StatusCode, body)
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(body, &m); err != nil {
+				t.Fatalf("%v in %s", err, body)
+			}
+			var settings struct {
+				Stop json.RawMessage `json:"stop"`
+			}
+			if err := json.Unmarshal(tc.settings(m), &settings); err != nil {
+				t.Fatalf("%v in %s", err, body)
+			}
+			if string(settings.Stop) != tc.want {
+				t.Errorf("stop is %s, want %s", settings.Stop, tc.want)
+			}
+		})
+	}
+}
