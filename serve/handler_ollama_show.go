@@ -48,14 +48,7 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 		if kv.Value.IsArray() && !q.Verbose {
 			continue // vocabularies are large; verbose shows them
 		}
-		v := kv.Value.Interface()
-		if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-			v = fmt.Sprint(f) // JSON has no NaN or Inf
-		}
-		if f, ok := v.(float32); ok && (math.IsNaN(float64(f)) || math.IsInf(float64(f), 0)) {
-			v = fmt.Sprint(f)
-		}
-		info[kv.Key] = v
+		info[kv.Key] = finiteJSON(kv.Value.Interface())
 	}
 	info["general.parameter_count"] = s.model.params
 	params := "temperature 0.8\ntop_k 40\ntop_p 0.9\nrepeat_penalty 1.1\nrepeat_last_n 64\n"
@@ -88,4 +81,26 @@ func (s *Server) ollamaCapabilities() []string {
 		caps = append(caps, "tools")
 	}
 	return caps
+}
+
+// finiteJSON returns v, a metadata value (gguf.Value.Interface), with
+// every float JSON cannot hold (NaN, ±Inf), alone or in an array, written
+// as its text: encoding/json refuses them, which would cut the answer
+// short after its status.
+func finiteJSON(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Sprint(x)
+		}
+	case float32:
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Sprint(x)
+		}
+	case []any:
+		for i := range x {
+			x[i] = finiteJSON(x[i])
+		}
+	}
+	return v
 }

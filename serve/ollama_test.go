@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -139,4 +140,49 @@ func templateModel(t *testing.T, tmpl string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestOllamaShowNonFiniteFloats checks that /api/show answers valid JSON
+// for a model whose metadata holds floats JSON cannot write (NaN, ±Inf),
+// alone or in an array (verbose shows arrays): each is written as its
+// text, as a lone float already was, rather than the answer being cut
+// short after its 200 status.
+func TestOllamaShowNonFiniteFloats(t *testing.T) {
+	b, err := enginetest.Build(enginetest.Tiny("qwen2"), ggml.TypeQ8_0, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Set("test.scalar", float32(math.Inf(1)))
+	b.Set("test.scores", []float32{0.5, float32(math.Inf(-1)), float32(math.NaN())})
+	b.Set("test.wide", []float64{math.Inf(1)})
+	path := filepath.Join(t.TempDir(), "odd.gguf")
+	if err := b.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, func(o *Options) { o.ModelPath = path })
+	for _, tc := range []struct {
+		verbose bool
+		want    map[string]any
+	}{
+		{false, map[string]any{"test.scalar": "+Inf"}},
+		{true, map[string]any{"test.scalar": "+Inf", "test.scores": []any{0.5, "-Inf", "NaN"}, "test.wide": []any{"+Inf"}}},
+	} {
+		t.Run(fmt.Sprintf("verbose=%v", tc.verbose), func(t *testing.T) {
+			resp, body := ts.post(t, "/api/show", fmt.Sprintf(`{"model":"odd","verbose":%v}`, tc.verbose))
+			var show struct {
+				ModelInfo map[string]any `json:"model_info"`
+			}
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("got %d %s", resp.StatusCode, body)
+			}
+			if err := json.Unmarshal(body, &show); err != nil {
+				t.Fatalf("the answer is not JSON (%v): %q", err, body)
+			}
+			for k, want := range tc.want {
+				if got := show.ModelInfo[k]; fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("model_info[%q] is %v, want %v", k, got, want)
+				}
+			}
+		})
+	}
 }
