@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/muserhq/muser/net/cluster/clustertest"
-	"github.com/muserhq/muser/net/transport"
 	"github.com/muserhq/muser/net/wire"
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/store"
@@ -310,48 +308,8 @@ func TestPushCanceledWhileReceiverStalls(t *testing.T) {
 		}},
 	})
 	alpha, beta := nodes[0], nodes[1]
-	// The stalled receiver speaks as beta on its own endpoint.
-	ep, err := transport.Listen("127.0.0.1:0", transport.Config{TLS: beta.TLS(t), QUIC: transport.DefaultQUIC()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ep.Close() })
-	clustertest.Admit(t, alpha.Node, "beta", ep.Addr().String())
 	id, _ := publish(t, alpha.store, 40, blocks)
-
-	stalled := make(chan error, 1)
-	go func() {
-		stalled <- func() error {
-			ctx := ctxT(t)
-			c, err := ep.Accept(ctx)
-			if err != nil {
-				return err
-			}
-			ctrl, err := c.AcceptStream(ctx)
-			if err != nil {
-				return err
-			}
-			msg, err := wire.Read(ctrl, wire.TypeOffer)
-			if err != nil {
-				return err
-			}
-			m, err := pack.DecodeManifest(msg.(*wire.Offer).Manifest)
-			if err != nil {
-				return err
-			}
-			need := &wire.Need{Transfer: 1}
-			for _, ch := range m.Chunks {
-				if !slices.Contains(need.Chunks, ch.ID) {
-					need.Chunks = append(need.Chunks, ch.ID)
-				}
-			}
-			if err := wire.Write(ctrl, need); err != nil {
-				return err
-			}
-			_, err = c.AcceptUniStream(ctx) // and never read it
-			return err
-		}()
-	}()
+	stalled := stalledBeta(t, alpha, beta, "need")
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {

@@ -15,6 +15,7 @@ import (
 	"github.com/muserhq/muser/pack/packtest"
 	"github.com/muserhq/muser/store"
 	"github.com/muserhq/muser/store/storetest"
+	"github.com/quic-go/quic-go"
 )
 
 func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m)) }
@@ -178,3 +179,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func nowT() time.Time { return time.Now() }
+
+// openControl opens a control stream from n to peer on their session.
+func openControl(t *testing.T, n *node, peer string) *quic.Stream {
+	t.Helper()
+	ctx := ctxT(t)
+	s, err := n.repl.session(ctx, peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.conn.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

@@ -86,8 +86,10 @@ func TestReceiverEndsStalledTransfer(t *testing.T) {
 }
 
 // stalledBeta is a receiver speaking as beta on its own endpoint that
-// answers an offer as far as answer says, then goes quiet: it keeps the
-// connection open but reads nothing more.
+// answers alpha's offer as far as answer says ("nothing", or "need": a
+// need of every chunk, then it accepts the first chunk stream), then goes
+// quiet: it keeps the connection open but reads nothing more. The channel
+// reports when it has gone quiet.
 func stalledBeta(t *testing.T, alpha, beta *node, answer string) <-chan error {
 	t.Helper()
 	ep, err := transport.Listen("127.0.0.1:0", transport.Config{TLS: beta.TLS(t), QUIC: transport.DefaultQUIC()})
@@ -122,7 +124,11 @@ func stalledBeta(t *testing.T, alpha, beta *node, answer string) <-chan error {
 					need.Chunks = append(need.Chunks, ch.ID)
 				}
 			}
-			return wire.Write(ctrl, need) // then read no chunk and answer no done
+			if err := wire.Write(ctrl, need); err != nil {
+				return err
+			}
+			_, err = c.AcceptUniStream(ctx) // and never read it, nor answer done
+			return err
 		}()
 	}()
 	return errc
@@ -171,16 +177,7 @@ func TestSenderEndsStalledTransfer(t *testing.T) {
 // after the stall timeout instead of holding its goroutine.
 func TestControlStreamWithoutRequest(t *testing.T) {
 	nodes := newCluster(t, []string{"alpha", "beta"}, map[string][]nodeOpt{"beta": {withStall(testStall)}})
-	alpha := nodes[0]
-	ctx := ctxT(t)
-	s, err := alpha.repl.session(ctx, "beta")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.conn.OpenStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openControl(t, nodes[0], "beta")
 	// A stream is announced to the peer with its first bytes: send an
 	// incomplete frame (one byte of a header).
 	if _, err := st.Write([]byte{byte(wire.TypeOffer)}); err != nil {

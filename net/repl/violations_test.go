@@ -201,15 +201,7 @@ func TestSecondOfferIsMalformed(t *testing.T) {
 func TestMalformedFirstFrameHasReceipt(t *testing.T) {
 	nodes := newCluster(t, []string{"alpha", "beta"}, nil)
 	alpha, beta := nodes[0], nodes[1]
-	ctx := ctxT(t)
-	s, err := alpha.repl.session(ctx, "beta")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.conn.OpenStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openControl(t, alpha, "beta")
 	// A pull frame whose reference is not lower-case hex.
 	if _, err := st.Write([]byte{byte(wire.TypePull), 2, 0, 0, 0, 1, 'Z'}); err != nil {
 		t.Fatal(err)
