@@ -45,27 +45,35 @@ var schemaCases = []struct {
 		[]string{`{"when \"x\"":"2026-01-01T00:00:00Z"}`}, []string{`{"when x":"a"}`}},
 }
 
+// checkLanguage compiles schema with opt and checks that the grammar
+// accepts every text of valid (each of which must also validate against
+// the schema) and refuses every text of invalid.
+func checkLanguage(t *testing.T, schema string, opt SchemaOptions, valid, invalid []string) {
+	t.Helper()
+	g, err := FromSchema([]byte(schema), opt)
+	if err != nil {
+		t.Fatalf("FromSchema: %v", err)
+	}
+	v := validator(t, schema)
+	for _, s := range valid {
+		if ok, err := g.Match(s); err != nil || !ok {
+			t.Errorf("Match(%s) = %v, %v; want true", s, ok, err)
+		}
+		if err := validate(v, s); err != nil {
+			t.Errorf("the test's valid text %s does not validate: %v", s, err)
+		}
+	}
+	for _, s := range invalid {
+		if ok, err := g.Match(s); err != nil || ok {
+			t.Errorf("Match(%s) = %v, %v; want false", s, ok, err)
+		}
+	}
+}
+
 func TestSchemaLanguage(t *testing.T) {
 	for _, c := range schemaCases {
 		t.Run(c.name, func(t *testing.T) {
-			g, err := FromSchema([]byte(c.schema), SchemaOptions{Strict: true})
-			if err != nil {
-				t.Fatalf("FromSchema: %v", err)
-			}
-			v := validator(t, c.schema)
-			for _, s := range c.valid {
-				if ok, err := g.Match(s); err != nil || !ok {
-					t.Errorf("Match(%s) = %v, %v; want true", s, ok, err)
-				}
-				if err := validate(v, s); err != nil {
-					t.Errorf("the test's valid text %s does not validate: %v", s, err)
-				}
-			}
-			for _, s := range c.invalid {
-				if ok, err := g.Match(s); err != nil || ok {
-					t.Errorf("Match(%s) = %v, %v; want false", s, ok, err)
-				}
-			}
+			checkLanguage(t, c.schema, SchemaOptions{Strict: true}, c.valid, c.invalid)
 		})
 	}
 }
@@ -228,24 +236,7 @@ func TestSchemaLanguageNotStrict(t *testing.T) {
 			[]string{`{"a":"x"}`, `{"a":[1]}`}, []string{`{}`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g, err := FromSchema([]byte(c.schema), SchemaOptions{})
-			if err != nil {
-				t.Fatalf("FromSchema: %v", err)
-			}
-			v := validator(t, c.schema)
-			for _, s := range c.valid {
-				if ok, err := g.Match(s); err != nil || !ok {
-					t.Errorf("Match(%s) = %v, %v; want true", s, ok, err)
-				}
-				if err := validate(v, s); err != nil {
-					t.Errorf("the test's valid text %s does not validate: %v", s, err)
-				}
-			}
-			for _, s := range c.invalid {
-				if ok, err := g.Match(s); err != nil || ok {
-					t.Errorf("Match(%s) = %v, %v; want false", s, ok, err)
-				}
-			}
+			checkLanguage(t, c.schema, SchemaOptions{}, c.valid, c.invalid)
 		})
 	}
 }
