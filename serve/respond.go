@@ -12,12 +12,21 @@ import (
 )
 
 // writeJSON writes v as the JSON response body with the given status.
+//
+// v is encoded before the status goes out: a value that does not encode
+// (a NaN or an infinity, which JSON cannot hold) is a fault of muser's,
+// answered as a 500 that says so, never as the status asked for with an
+// empty or cut body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := marshal(v)
+	if err != nil {
+		msg, _ := json.Marshal("muser could not encode its answer: " + err.Error())
+		b = fmt.Appendf(nil, `{"error":{"code":500,"message":%s,"type":"server_error"}}`, msg)
+		status = http.StatusInternalServerError
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	w.Write(append(b, '\n'))
 }
 
 // marshal is json.Marshal without HTML escaping ("<|im_end|>" stays

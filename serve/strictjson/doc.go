@@ -32,9 +32,10 @@
 //     (encoding/json would silently replace them with U+FFFD; escaped lone
 //     surrogates such as "\ud800" are valid JSON and become U+FFFD);
 //   - maps take any keys; interfaces (any) and json.RawMessage take any
-//     value; a type with its own UnmarshalJSON is checked against the Go
-//     type its Shapes method names for the JSON kind found, or taken as
-//     is when it has none;
+//     value; a type with its own UnmarshalJSON is handed the raw bytes of
+//     its value (checked for UTF-8 first), and an error it returns is
+//     reported at its path (an *Error it returns keeps its own path below
+//     that one);
 //   - nesting is bounded (MaxDepth).
 //
 // Only then is the body decoded with encoding/json, so the result is what
