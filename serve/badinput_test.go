@@ -181,8 +181,10 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("got %d choices, want 1", len(out.Choices))
 	}
 	for _, p := range []string{"/health", "/metrics", "/api/version"} {
-		if resp, body := ts.do(t, "GET", p, ""); resp.StatusCode != 200 {
-			t.Errorf("GET %s without a key: got %d %s, want 200", p, resp.StatusCode, body)
+		for _, m := range []string{"GET", "HEAD"} { // probes use either
+			if resp, body := ts.do(t, m, p, ""); resp.StatusCode != 200 {
+				t.Errorf("%s %s without a key: got %d %s, want 200", m, p, resp.StatusCode, body)
+			}
 		}
 	}
 	// A client's request ID is kept.

@@ -115,7 +115,7 @@ func publicPath(method, path string) bool {
 	if (method == http.MethodGet || method == http.MethodHead) && (path == "/" || strings.HasPrefix(path, dashboard.Prefix)) {
 		return true // the page and Ollama's probe hold no data; the dashboard's state has the admin endpoint's rule
 	}
-	return method == http.MethodGet && (path == "/health" || path == "/metrics" || path == "/api/version")
+	return (method == http.MethodGet || method == http.MethodHead) && (path == "/health" || path == "/metrics" || path == "/api/version")
 }
 
 // middleware wraps the routes: request ID, access log, recovery, body

@@ -103,10 +103,10 @@ every API; requests may use NAME or the model's own names. Slot files
 Without --api-keys the server serves one local tenant, refuses to listen
 beyond loopback, and refuses (403) requests a web page from elsewhere
 makes a local browser send (a host name that is not a loopback one, another
-site's Origin). With it, every request but GET /health, /metrics and
-/api/version needs "Authorization: Bearer KEY", and /metrics follows the
-admin endpoint's rule; each tenant's cache is salted apart from the
-others' (serve/tenant documents the file format).
+site's Origin). With it, every request but GET and HEAD of /health,
+/metrics and /api/version needs "Authorization: Bearer KEY", and
+/metrics follows the admin endpoint's rule; each tenant's cache is
+salted apart from the others' (serve/tenant documents the file format).
 
 The admin endpoint under /admin/v1/ carries out the pack and receipts
 commands on this server's store while it runs (those commands find the
