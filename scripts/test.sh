@@ -37,7 +37,10 @@ else
 fi
 
 echo "== go test ./..."
-gotest -count=1 ./...
+# The CUDA kernels' emulator suite takes 3-6 minutes on a 2-core machine:
+# more room than go test's default 10 minutes a package, so that a busy
+# machine does not fail it.
+gotest -count=1 -timeout 20m ./...
 
 echo "== go test -race (pack, store)"
 gotest -count=1 -race ./pack/... ./store/...
