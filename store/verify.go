@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -40,8 +41,10 @@ func (sub Subset) contains(id pack.Digest) bool {
 	if sub.T <= 1 {
 		return true
 	}
-	v := uint32(id[0])<<24 | uint32(id[1])<<16 | uint32(id[2])<<8 | uint32(id[3])
-	return int(v%uint32(sub.T)) == sub.N-1
+	// In 64 bits: a T above 2^32-1 (ParseSubset accepts it) must not
+	// wrap, which would name another subset or divide by zero.
+	v := uint64(binary.BigEndian.Uint32(id[:4]))
+	return v%uint64(sub.T) == uint64(sub.N-1)
 }
 
 // VerifyOptions configure Verify.

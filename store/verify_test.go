@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -169,4 +170,54 @@ func FuzzParseSubset(f *testing.F) {
 			t.Fatalf("accepted %q as %v", s, sub)
 		}
 	})
+}
+
+// TestVerifySubsetLargeT: docs/kvpack.md defines subset n/t for every t
+// ParseSubset accepts: chunk c is in it when the first four bytes of its
+// ID, as a big-endian u32, are n-1 modulo t. A t above 2^32-1 exceeds
+// every such value, so subset n/t holds exactly the chunks whose value is
+// n-1. The expected counts are computed here from that text.
+func TestVerifySubsetLargeT(t *testing.T) {
+	s := storetest.Open(t, "", store.Options{BlockTokens: 4, NoSync: true})
+	id := packtest.Identity("big-t")
+	var chunks []pack.Digest
+	for i := uint64(0); i < 4; i++ {
+		r := storetest.Publish(t, s, id, salt, packtest.Tokens(80+i, 16, 500), 40)
+		m, err := s.Manifest(r.Pack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks = append(chunks, m.ChunkIDs()...)
+	}
+	first := chunks[0]
+	firstValue := uint64(binary.BigEndian.Uint32(first[:4]))
+	for _, tc := range []struct {
+		name, subset string
+	}{
+		{"t is 2^32", "1/4294967296"},
+		{"t is 2^32+1", "1/4294967297"},
+		{"t is 2^32+2, n is 2", "2/4294967298"},
+		{"n names the first chunk's value", fmt.Sprintf("%d/4294967297", firstValue+1)},
+		{"t is 2^32+7, n is past 2^32", "4294967300/4294967303"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sub, err := store.ParseSubset(tc.subset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[pack.Digest]bool{}
+			for _, c := range chunks {
+				if uint64(binary.BigEndian.Uint32(c[:4]))%uint64(sub.T) == uint64(sub.N-1) {
+					want[c] = true
+				}
+			}
+			rep, err := s.Verify(context.Background(), store.VerifyOptions{Subset: sub})
+			if err != nil || len(rep.Findings) != 0 {
+				t.Fatalf("verify %s: %v %v", tc.subset, rep.Findings, err)
+			}
+			if rep.ChunksRead != len(want) {
+				t.Fatalf("subset %s read %d chunks, want %d", tc.subset, rep.ChunksRead, len(want))
+			}
+		})
+	}
 }
