@@ -2,6 +2,7 @@ package repl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -218,5 +219,26 @@ func TestMalformedFirstFrameHasReceipt(t *testing.T) {
 	rs := receiptsFor(t, beta.store, pack.ReasonMalformed)
 	if r.Receipt == "" || len(rs) != 1 || rs[0].Source != "peer:alpha" {
 		t.Fatalf("malformed refusal %+v with receipts %+v; want one receipt from peer:alpha whose ID the refusal carries", r, rs)
+	}
+}
+
+// A pull whose reference is not 1 to 64 lower-case hex digits (after the
+// lower-casing Pull does) is refused before any frame leaves: sent, the
+// peer would refuse it as malformed with a receipt blaming this node.
+func TestPullBadRefRefusedLocally(t *testing.T) {
+	nodes := newCluster(t, []string{"alpha", "beta"}, nil)
+	alpha, beta := nodes[0], nodes[1]
+	ctx := ctxT(t)
+	for _, ref := range []string{"zz", "ab/cd", "0x12"} {
+		t.Run(ref, func(t *testing.T) {
+			_, err := alpha.repl.Pull(ctx, "beta", ref)
+			var werr *wire.Error
+			if err == nil || errors.As(err, &werr) && werr.Remote {
+				t.Fatalf("Pull(%q) = %v, want a local error", ref, err)
+			}
+			if rs := receiptsFor(t, beta.store, pack.ReasonMalformed); len(rs) != 0 {
+				t.Fatalf("Pull(%q): beta recorded %d malformed receipts (%q), want none", ref, len(rs), rs[0].Detail)
+			}
+		})
 	}
 }

@@ -441,16 +441,29 @@ func (m *Pull) decodePayload(p []byte) error {
 	d := decoder{t: TypePull, p: p}
 	m.Ref = d.string8("pack reference", MaxPackRef)
 	if d.err == nil {
-		if len(m.Ref) == 0 {
-			d.fail("pack reference", errors.New("empty"))
-		}
-		for i := 0; i < len(m.Ref) && d.err == nil; i++ {
-			if c := m.Ref[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-				d.fail("pack reference", fmt.Errorf("%q is not lower-case hex", m.Ref))
-			}
+		if err := checkPackRef(m.Ref); err != nil {
+			d.fail("pack reference", err)
 		}
 	}
 	return d.finish()
+}
+
+// checkPackRef says what is wrong with a pull's pack reference, which
+// must be 1 to MaxPackRef lower-case hex digits; the encoder and the
+// decoder both apply it.
+func checkPackRef(ref string) error {
+	switch {
+	case len(ref) == 0:
+		return errors.New("empty")
+	case len(ref) > MaxPackRef:
+		return fmt.Errorf("%d bytes, want 1..%d", len(ref), MaxPackRef)
+	}
+	for i := 0; i < len(ref); i++ {
+		if c := ref[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return fmt.Errorf("%q is not lower-case hex", ref)
+		}
+	}
+	return nil
 }
 
 // identityMax bounds the wire form of an identity: its length and its
@@ -694,8 +707,8 @@ func (m *Refuse) check() error {
 }
 
 func (m *Pull) check() error {
-	if len(m.Ref) == 0 || len(m.Ref) > MaxPackRef {
-		return &FrameError{Type: TypePull, Field: "pack reference", Err: fmt.Errorf("%d bytes, want 1..%d", len(m.Ref), MaxPackRef)}
+	if err := checkPackRef(m.Ref); err != nil {
+		return &FrameError{Type: TypePull, Field: "pack reference", Err: err}
 	}
 	return nil
 }

@@ -358,3 +358,23 @@ func FuzzReadChunkHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestPullRefEncoding: a pull's pack reference is 1 to 64 lower-case hex
+// digits (docs/replication.md, "Frames"); anything else is malformed.
+// Append must refuse such a reference as Decode refuses the frame, so this
+// node never sends a frame its peer refuses as malformed with a receipt
+// blaming this node.
+func TestPullRefEncoding(t *testing.T) {
+	for _, ref := range []string{"zz", "0123ABCD", "ab/cd", "g"} {
+		t.Run(ref, func(t *testing.T) {
+			frame := frameOf(TypePull, append([]byte{byte(len(ref))}, ref...))
+			var fe *FrameError
+			if _, err := Decode(frame); !errors.As(err, &fe) || fe.Field != "pack reference" {
+				t.Fatalf("Decode(%x) = %v, want a *FrameError on field %q", frame, err, "pack reference")
+			}
+			if b, err := Append(nil, &Pull{Ref: ref}); !errors.As(err, &fe) || fe.Field != "pack reference" {
+				t.Fatalf("Append(pull %q) = frame %x, %v; want a *FrameError on field %q", ref, b, err, "pack reference")
+			}
+		})
+	}
+}
