@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/muserhq/muser/pack"
 )
@@ -421,7 +423,9 @@ func (m *Done) decodePayload(p []byte) error {
 func (m *Refuse) appendPayload(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint16(b, uint16(m.Code))
 	b = appendString8(b, truncate(m.Receipt, MaxReceipt))
-	return appendString16(b, truncate(m.Detail, MaxDetail))
+	// The detail is UTF-8 on the wire: repair it before cutting it, so
+	// the cut lands on a character boundary.
+	return appendString16(b, truncate(strings.ToValidUTF8(m.Detail, "\uFFFD"), MaxDetail))
 }
 
 func (m *Refuse) decodePayload(p []byte) error {
@@ -431,6 +435,9 @@ func (m *Refuse) decodePayload(p []byte) error {
 	m.Detail = d.string16("detail", MaxDetail)
 	if d.err == nil && m.Code == CodeOK {
 		d.fail("code", errors.New("a refusal cannot carry code ok"))
+	}
+	if d.err == nil && !utf8.ValidString(m.Detail) {
+		d.fail("detail", errors.New("not valid UTF-8"))
 	}
 	return d.finish()
 }

@@ -378,3 +378,40 @@ func TestPullRefEncoding(t *testing.T) {
 		})
 	}
 }
+
+// TestRefuseDetailUTF8: a refusal's detail is UTF-8 (docs/replication.md,
+// "Frames"): a frame whose detail is not is malformed, and the encoder,
+// which cuts an over-long detail rather than refusing it, repairs a
+// detail that is not UTF-8 so that what it sends decodes.
+func TestRefuseDetailUTF8(t *testing.T) {
+	refuse := func(detail string) []byte {
+		p := binary.LittleEndian.AppendUint16(nil, uint16(CodeInternal))
+		p = append(p, 2, 'r', '1')
+		p = binary.LittleEndian.AppendUint16(p, uint16(len(detail)))
+		return frameOf(TypeRefuse, append(p, detail...))
+	}
+	for _, tt := range []struct{ desc, detail string }{
+		{"invalid byte", "bad \xff byte"},
+		{"sequence cut short", "caf\xc3"},
+		{"surrogate", "\xed\xa0\x80"},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			frame := refuse(tt.detail)
+			var fe *FrameError
+			if _, err := Decode(frame); !errors.As(err, &fe) || fe.Field != "detail" {
+				t.Fatalf("Decode(%x) = %v, want a *FrameError on field %q", frame, err, "detail")
+			}
+			b, err := Append(nil, &Refuse{Code: CodeInternal, Detail: tt.detail})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Decode(b)
+			if err != nil {
+				t.Fatalf("Decode of an encoded refusal with detail %q: %v", tt.detail, err)
+			}
+			if want := strings.ToValidUTF8(tt.detail, "\uFFFD"); m.(*Refuse).Detail != want {
+				t.Fatalf("detail %q, want %q", m.(*Refuse).Detail, want)
+			}
+		})
+	}
+}
