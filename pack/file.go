@@ -169,7 +169,13 @@ func NewFileReader(r io.Reader) (*FileReader, error) {
 		fr.fail("version", fmt.Sprintf("unsupported version %d (this build reads %d)", v, FormatVersion), nil, 4)
 	}
 	ml := fr.u32("manifest length")
-	if fr.err == nil && (ml == 0 || uint64(ml) > MaxManifestBytes) {
+	switch {
+	case fr.err != nil:
+	case ml == 0:
+		// Outside 1..MaxManifestBytes without exceeding anything: the
+		// layout is wrong, not a limit.
+		fr.fail("manifest length", "is 0 (no manifest)", nil, 4)
+	case uint64(ml) > MaxManifestBytes:
 		fr.err = &LimitError{Object: "export file", Field: "manifest length", Got: uint64(ml), Max: MaxManifestBytes}
 	}
 	fr.manifest = fr.read("manifest", int(ml))

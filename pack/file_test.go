@@ -2,6 +2,7 @@ package pack_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"testing"
@@ -148,5 +149,50 @@ func TestFileWriterRefusesWrongChunk(t *testing.T) {
 	}
 	if err := fw.Close(); err == nil {
 		t.Fatal("Close after failure succeeded")
+	}
+}
+
+// TestFileHeaderRefusals: hand-built export file heads, each refused with
+// the reason docs/kvpack.md ("Export file", "Receipts") gives its fault.
+// A manifest length of 0 is outside 1..MaxManifestBytes without exceeding
+// anything: malformed, not oversize.
+func TestFileHeaderRefusals(t *testing.T) {
+	_, mb, _ := sampleManifest(t, 1)
+	head := func(version, ml uint32, rest ...byte) []byte {
+		b := []byte(pack.FileMagic)
+		b = binary.LittleEndian.AppendUint32(b, version)
+		b = binary.LittleEndian.AppendUint32(b, ml)
+		return append(b, rest...)
+	}
+	withSeal := func(sl uint32) []byte {
+		b := head(pack.FormatVersion, uint32(len(mb)), mb...)
+		return append(binary.LittleEndian.AppendUint32(b, sl), make([]byte, 400)...)
+	}
+	tests := []struct {
+		desc   string
+		in     []byte
+		reason pack.Reason
+		field  string // for a *FormatError; "" for a *LimitError
+	}{
+		{"manifest length 0", head(pack.FormatVersion, 0, make([]byte, 64)...), pack.ReasonMalformed, "manifest length"},
+		{"manifest length over the limit", head(pack.FormatVersion, pack.MaxManifestBytes+1), pack.ReasonOversize, ""},
+		{"version 2", head(2, uint32(len(mb)), mb...), pack.ReasonMalformed, "version"},
+		{"seal length over the limit", withSeal(pack.MaxSealBytes + 1), pack.ReasonOversize, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			_, err := pack.NewFileReader(bytes.NewReader(tt.in))
+			if got := pack.ReasonOf(err); got != tt.reason {
+				t.Fatalf("NewFileReader: %v: reason %s, want %s", err, got, tt.reason)
+			}
+			var fe *pack.FormatError
+			var le *pack.LimitError
+			switch {
+			case tt.field != "" && (!errors.As(err, &fe) || fe.Field != tt.field):
+				t.Fatalf("NewFileReader: %v, want a *FormatError on field %q", err, tt.field)
+			case tt.field == "" && !errors.As(err, &le):
+				t.Fatalf("NewFileReader: %v, want a *LimitError", err)
+			}
+		})
 	}
 }
