@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -38,8 +39,23 @@ const (
 	flagQuarantined = 1 << 1
 )
 
-// maxSource bounds a record's source string.
+// maxSource bounds a record's source string; encode cuts a longer one
+// (an import of a file at a deep path) to it, so that every record it
+// writes decodes.
 const maxSource = 1024
+
+// cutSource returns the longest prefix of s of at most maxSource bytes
+// that does not split a UTF-8 sequence.
+func cutSource(s string) string {
+	if len(s) <= maxSource {
+		return s
+	}
+	i := maxSource
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
 
 // packRecord is the ledger's row for one pack (bucket packs, key pack ID).
 type packRecord struct {
@@ -59,7 +75,8 @@ func (r *packRecord) pinned() bool      { return r.flags&flagPinned != 0 }
 func (r *packRecord) quarantined() bool { return r.flags&flagQuarantined != 0 }
 
 func (r *packRecord) encode() []byte {
-	b := make([]byte, 0, 2+4+8+4+96+16+2+len(r.source))
+	source := cutSource(r.source)
+	b := make([]byte, 0, 2+4+8+4+96+16+2+len(source))
 	b = append(b, ledgerVersion, r.flags)
 	b = binary.LittleEndian.AppendUint32(b, r.blocks)
 	b = binary.LittleEndian.AppendUint64(b, r.bytes)
@@ -69,8 +86,8 @@ func (r *packRecord) encode() []byte {
 	b = append(b, r.endKey[:]...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.created))
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.lastUse))
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(r.source)))
-	return append(b, r.source...)
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(source)))
+	return append(b, source...)
 }
 
 // eachPack calls fn for every pack record in the ledger that decodes,

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/pack/packtest"
@@ -228,5 +231,44 @@ func TestDivergentRefused(t *testing.T) {
 	}
 	if _, err := s.GC(ctx, store.GCOptions{MaxBytes: -1}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLongSourceRecordDecodes: a pack record's source is a u16-length
+// string that the ledger's decoder bounds (docs/kvpack.md, "Ledger"). An
+// import whose source ("import:PATH") is longer than that bound (a deep
+// path) must still leave a record the store reads back: the pack listed,
+// its source the start of the one given, and the store check clean.
+func TestLongSourceRecordDecodes(t *testing.T) {
+	src := storetest.Open(t, "", store.Options{BlockTokens: 4, SealKey: clusterKey, Node: "node-a"})
+	id := packtest.Identity("long-source")
+	p := storetest.Publish(t, src, id, salt, packtest.Tokens(31, 8, 500), 48).Pack
+	for _, source := range []string{
+		"import:" + strings.Repeat("d", 1017), // 1024 bytes: kept whole
+		"import:" + strings.Repeat("d", 1018),
+		"import:" + strings.Repeat("d", 4096),
+		"import:" + strings.Repeat("d", 70000), // over a u16
+		"import:" + strings.Repeat("é", 600),   // cut between characters
+	} {
+		t.Run(fmt.Sprint(len(source)), func(t *testing.T) {
+			dst := storetest.Open(t, "", store.Options{BlockTokens: 4, SealKey: clusterKey, Node: "node-b"})
+			var file bytes.Buffer
+			if err := src.Export(context.Background(), p, &file); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dst.Import(context.Background(), &file, store.ImportOptions{Source: source}); err != nil {
+				t.Fatal(err)
+			}
+			info, err := dst.Pack(p)
+			if err != nil {
+				t.Fatalf("Pack after an import with a %d-byte source: %v", len(source), err)
+			}
+			if len(info.Source) > 1024 || !strings.HasPrefix(source, info.Source) || len(info.Source) < 1000 || !utf8.ValidString(info.Source) {
+				t.Fatalf("source of %d bytes recorded as %d bytes, want the first (at most 1024) bytes of it", len(source), len(info.Source))
+			}
+			if ps, err := dst.Packs(); err != nil || len(ps) != 1 {
+				t.Fatalf("Packs = %d packs, %v; want the imported one", len(ps), err)
+			}
+		})
 	}
 }
