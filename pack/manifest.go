@@ -93,6 +93,9 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("%w: chunk %d size %d is outside 1..%d", ErrInvalid, i, c.Size, MaxChunkBytes)
 		}
 	}
+	if i, j := sizeConflict(m.Chunks); i >= 0 {
+		return fmt.Errorf("%w: chunk %d is %d bytes, but chunk %d, the same chunk ID, is %d bytes", ErrInvalid, i, m.Chunks[i].Size, j, m.Chunks[j].Size)
+	}
 	if err := checkText(m.Producer, MaxProducer); err != nil {
 		return fmt.Errorf("%w: producer %s", ErrInvalid, err)
 	}
@@ -104,6 +107,27 @@ func (m *Manifest) Validate() error {
 		return fmt.Errorf("%w: creation time %v is past the encoding's last instant, %v", ErrInvalid, m.Created, time.Unix(0, math.MaxInt64).UTC())
 	}
 	return nil
+}
+
+// sizeConflict returns the first chunk i whose ID an earlier chunk j has
+// with another size, or -1, -1. A chunk ID names one byte string, so a
+// manifest that gives it two sizes describes no pack; and the Merkle root
+// covers the IDs only, so nothing else would catch it.
+func sizeConflict(chunks []ChunkRef) (i, j int) {
+	if len(chunks) < 2 {
+		return -1, -1
+	}
+	first := make(map[Digest]int, len(chunks))
+	for i, c := range chunks {
+		j, seen := first[c.ID]
+		switch {
+		case !seen:
+			first[c.ID] = i
+		case chunks[j].Size != c.Size:
+			return i, j
+		}
+	}
+	return -1, -1
 }
 
 // CheckRoot returns a *DigestError (wrapping ErrCorrupt) unless m.Root is
@@ -215,6 +239,12 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 				d.fail(fmt.Sprintf("chunk %d size", i), fmt.Sprintf("%d is outside 1..%d", sz, MaxChunkBytes), nil)
 			}
 			m.Chunks[i].Size = sz
+		}
+		if d.err == nil {
+			if i, j := sizeConflict(m.Chunks); i >= 0 {
+				d.off -= 36*(len(m.Chunks)-i) - 32 // at chunk i's size
+				d.fail(fmt.Sprintf("chunk %d size", i), fmt.Sprintf("%d, but chunk %d, the same chunk ID, is %d bytes", m.Chunks[i].Size, j, m.Chunks[j].Size), nil)
+			}
 		}
 	}
 	m.Root = d.digest("merkle root")

@@ -141,6 +141,9 @@ func TestManifestValidate(t *testing.T) {
 		{"time past 2262", func(m *pack.Manifest) { m.Created = time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC) }},
 		{"negative token", func(m *pack.Manifest) { m.Tokens[2] = -1 }},
 		{"bad identity", func(m *pack.Manifest) { m.Identity.Engine = "" }},
+		{"chunk ID of two sizes", func(m *pack.Manifest) {
+			m.Chunks[1] = pack.ChunkRef{ID: m.Chunks[0].ID, Size: m.Chunks[0].Size + 1}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,5 +153,41 @@ func TestManifestValidate(t *testing.T) {
 				t.Fatalf("got %v, want ErrInvalid", err)
 			}
 		})
+	}
+}
+
+// TestManifestChunkOfTwoSizes: a chunk ID names one byte string, so a
+// manifest that repeats a chunk ID with another size describes no pack.
+// Its root (over the IDs only) checks, so the decoder must refuse it, or
+// a receiver would publish a pack whose block can never be read. The
+// bytes are a valid manifest that repeats chunk 0 as chunk 1, with chunk
+// 1's size changed by hand.
+func TestManifestChunkOfTwoSizes(t *testing.T) {
+	m, _, _ := sampleManifest(t, 3)
+	m.Chunks[1] = m.Chunks[0]
+	m.Root = pack.MerkleRoot(m.ChunkIDs())
+	good, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pack.DecodeManifest(good); err != nil {
+		t.Fatalf("a repeated chunk of one size: %v", err)
+	}
+	idLen := int(good[8]) | int(good[9])<<8
+	sizeOff := 12 + idLen + 32 + 8 + 4*len(m.Tokens) + 36 + 32 // chunk 1's size
+	for _, size := range []uint32{m.Chunks[0].Size + 1, m.Chunks[0].Size - 1, pack.MaxChunkBytes} {
+		bad := bytes.Clone(good)
+		copy(bad[sizeOff:], packtest.U32(size))
+		got, err := pack.DecodeManifest(bad)
+		if err == nil {
+			err = got.CheckRoot()
+		}
+		var fe *pack.FormatError
+		if !errors.As(err, &fe) || fe.Field != "chunk 1 size" || fe.Offset != int64(sizeOff) {
+			t.Fatalf("size %d: DecodeManifest = %v, want a *FormatError on field %q at offset %d", size, err, "chunk 1 size", sizeOff)
+		}
+		if r := pack.ReasonOf(err); r != pack.ReasonMalformed {
+			t.Fatalf("size %d: reason %s, want %s", size, r, pack.ReasonMalformed)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/muserhq/muser/pack/packtest"
 	"github.com/muserhq/muser/store"
 	"github.com/muserhq/muser/store/storetest"
+	"github.com/zeebo/blake3"
 )
 
 var clusterKey = []byte("shared-cluster-secret-0123")
@@ -270,5 +272,56 @@ func TestLongSourceRecordDecodes(t *testing.T) {
 				t.Fatalf("Packs = %d packs, %v; want the imported one", len(ps), err)
 			}
 		})
+	}
+}
+
+// TestImportRefusesChunkOfTwoSizes: a chunk ID names one byte string, so a
+// manifest that gives one chunk ID two sizes describes no pack. An export
+// file carrying one, sealed under the right key and with a correct root
+// (the root covers IDs, not sizes), is refused with a receipt like any
+// other malformed file and leaves no visible pack. The file is built by
+// hand from docs/kvpack.md ("Export file"), since the writer refuses such
+// a manifest.
+func TestImportRefusesChunkOfTwoSizes(t *testing.T) {
+	m, chunks := packtest.Manifest(packtest.Identity("two-sizes"), salt, packtest.Tokens(32, 8, 500), 4, 48)
+	m.Chunks[1] = m.Chunks[0] // one chunk, repeated: a valid manifest
+	m.Root = pack.MerkleRoot(m.ChunkIDs())
+	mb, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Chunk 1's size, the last 4 bytes of the chunk references, plus one.
+	sizeOff := len(mb) - 8 - 8 - (2 + len(m.Producer)) - 32 - 4
+	binary.LittleEndian.PutUint32(mb[sizeOff:], m.Chunks[0].Size+1)
+	seal, err := pack.NewSeal(clusterKey, pack.PackID(mb), "node-x", 1, [pack.NonceSize]byte{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := seal.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := []byte(pack.FileMagic)
+	f = binary.LittleEndian.AppendUint32(f, pack.FormatVersion)
+	f = binary.LittleEndian.AppendUint32(f, uint32(len(mb)))
+	f = append(f, mb...)
+	f = binary.LittleEndian.AppendUint32(f, uint32(len(sb)))
+	f = append(f, sb...)
+	f = binary.LittleEndian.AppendUint32(f, 1) // one distinct chunk
+	f = binary.LittleEndian.AppendUint32(f, uint32(len(chunks[0])))
+	f = append(f, chunks[0]...)
+	f = append(f, pack.FileEndMagic...)
+	var digest [32]byte
+	blake3.DeriveKey("muser kvpack v1 export file", f, digest[:])
+	f = append(f, digest[:]...)
+
+	dst := storetest.Open(t, "", store.Options{BlockTokens: 4, SealKey: clusterKey})
+	_, err = dst.Import(context.Background(), bytes.NewReader(f), store.ImportOptions{Source: "import:two-sizes"})
+	var re *store.RefusalError
+	if !errors.As(err, &re) || re.Receipt.Reason != pack.ReasonMalformed || re.Receipt.ID == "" {
+		t.Fatalf("Import = %v, want a malformed refusal with a receipt", err)
+	}
+	if ps, _ := dst.Packs(); len(ps) != 0 {
+		t.Fatalf("refused import left %d visible packs", len(ps))
 	}
 }
