@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -44,19 +43,6 @@ const (
 // writes decodes.
 const maxSource = 1024
 
-// cutSource returns the longest prefix of s of at most maxSource bytes
-// that does not split a UTF-8 sequence.
-func cutSource(s string) string {
-	if len(s) <= maxSource {
-		return s
-	}
-	i := maxSource
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}
-
 // packRecord is the ledger's row for one pack (bucket packs, key pack ID).
 type packRecord struct {
 	flags        uint8
@@ -75,7 +61,7 @@ func (r *packRecord) pinned() bool      { return r.flags&flagPinned != 0 }
 func (r *packRecord) quarantined() bool { return r.flags&flagQuarantined != 0 }
 
 func (r *packRecord) encode() []byte {
-	source := cutSource(r.source)
+	source := cutUTF8(r.source, maxSource)
 	b := make([]byte, 0, 2+4+8+4+96+16+2+len(source))
 	b = append(b, ledgerVersion, r.flags)
 	b = binary.LittleEndian.AppendUint32(b, r.blocks)

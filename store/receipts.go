@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/muserhq/muser/pack"
 	bolt "go.etcd.io/bbolt"
@@ -135,7 +136,7 @@ func (s *Store) putReceipt(tx *bolt.Tx, r Receipt) (Receipt, error) {
 		return r, err
 	}
 	r.ID = hex.EncodeToString(rid[:])
-	v, err := json.Marshal(r)
+	r, v, err := encodeReceipt(r)
 	if err != nil {
 		return r, err
 	}
@@ -165,6 +166,51 @@ func (s *Store) putReceipt(tx *bolt.Tx, r Receipt) (Receipt, error) {
 		}
 	}
 	return r, nil
+}
+
+// cutMark ends a receipt's detail or source that was cut to fit the
+// record's bound.
+const cutMark = " [cut]"
+
+// encodeReceipt returns r's ledger record, cutting its detail, then its
+// source (halving each in turn, between UTF-8 characters, marked with
+// cutMark) until the record fits maxReceiptBytes, the bound decodeReceipt
+// enforces: a refusal's text can be longer (a handshake refusal quotes the
+// certificate a stranger presented), and a record the reader refuses
+// would fail every listing of receipts. It returns the receipt as stored.
+func encodeReceipt(r Receipt) (Receipt, []byte, error) {
+	detail, source := r.Detail, r.Source
+	nd, ns := len(detail), len(source)
+	for {
+		v, err := json.Marshal(r)
+		if err != nil || len(v) <= maxReceiptBytes {
+			return r, v, err
+		}
+		switch {
+		case nd > 0:
+			nd /= 2
+			r.Detail = cutUTF8(detail, nd) + cutMark
+		case ns > 0:
+			ns /= 2
+			r.Source = cutUTF8(source, ns) + cutMark
+		default:
+			// Only the fields (identity values, bounded by the
+			// format) are left: too large for a record.
+			return r, nil, fmt.Errorf("receipt %s: %d bytes without detail or source, over the record limit of %d", r.ID, len(v), maxReceiptBytes)
+		}
+	}
+}
+
+// cutUTF8 returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 sequence.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // AddReceipt records a receipt made elsewhere (replication refusing an

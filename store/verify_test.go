@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/pack/packtest"
@@ -217,6 +219,46 @@ func TestVerifySubsetLargeT(t *testing.T) {
 			}
 			if rep.ChunksRead != len(want) {
 				t.Fatalf("subset %s read %d chunks, want %d", tc.subset, rep.ChunksRead, len(want))
+			}
+		})
+	}
+}
+
+// TestLongReceiptReadsBack: a receipt record is at most 64 KiB
+// (docs/kvpack.md, "Limits"), which the ledger's reader enforces. A
+// refusal whose text is longer (a handshake refusal quotes the common
+// name of whatever certificate a stranger presents) must still be stored
+// as a record the store reads back, its text cut, not one that makes
+// every listing of receipts fail.
+func TestLongReceiptReadsBack(t *testing.T) {
+	for _, tt := range []struct {
+		desc           string
+		detail, source string
+	}{
+		{"long detail", strings.Repeat("x", 70<<10), "peer:x"},
+		{"detail that JSON escapes", strings.Repeat("<\x01", 12<<10), "peer:x"},
+		{"long source", "refused", "import:" + strings.Repeat("d", 70<<10)},
+		{"both", strings.Repeat("é", 40<<10), "import:" + strings.Repeat("&", 20<<10)},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			s := storetest.Open(t, "", store.Options{})
+			r, err := s.AddReceipt(store.Receipt{Reason: pack.ReasonUnauthorized, Detail: tt.detail, Source: tt.source})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, err := s.Receipts(store.ReceiptFilter{})
+			if err != nil || len(rs) != 1 || rs[0].ID != r.ID {
+				t.Fatalf("Receipts after a long receipt = %d receipts, %v; want the one added", len(rs), err)
+			}
+			if _, _, err := s.LatestReceipts(1); err != nil {
+				t.Fatalf("LatestReceipts: %v", err)
+			}
+			got := rs[0]
+			if !utf8.ValidString(got.Detail) || !utf8.ValidString(got.Source) || got.Detail == "" || got.Source == "" {
+				t.Fatalf("stored detail %q... and source %q..., want non-empty UTF-8", got.Detail[:min(20, len(got.Detail))], got.Source[:min(20, len(got.Source))])
+			}
+			if !strings.HasPrefix(tt.detail, strings.TrimSuffix(got.Detail, store.CutMark)) || !strings.HasPrefix(tt.source, strings.TrimSuffix(got.Source, store.CutMark)) {
+				t.Fatalf("stored text is not a cut of the text given")
 			}
 		})
 	}
