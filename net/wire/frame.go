@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -275,8 +276,8 @@ func Read(r io.Reader, want ...Type) (Message, error) {
 	if m == nil || (len(want) > 0 && t != TypeRefuse && !typeIn(t, want)) {
 		return nil, fmt.Errorf("%w: got a %s frame, want %v", ErrUnexpected, t, want)
 	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(r, p); err != nil {
+	p, err := readPayload(r, n)
+	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, &FrameError{Type: t, Err: fmt.Errorf("truncated: %d payload bytes announced", n)}
 		}
@@ -286,6 +287,28 @@ func Read(r io.Reader, want ...Type) (Message, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// firstPayloadBuffer is the buffer readPayload starts with.
+const firstPayloadBuffer = 64 << 10
+
+// readPayload reads the n payload bytes of a frame, growing its buffer (by
+// doubling) as they arrive: a peer that announces a large frame (an offer
+// may be 160 MiB) and sends little makes this side allocate about twice
+// what it sent, not what it announced.
+func readPayload(r io.Reader, n int) ([]byte, error) {
+	p := make([]byte, 0, min(n, firstPayloadBuffer))
+	for len(p) < n {
+		if len(p) == cap(p) {
+			p = slices.Grow(p, min(n-len(p), cap(p)))
+		}
+		k, err := io.ReadFull(r, p[len(p):min(n, cap(p))])
+		p = p[:len(p)+k]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // Decode decodes one whole frame held in b (and nothing after it).

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -411,6 +412,39 @@ func TestRefuseDetailUTF8(t *testing.T) {
 			}
 			if want := strings.ToValidUTF8(tt.detail, "\uFFFD"); m.(*Refuse).Detail != want {
 				t.Fatalf("detail %q, want %q", m.(*Refuse).Detail, want)
+			}
+		})
+	}
+}
+
+// A frame announced large but cut short costs the reader about what
+// arrived, not what was announced: the payload buffer grows with the
+// bytes.
+func TestReadAllocatesWhatArrives(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		typ  Type
+		sent int // payload bytes sent before the stream ends
+	}{
+		{"offer, 10 bytes", TypeOffer, 10},
+		{"offer, 1 MiB", TypeOffer, 1 << 20},
+		{"need, 100 bytes", TypeNeed, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			announced := maxPayload(tc.typ)
+			frame := make([]byte, HeaderSize+tc.sent)
+			frame[0] = byte(tc.typ)
+			binary.LittleEndian.PutUint32(frame[1:], uint32(announced))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := Read(bytes.NewReader(frame))
+			runtime.ReadMemStats(&after)
+			var fe *FrameError
+			if !errors.As(err, &fe) || !strings.Contains(err.Error(), "truncated") {
+				t.Fatalf("Read of a cut frame = %v, want a truncated *FrameError", err)
+			}
+			if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(4*tc.sent+2*firstPayloadBuffer); got > limit {
+				t.Fatalf("reading %d of %d announced bytes allocated %d bytes, want at most %d", tc.sent, announced, got, limit)
 			}
 		})
 	}
