@@ -445,16 +445,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		case <-sctx.Done():
 		}
 	}()
-	// Stop the scheduler first (it refuses new work and lets in-flight
-	// requests finish within the grace), then the HTTP server, whose
-	// handlers end when their tasks do.
-	done := make(chan error, 1)
-	go func() { done <- s.sched.Close(sctx) }()
+	// Drain the HTTP server first: it accepts no new connection, and
+	// every request it has begun to read (a body still arriving, a prompt
+	// being tokenized) is still submitted to a scheduler that takes work,
+	// so it finishes instead of being refused with 503. Past the grace,
+	// closing the connections cancels the handlers' tasks. Then stop the
+	// scheduler: it finishes what remains within the grace (a peer's
+	// prefill) and publishes every finished request's blocks.
 	if err := hs.Shutdown(sctx); err != nil {
 		s.log.Warn("in-flight requests cancelled (grace period over, or shutdown forced)", "err", err)
 		hs.Close()
 	}
-	if err := <-done; err != nil {
+	if err := s.sched.Close(sctx); err != nil {
 		s.log.Warn("requests cancelled at shutdown", "err", err)
 	}
 	if err := s.Close(); err != nil {
