@@ -63,8 +63,10 @@ type Config struct {
 	// request pays for growing a slot's cache or for the first write of
 	// its memory; off, a slot's cache grows with its context.
 	CommitKV bool
-	// MaxQueue is the most requests waiting for a slot (--max-queue);
-	// beyond it Submit returns ErrQueueFull. Negative means none wait.
+	// MaxQueue is the most requests waiting for a busy slot
+	// (--max-queue); beyond it Submit returns ErrQueueFull. Negative means
+	// none wait. A slot that only copies out the blocks of the request it
+	// finished is not busy: a request may always wait for it.
 	MaxQueue int
 	// PrefillChunk is the most prompt tokens one slot computes in one
 	// step, and StepTokens the most prompt tokens all slots compute in one
@@ -345,7 +347,7 @@ func (s *Scheduler) Submit(ctx context.Context, req *Request) (*Task, error) {
 	t.res = Result{Slot: -1, PromptTokens: len(req.Prompt), Queued: time.Now()}
 	t.stopAF = context.AfterFunc(t.ctx, s.poke)
 	s.mu.Lock()
-	if s.closing || len(s.queue) >= max(s.cfg.MaxQueue, 0)+s.idleLocked() {
+	if s.closing || len(s.queue) >= max(s.cfg.MaxQueue, 0)+s.freeLocked() {
 		closing := s.closing
 		s.mu.Unlock()
 		t.stopAF()
@@ -363,12 +365,16 @@ func (s *Scheduler) Submit(ctx context.Context, req *Request) (*Task, error) {
 	return t, nil
 }
 
-// idleLocked counts idle slots not yet promised to a queued request; the
-// queue may hold that many beyond MaxQueue (they start at the next step).
-func (s *Scheduler) idleLocked() int {
+// freeLocked counts the slots that will take a queued request without
+// waiting for any request to end: idle ones, and ones copying out the
+// blocks of the request they just finished (the export frees them by
+// itself, in a bounded time). The queue may hold that many beyond
+// MaxQueue: a client that sends its next request as soon as the last one
+// is answered is not refused while its slot publishes.
+func (s *Scheduler) freeLocked() int {
 	n := 0
 	for _, in := range s.infos {
-		if in.State == "idle" {
+		if in.State == stIdle.String() || in.State == stPublishing.String() {
 			n++
 		}
 	}
