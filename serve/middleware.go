@@ -54,6 +54,11 @@ func info(r *http.Request) *reqInfo {
 	return &reqInfo{log: slog.New(slog.DiscardHandler)}
 }
 
+// statusClientClosed is the status the access log and /metrics give a
+// request whose client went away before any answer was written (nginx's
+// 499, "client closed request"); no response carries it.
+const statusClientClosed = 499
+
 // statusWriter records the status and size of a response. It passes
 // Flush through for streaming.
 type statusWriter struct {
@@ -141,6 +146,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 					s.fail(sw, r, &apiError{Status: 500, Type: typeServer, Code: "internal_error",
 						Message: "internal error; the server log has the details under this request ID"})
 				}
+			}
+			if sw.status == 0 && r.Context().Err() != nil {
+				sw.status = statusClientClosed
 			}
 			s.metrics.request(r.Pattern, sw.status)
 			logReq := ri.log.Info

@@ -63,9 +63,17 @@ func errorBody(fam family, e *apiError, id string) any {
 	}
 }
 
-// fail answers e in the route family's error shape and logs it.
+// fail answers e in the route family's error shape and logs it. When the
+// client has gone away (the request's context ended) it answers nothing:
+// nobody reads the answer, and the error its departure caused (a
+// cancelled task, a wait cut short) is no refusal of the server's; the
+// middleware counts the request under statusClientClosed.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, e *apiError) {
 	ri := info(r)
+	if err := r.Context().Err(); err != nil {
+		ri.log.Info("client gone; no answer", "status", e.Status, "code", e.Code, "err", e.Message, "cause", err)
+		return
+	}
 	lvl := ri.log.Info
 	if e.Status >= 500 {
 		lvl = ri.log.Error
