@@ -243,11 +243,11 @@ func (s *Scheduler) abortAll() {
 	s.mu.Lock()
 	q := s.queue
 	s.queue = nil
+	s.queueChangedLocked()
 	s.mu.Unlock()
 	for _, t := range q {
 		t.finish(t.res, fmt.Errorf("%w: the server is shutting down", ErrCancelled))
 	}
-	s.obs.Queue(0)
 	for _, sl := range s.slots {
 		if sl.state == stPrefill || sl.state == stDecode {
 			s.end(sl, FinishCancelled, fmt.Errorf("%w: the server is shutting down", ErrCancelled), true)
@@ -270,10 +270,11 @@ func (s *Scheduler) reap() {
 	}
 	clear(s.queue[len(q):])
 	s.queue = q
-	depth := len(q)
+	if len(gone) > 0 {
+		s.queueChangedLocked()
+	}
 	s.mu.Unlock()
 	if len(gone) > 0 {
-		s.obs.Queue(depth)
 		for _, t := range gone {
 			t.finish(t.res, fmt.Errorf("%w while queued: %w", ErrCancelled, t.ctx.Err()))
 		}
@@ -299,9 +300,8 @@ func (s *Scheduler) admit() {
 		}
 		t := s.queue[0]
 		s.queue = s.queue[1:]
-		depth := len(s.queue)
+		s.queueChangedLocked()
 		s.mu.Unlock()
-		s.obs.Queue(depth)
 		if t.ctx.Err() != nil {
 			t.finish(t.res, fmt.Errorf("%w while queued: %w", ErrCancelled, t.ctx.Err()))
 			continue

@@ -10,7 +10,9 @@ import (
 // into Prometheus metrics). Its methods are called from the scheduler's
 // goroutines and must not block.
 type Observer interface {
-	// Queue reports the number of requests waiting for a slot.
+	// Queue reports the number of requests waiting for a slot. It is
+	// called with the queue locked, so that its reports arrive in order:
+	// it must not call the Scheduler.
 	Queue(depth int)
 	// Busy reports the number of slots serving a request.
 	Busy(slots int)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -345,7 +346,13 @@ func (s *Scheduler) Submit(ctx context.Context, req *Request) (*Task, error) {
 	}
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	t.res = Result{Slot: -1, PromptTokens: len(req.Prompt), Queued: time.Now()}
-	t.stopAF = context.AfterFunc(t.ctx, s.poke)
+	t.s = s
+	// A task whose context ends while it waits leaves the queue at once;
+	// one that runs is ended by the loop (reap).
+	t.stopAF = context.AfterFunc(t.ctx, func() {
+		s.dequeue(t)
+		s.poke()
+	})
 	s.mu.Lock()
 	if s.closing || len(s.queue) >= max(s.cfg.MaxQueue, 0)+s.freeLocked() {
 		closing := s.closing
@@ -358,11 +365,31 @@ func (s *Scheduler) Submit(ctx context.Context, req *Request) (*Task, error) {
 		return nil, ErrQueueFull
 	}
 	s.queue = append(s.queue, t)
-	depth := len(s.queue)
+	s.queueChangedLocked()
 	s.mu.Unlock()
-	s.obs.Queue(depth)
 	s.poke()
 	return t, nil
+}
+
+// queueChangedLocked reports the queue's depth to the Observer. It is
+// called with s.mu held, so that reports from Submit, dequeue and the loop
+// arrive in the order of the changes and the last one is the depth now.
+func (s *Scheduler) queueChangedLocked() { s.obs.Queue(len(s.queue)) }
+
+// dequeue removes t from the queue, if it waits there, and finishes it as
+// cancelled: an abandoned request gives its place up at once, not at the
+// loop's next step, which may be a long forward pass away.
+func (s *Scheduler) dequeue(t *Task) {
+	s.mu.Lock()
+	i := slices.Index(s.queue, t)
+	if i < 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.queue = slices.Delete(s.queue, i, i+1)
+	s.queueChangedLocked()
+	s.mu.Unlock()
+	t.finish(t.res, fmt.Errorf("%w while queued: %w", ErrCancelled, t.ctx.Err()))
 }
 
 // freeLocked counts the slots that will take a queued request without

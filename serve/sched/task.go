@@ -173,6 +173,7 @@ type Result struct {
 // Task is a submitted request. Next delivers its events; the task ends
 // when its events are drained and Next reports done.
 type Task struct {
+	s       *Scheduler
 	req     *Request
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -195,10 +196,14 @@ type Task struct {
 // Request returns the task's request.
 func (t *Task) Request() *Request { return t.req }
 
-// Cancel abandons the task: if it is queued it leaves the queue; if it
-// runs, its slot is freed at the next step. Calling Cancel after the task
-// finished does nothing. Handlers defer it.
-func (t *Task) Cancel() { t.cancel() }
+// Cancel abandons the task: if it is queued it leaves the queue before
+// Cancel returns (its place is free for the next Submit); if it runs, its
+// slot is freed at the next step. Calling Cancel after the task finished
+// does nothing. Handlers defer it.
+func (t *Task) Cancel() {
+	t.cancel()
+	t.s.dequeue(t)
+}
 
 // Next waits until the task has events or is finished, and returns the
 // events not yet returned. done is true once the task is finished and
