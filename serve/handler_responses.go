@@ -364,7 +364,9 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer task.Cancel()
-	rs := &responseState{s: s, q: &q, g: g, id: "resp_" + ri.id, created: time.Now().Unix(), reqID: ri.id}
+	// The response ID keys the stored response: it is the server's own,
+	// never the client's X-Request-Id, which two requests may share.
+	rs := &responseState{s: s, q: &q, g: g, id: "resp_" + newRequestID(), created: time.Now().Unix(), reqID: ri.id}
 	rs.ts = &toolStream{}
 	if g.tools.parses() {
 		rs.ts.f = g.tools.format
