@@ -59,14 +59,7 @@ func rawOffer(t *testing.T, n *node, peer string, o *wire.Offer) wire.Message {
 // returns the session, the stream and the first answer.
 func sendOffer(t *testing.T, ctx context.Context, n *node, peer string, o *wire.Offer) (*session, *quic.Stream, wire.Message) {
 	t.Helper()
-	s, err := n.repl.session(ctx, peer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.conn.OpenStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, st := openControl(t, ctx, n, peer)
 	if err := wire.Write(st, o); err != nil {
 		t.Fatal(err)
 	}

@@ -180,10 +180,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func nowT() time.Time { return time.Now() }
 
-// openControl opens a control stream from n to peer on their session.
-func openControl(t *testing.T, n *node, peer string) *quic.Stream {
+// openControl opens a control stream from n to peer on their session and
+// returns both.
+func openControl(t *testing.T, ctx context.Context, n *node, peer string) (*session, *quic.Stream) {
 	t.Helper()
-	ctx := ctxT(t)
 	s, err := n.repl.session(ctx, peer)
 	if err != nil {
 		t.Fatal(err)
@@ -192,5 +192,5 @@ func openControl(t *testing.T, n *node, peer string) *quic.Stream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return s, st
 }

@@ -177,7 +177,7 @@ func TestSenderEndsStalledTransfer(t *testing.T) {
 // after the stall timeout instead of holding its goroutine.
 func TestControlStreamWithoutRequest(t *testing.T) {
 	nodes := newCluster(t, []string{"alpha", "beta"}, map[string][]nodeOpt{"beta": {withStall(testStall)}})
-	st := openControl(t, nodes[0], "beta")
+	_, st := openControl(t, ctxT(t), nodes[0], "beta")
 	// A stream is announced to the peer with its first bytes: send an
 	// incomplete frame (one byte of a header).
 	if _, err := st.Write([]byte{byte(wire.TypeOffer)}); err != nil {

@@ -202,7 +202,7 @@ func TestSecondOfferIsMalformed(t *testing.T) {
 func TestMalformedFirstFrameHasReceipt(t *testing.T) {
 	nodes := newCluster(t, []string{"alpha", "beta"}, nil)
 	alpha, beta := nodes[0], nodes[1]
-	st := openControl(t, alpha, "beta")
+	_, st := openControl(t, ctxT(t), alpha, "beta")
 	// A pull frame whose reference is not lower-case hex.
 	if _, err := st.Write([]byte{byte(wire.TypePull), 2, 0, 0, 0, 1, 'Z'}); err != nil {
 		t.Fatal(err)
