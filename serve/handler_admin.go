@@ -186,8 +186,13 @@ func (s *Server) adminReply(w http.ResponseWriter, r *http.Request, v any, err e
 func (s *Server) adminDecode(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		s.adminFail(w, r, &adminapi.Error{Status: http.StatusBadRequest, Code: adminapi.CodeInvalid,
-			Message: fmt.Sprintf("reading the request body: %v", err)})
+		e := &adminapi.Error{Status: http.StatusBadRequest, Code: adminapi.CodeInvalid,
+			Message: fmt.Sprintf("reading the request body: %v", err)}
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) { // as every other route answers it
+			e.Status, e.Message = http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes", mb.Limit)
+		}
+		s.adminFail(w, r, e)
 		return false
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {

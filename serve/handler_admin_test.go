@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/muserhq/muser/infer/infertest"
@@ -228,6 +229,14 @@ func TestAdminAccess(t *testing.T) {
 		resp, _ := ts.do(t, "GET", "/v1/models", "", "Authorization", "Bearer admin-secret-0123456789")
 		if resp.StatusCode != 401 {
 			t.Errorf("GET /v1/models with the admin key: got %d, want 401", resp.StatusCode)
+		}
+	})
+	t.Run("body over --max-body", func(t *testing.T) {
+		ts := startServer(t, func(o *Options) { o.MaxBodyBytes = 64 })
+		body := `{"packs":["` + strings.Repeat("a", 100) + `"]}`
+		resp, out := ts.do(t, "POST", "/admin/v1/remove", body)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(out), "larger than 64 bytes") {
+			t.Errorf("admin body of %d bytes over a 64-byte limit: got %d %s, want 413 naming the limit", len(body), resp.StatusCode, out)
 		}
 	})
 	t.Run("short key", func(t *testing.T) {
