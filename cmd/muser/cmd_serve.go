@@ -55,7 +55,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ctx, "ctx", 0, "tokens per slot, prompt and output (default: the model's training context, at most 4096)")
 	fs.IntVar(&o.parallel, "parallel", 1, "slots: requests decoded together in one batch")
 	fs.IntVar(&o.maxQueue, "max-queue", sched.DefaultMaxQueue, "requests waiting for a slot before 429 (0: none wait)")
-	fs.StringVar(&o.storeMaxBytes, "store-max-bytes", "", "byte budget for the store, kept by gc after publishes, e.g. 20GB (default: none)")
+	fs.StringVar(&o.storeMaxBytes, "store-max-bytes", "", "byte budget for the store, kept by gc after publishes, a positive size such as 20GB (default: none)")
 	fs.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "engine worker threads")
 	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.slotReuse, "slot-reuse", true, "reuse an idle slot's KV for the same tenant when it covers more than the store")
@@ -246,6 +246,11 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		n, err := parseBytes(o.storeMaxBytes)
 		if err != nil {
 			return usagef(cmd, "--store-max-bytes: %v", err)
+		}
+		if n <= 0 {
+			// serve.Options takes 0 as no budget: a budget of nothing
+			// would be no budget at all.
+			return usagef(cmd, "--store-max-bytes %q: want a positive size such as 20GB (leave the flag out for no budget)", o.storeMaxBytes)
 		}
 		opts.StoreMaxBytes = n
 	}
