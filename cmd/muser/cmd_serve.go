@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -195,6 +196,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		return usagef(cmd, "--threads %d: want at least 1", o.threads)
 	case o.grace <= 0:
 		return usagef(cmd, "--shutdown-grace %v: want a positive duration", o.grace)
+	}
+	if err := checkListenAddr("--addr", "tcp", o.addr); err != nil {
+		return usagef(cmd, "%v", err)
 	}
 	if err := o.draft.check(); err != nil {
 		return usagef(cmd, "%v", err)
@@ -383,6 +387,30 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		err = errors.Join(err, rs.close(o.grace))
 	}
 	return err
+}
+
+// checkListenAddr checks that addr, the value of flag, is a host:port
+// that network ("tcp" or "udp") can listen on: a port number from 0
+// (any free port; also when empty) to 65535, or a service name the system
+// knows. The host is checked when the listener opens.
+func checkListenAddr(flag, network, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s %q: %v", flag, addr, err)
+	}
+	if port == "" {
+		return nil // as port 0, as net.Listen takes it
+	}
+	if port[0] >= '0' && port[0] <= '9' || port[0] == '-' || port[0] == '+' {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return fmt.Errorf("%s %q: port %q is not 0..65535", flag, addr, port)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort(network, port); err != nil {
+		return fmt.Errorf("%s %q: port %q is not 0..65535 or a known service name", flag, addr, port)
+	}
+	return nil
 }
 
 // urlHost renders a listener's address for a URL.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,6 +56,49 @@ func TestServeStoreMaxBytesZero(t *testing.T) {
 				t.Errorf("--store-max-bytes %s: exit %d, stderr %q; want exit %d naming --store-max-bytes", v, code, errOut, exitUsage)
 			}
 			assertEmptyHome(t, home)
+		})
+	}
+}
+
+// TestServeListenAddrs: an --addr or --repl-addr that cannot be listened
+// on (no port, a port beyond 65535, an unknown service name) is a bad
+// flag: exit status 2 naming the flag, before the model is loaded and
+// anything is written under --home, with or without --api-keys.
+func TestServeListenAddrs(t *testing.T) {
+	if _, err := os.Stat(storiesModel); err != nil {
+		t.Skipf("skipping: %s is absent: %v", storiesModel, err)
+	}
+	keys := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keys, []byte("sk-aaaaaaaaaaaaaaaaaaaa alice\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"port beyond 65535", []string{"--addr", "127.0.0.1:99999"}, "--addr"},
+		{"negative port", []string{"--addr", "127.0.0.1:-1"}, "--addr"},
+		{"unknown service", []string{"--addr", "127.0.0.1:no-such-service"}, "--addr"},
+		{"no port, with api keys", []string{"--addr", "bogus", "--api-keys", keys}, "--addr"},
+		{"bad port, with api keys", []string{"--addr", "0.0.0.0:70000", "--api-keys", keys}, "--addr"},
+		{"repl no port", []string{"--addr", "127.0.0.1:0", "--repl-addr", "bogus"}, "--repl-addr"},
+		{"repl port beyond 65535", []string{"--addr", "127.0.0.1:0", "--repl-addr", "127.0.0.1:99999"}, "--repl-addr"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			// A cluster, so that --repl-addr gets past its own check.
+			if c, _, errOut := runCLI(t, "cluster", "init", "--name", "alpha", "--home", home); c != exitOK {
+				t.Fatalf("cluster init: exit %d, %s", c, errOut)
+			}
+			args := append([]string{"--model", storiesModel, "--home", home}, tc.args...)
+			code, errOut := serveRefused(t, args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.flag) {
+				t.Errorf("%v: exit %d, stderr %q; want exit %d naming %s", tc.args, code, errOut, exitUsage, tc.flag)
+			}
+			if _, err := os.Stat(filepath.Join(home, "ledger.db")); err == nil {
+				t.Errorf("%v: refused, but a store was created under --home", tc.args)
+			}
 		})
 	}
 }

@@ -52,6 +52,11 @@ func (o *serveReplOptions) check() (prefill.Fallback, error) {
 	if err != nil {
 		return 0, fmt.Errorf("--prefill-fallback %q: want local or fail", o.prefillFallback)
 	}
+	if o.replAddr != "" {
+		if err := checkListenAddr("--repl-addr", "udp", o.replAddr); err != nil {
+			return 0, err
+		}
+	}
 	switch o.role {
 	case "":
 	case "producer":
