@@ -207,6 +207,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	if err != nil {
 		return usagef(cmd, "%v", err)
 	}
+	if err := o.tier.check(); err != nil {
+		return usagef(cmd, "%v", err)
+	}
 	kind, ordinal, err := parseDevice(o.device)
 	if err != nil {
 		return usagef(cmd, "%v", err)

@@ -102,3 +102,43 @@ func TestServeListenAddrs(t *testing.T) {
 		})
 	}
 }
+
+// TestServeTierFlagsRange: --tier-timeout and --tier-refresh must be
+// positive and --tier-queue at least 1; a value out of range is refused
+// (exit status 2 naming the flag) instead of being replaced by the
+// default behind the user's back, and nothing is written under --home.
+func TestServeTierFlagsRange(t *testing.T) {
+	if _, err := os.Stat(storiesModel); err != nil {
+		t.Skipf("skipping: %s is absent: %v", storiesModel, err)
+	}
+	// A tier endpoint where nothing listens: a server that starts finds
+	// the tier down at once and serves without it.
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "muser-test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "muser-test-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	key := filepath.Join(t.TempDir(), "tier.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag, value string
+	}{
+		{"--tier-timeout", "0s"},
+		{"--tier-timeout", "-5s"},
+		{"--tier-refresh", "0s"},
+		{"--tier-refresh", "-1m"},
+		{"--tier-queue", "0"},
+		{"--tier-queue", "-1"},
+	} {
+		t.Run(tc.flag+"="+tc.value, func(t *testing.T) {
+			home := t.TempDir()
+			code, errOut := serveRefused(t, "--model", storiesModel, "--home", home, "--addr", "127.0.0.1:0",
+				"--tier", "s3://muser-test/fleet", "--tier-key", key, tc.flag, tc.value)
+			if code != exitUsage || !strings.Contains(errOut, tc.flag) {
+				t.Errorf("%s %s: exit %d, stderr %q; want exit %d naming %s", tc.flag, tc.value, code, errOut, exitUsage, tc.flag)
+			}
+			assertEmptyHome(t, home)
+		})
+	}
+}

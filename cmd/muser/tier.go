@@ -239,6 +239,21 @@ func (o *serveTierOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.queue, "tier-queue", 1024, "packs waiting for upload to the tier; beyond it new packs are not uploaded")
 }
 
+// check validates the flags; its errors are usage errors. The tier's
+// own defaults stand in for values it takes as unset (0 or less), so a
+// value out of range must not reach it.
+func (o *serveTierOptions) check() error {
+	switch {
+	case o.timeout <= 0:
+		return fmt.Errorf("--tier-timeout %v: want a positive duration", o.timeout)
+	case o.refresh <= 0:
+		return fmt.Errorf("--tier-refresh %v: want a positive duration", o.refresh)
+	case o.queue < 1:
+		return fmt.Errorf("--tier-queue %d: want at least 1", o.queue)
+	}
+	return nil
+}
+
 // serveTier is the tier side of `muser serve`: the uploader (OnPublish)
 // and the read-through (the restore, serve.Options.Restore).
 type serveTier struct {
