@@ -34,8 +34,11 @@ created if absent, with the default block size (64 tokens); a pack whose
 block size differs from the store's is refused (block-size). On a
 terminal, stderr shows each pack's bytes moved, rate and time left.
 
-Exit status 3 when NODE does not hold a pack; 4 when this node refused
-what NODE sent (a receipt records why: 'muser receipts ls').`,
+NODE is checked before the store is opened or created: exit status 3
+when it is not in the registry, 2 when it is this node's own name, 1 when
+it was removed or has no address. Exit status 3 when NODE does not hold a
+pack; 4 when this node refused what NODE sent (a receipt records why:
+'muser receipts ls').`,
 		flags: opts.AddFlags,
 		home:  true,
 	}
@@ -50,7 +53,7 @@ what NODE sent (a receipt records why: 'muser receipts ls').`,
 			}
 		}
 		tp := newTransferProgress(env, "pull", "from", opts.json)
-		rn, s, err := openReplNode(env, repl.DefaultStreams, opts.verbose, true, tp)
+		rn, s, err := openReplNode(cmd, env, peer, repl.DefaultStreams, opts.verbose, true, tp)
 		if err != nil {
 			return err
 		}

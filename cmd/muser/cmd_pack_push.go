@@ -48,8 +48,10 @@ The store under --home must not be in use ('muser serve' holds it: exit 5);
 the peer must be listening ('muser serve --repl-addr'). On a terminal,
 stderr shows each pack's bytes moved, rate and time left.
 
-Exit status 4 when NODE refused a pack (NODE recorded a receipt, whose ID
-is printed) or refused this node's certificate.`,
+NODE is checked before the store is opened: exit status 3 when it is not
+in the registry, 2 when it is this node's own name, 1 when it was removed
+or has no address. Exit status 4 when NODE refused a pack (NODE recorded a
+receipt, whose ID is printed) or refused this node's certificate.`,
 		flags: opts.AddFlags,
 		home:  true,
 	}
@@ -65,7 +67,7 @@ is printed) or refused this node's certificate.`,
 			return usagef(cmd, "--streams %d is outside 1..%d", opts.streams, repl.MaxStreams)
 		}
 		tp := newTransferProgress(env, "push", "to", opts.json)
-		rn, s, err := openReplNode(env, opts.streams, opts.verbose, false, tp)
+		rn, s, err := openReplNode(cmd, env, peer, opts.streams, opts.verbose, false, tp)
 		if err != nil {
 			return err
 		}
@@ -102,11 +104,19 @@ is printed) or refused this node's certificate.`,
 	return cmd
 }
 
-// openReplNode opens the store and the cluster directory under --home and
-// a replication node over them.
-func openReplNode(env *cliEnv, streams int, verbose, create bool, tp *transferProgress) (*repl.Node, *store.Store, error) {
+// openReplNode opens the cluster directory under --home, checks that
+// peer is a peer this node can dial, and opens the store and a
+// replication node over them. Nothing is opened or created for a peer
+// that cannot be dialed.
+func openReplNode(cmd *command, env *cliEnv, peer string, streams int, verbose, create bool, tp *transferProgress) (*repl.Node, *store.Store, error) {
 	h, err := cluster.Open(env.home)
 	if err != nil {
+		return nil, nil, err
+	}
+	if peer == h.Name() {
+		return nil, nil, usagef(cmd, "NODE %s is this node's own name; name a peer (muser node ls)", peer)
+	}
+	if _, err := repl.DialPeer(h, peer); err != nil {
 		return nil, nil, err
 	}
 	s, err := store.Open(env.home, store.Options{MustExist: !create, Node: h.Name()})

@@ -291,15 +291,9 @@ func (n *Node) session(ctx context.Context, peer string) (*session, error) {
 		return s, nil
 	}
 	n.mu.Unlock()
-	p, err := n.cfg.Cluster.Peer(peer)
+	p, err := DialPeer(n.cfg.Cluster, peer)
 	if err != nil {
 		return nil, err
-	}
-	if !p.Active() {
-		return nil, fmt.Errorf("repl: %s was removed from this node's registry (muser node ls)", peer)
-	}
-	if p.Addr == "" {
-		return nil, fmt.Errorf("%w: %s; run 'muser node add %s HOST:PORT'", ErrNoAddress, peer, peer)
 	}
 	ep, err := n.endpoint()
 	if err != nil {
@@ -321,6 +315,24 @@ func (n *Node) session(ctx context.Context, peer string) (*session, error) {
 	n.outbound[peer] = s
 	n.mu.Unlock()
 	return s, nil
+}
+
+// DialPeer returns the registry entry of the peer called name that a node
+// of h can dial: one in the registry (else an error wrapping
+// cluster.ErrNodeNotFound), not removed, and with an address (else an
+// error wrapping ErrNoAddress).
+func DialPeer(h *cluster.Home, name string) (cluster.Peer, error) {
+	p, err := h.Peer(name)
+	if err != nil {
+		return cluster.Peer{}, err
+	}
+	if !p.Active() {
+		return cluster.Peer{}, fmt.Errorf("repl: %s was removed from this node's registry (muser node ls)", name)
+	}
+	if p.Addr == "" {
+		return cluster.Peer{}, fmt.Errorf("%w: %s; run 'muser node add %s HOST:PORT'", ErrNoAddress, name, name)
+	}
+	return p, nil
 }
 
 // lockFor returns the mutex for peer in one of the node's lock maps.
