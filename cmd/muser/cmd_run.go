@@ -70,6 +70,14 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	o.draft.AddFlags(fs)
 }
 
+// sampling returns the sampling parameters the flags set, with seed.
+func (o *runOptions) sampling(seed uint64) sample.Params {
+	return sample.Params{
+		Temperature: o.temp, TopK: o.topK, TopP: o.topP, MinP: o.minP,
+		RepeatPenalty: o.repeat, PenaltyLastN: 64, Seed: seed,
+	}
+}
+
 func newRunCommand() *command {
 	o := &runOptions{}
 	cmd := &command{
@@ -117,6 +125,9 @@ exit status 2, naming the difference.`,
 		}
 		if o.threads <= 0 || o.ctx <= 0 || o.maxTokens < 0 {
 			return usagef(cmd, "--threads and --ctx must be positive and --max-tokens not negative")
+		}
+		if err := checkSampling(cmd, o.sampling(0)); err != nil {
+			return err
 		}
 		if err := o.draft.check(); err != nil {
 			return usagef(cmd, "%v", err)
@@ -201,10 +212,7 @@ func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType, d
 		_, _ = rand.Read(b[:])
 		seed = binary.LittleEndian.Uint64(b[:]) >> 1
 	}
-	params := sample.Params{
-		Temperature: o.temp, TopK: o.topK, TopP: o.topP, MinP: o.minP,
-		RepeatPenalty: o.repeat, PenaltyLastN: 64, Seed: seed,
-	}
+	params := o.sampling(seed)
 	if err := params.Validate(cfg.Vocab); err != nil {
 		return &usageError{err: err}
 	}
