@@ -19,6 +19,7 @@ import (
 
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/engine/cuda"
+	"github.com/muserhq/muser/infer/sample"
 )
 
 // benchOptions are the flags of `muser bench`.
@@ -123,6 +124,12 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 		if o.threads <= 0 || o.prompt < 2 || o.gen < 1 || o.reps < 1 {
 			return usagef(cmd, "--threads, --gen-tokens and --reps must be positive and --prompt-tokens at least 2")
 		}
+		if err := checkSampling(cmd, sample.Params{Temperature: o.temp}); err != nil {
+			return err
+		}
+		if o.window < -1 {
+			return usagef(cmd, "--draft-window %d: want -1 (the whole history), 0 (the draft model's training context) or more", o.window)
+		}
 		kind, ordinal, err := parseDevice(o.device)
 		if err != nil {
 			return usagef(cmd, "%v", err)
@@ -161,9 +168,7 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 				return err
 			}
 			if o.json {
-				b, _ := json.Marshal(res)
-				fmt.Fprintln(env.stdout, string(b))
-				return nil
+				return printJSONLine(env.stdout, res)
 			}
 			printDraftBench(env.stdout, res)
 			return nil
@@ -176,9 +181,7 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 			printProfile(env.stderr, d.Profile())
 		}
 		if o.json {
-			b, _ := json.Marshal(res)
-			fmt.Fprintln(env.stdout, string(b))
-			return nil
+			return printJSONLine(env.stdout, res)
 		}
 		fmt.Fprintf(env.stdout, "model    %s (%s)\ndevice   %s\nthreads  %d\nprefill  %.1f tok/s (%d tokens)\ndecode   %.2f tok/s (%d tokens)\npeak RSS %.1f MiB (file %.1f MiB, KV %.1f MiB)\n",
 			res.Model, humanBytes(res.FileBytes), res.Device, res.Threads, res.PrefillTokS, res.PromptTokens, res.DecodeTokS, res.GenTokens,
@@ -261,6 +264,17 @@ func runBench(ctx context.Context, o *benchOptions, dev engine.Device) (*benchRe
 	res.DecodeTokS = float64(o.gen) / bestDecode.Seconds()
 	res.PeakRSS = peakRSS()
 	return res, nil
+}
+
+// printJSONLine writes v to w as one line of JSON. A value JSON cannot
+// hold (a rate that is not finite) is an error, not an empty line.
+func printJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
 }
 
 func argmax(v []float32) int32 {
