@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -55,7 +56,7 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.profile, "profile", false, "with --device cuda: time every kernel (device events) and print where the time went, on stderr")
 	fs.BoolVar(&o.graphs, "cuda-graphs", true, "with --device cuda: run forward passes of at most 64 rows (decode) as CUDA graphs; =false launches every kernel from the host (the same kernels)")
-	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof)")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof), once the bench has succeeded")
 	o.draft.AddFlags(fs)
 	fs.StringVar(&o.text, "text", "", "with a draft lane: the text file whose first --prompt-tokens tokens are the context")
 	fs.Float64Var(&o.temp, "temperature", 0, "with a draft lane: sampling temperature (0: greedy)")
@@ -148,50 +149,57 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 				return usagef(cmd, "--gen-tokens %d: want more than %d with a draft lane", o.gen, draftBenchWarmup+1)
 			}
 		}
-		// The profile starts once every flag checked out, so that a bad
-		// command line leaves an existing profile file as it was.
-		if o.cpuProf != "" {
-			stop, err := startCPUProfile(o.cpuProf)
-			if err != nil {
-				return err
-			}
-			defer stop()
+		// The profile starts once every flag checked out, and its file is
+		// put in place only when the bench succeeds: a bad command line or
+		// a failed bench leaves an existing file as it was.
+		if o.cpuProf == "" {
+			return benchOn(ctx, env, o, kind, ordinal)
 		}
-		dev, closeDev, err := openDeviceWith(kind, ordinal, o.threads, cuda.Options{Profile: o.profile, NoGraphs: !o.graphs})
+		stop, err := startCPUProfile(o.cpuProf)
 		if err != nil {
 			return err
 		}
-		defer closeDev()
-		if o.draft.enabled() {
-			res, err := runDraftBench(ctx, o, dev)
-			if err != nil {
-				return err
-			}
-			if o.json {
-				return printJSONLine(env.stdout, res)
-			}
-			printDraftBench(env.stdout, res)
-			return nil
-		}
-		res, err := runBench(ctx, o, dev)
+		return stop(benchOn(ctx, env, o, kind, ordinal))
+	}
+	return cmd
+}
+
+// benchOn runs the benchmark o describes on the device kind:ordinal and
+// prints its result.
+func benchOn(ctx context.Context, env *cliEnv, o *benchOptions, kind string, ordinal int) error {
+	dev, closeDev, err := openDeviceWith(kind, ordinal, o.threads, cuda.Options{Profile: o.profile, NoGraphs: !o.graphs})
+	if err != nil {
+		return err
+	}
+	defer closeDev()
+	if o.draft.enabled() {
+		res, err := runDraftBench(ctx, o, dev)
 		if err != nil {
 			return err
-		}
-		if d, ok := dev.(*cuda.Device); ok && o.profile {
-			printProfile(env.stderr, d.Profile())
 		}
 		if o.json {
 			return printJSONLine(env.stdout, res)
 		}
-		fmt.Fprintf(env.stdout, "model    %s (%s)\ndevice   %s\nthreads  %d\nprefill  %.1f tok/s (%d tokens)\ndecode   %.2f tok/s (%d tokens)\npeak RSS %.1f MiB (file %.1f MiB, KV %.1f MiB)\n",
-			res.Model, humanBytes(res.FileBytes), res.Device, res.Threads, res.PrefillTokS, res.PromptTokens, res.DecodeTokS, res.GenTokens,
-			float64(res.PeakRSS)/(1<<20), float64(res.FileBytes)/(1<<20), float64(res.KVBytes)/(1<<20))
-		if res.DecodeKernels > 0 {
-			fmt.Fprintf(env.stdout, "launches %.0f kernels per decode step in %.0f host launches\n", res.DecodeKernels, res.DecodeHostLaunchs)
-		}
+		printDraftBench(env.stdout, res)
 		return nil
 	}
-	return cmd
+	res, err := runBench(ctx, o, dev)
+	if err != nil {
+		return err
+	}
+	if d, ok := dev.(*cuda.Device); ok && o.profile {
+		printProfile(env.stderr, d.Profile())
+	}
+	if o.json {
+		return printJSONLine(env.stdout, res)
+	}
+	fmt.Fprintf(env.stdout, "model    %s (%s)\ndevice   %s\nthreads  %d\nprefill  %.1f tok/s (%d tokens)\ndecode   %.2f tok/s (%d tokens)\npeak RSS %.1f MiB (file %.1f MiB, KV %.1f MiB)\n",
+		res.Model, humanBytes(res.FileBytes), res.Device, res.Threads, res.PrefillTokS, res.PromptTokens, res.DecodeTokS, res.GenTokens,
+		float64(res.PeakRSS)/(1<<20), float64(res.FileBytes)/(1<<20), float64(res.KVBytes)/(1<<20))
+	if res.DecodeKernels > 0 {
+		fmt.Fprintf(env.stdout, "launches %.0f kernels per decode step in %.0f host launches\n", res.DecodeKernels, res.DecodeHostLaunchs)
+	}
+	return nil
 }
 
 func runBench(ctx context.Context, o *benchOptions, dev engine.Device) (*benchResult, error) {
@@ -333,19 +341,38 @@ func printProfile(w io.Writer, kts []cuda.KernelTime) {
 	}
 }
 
-// startCPUProfile profiles the process's CPU into path until the returned
-// function is called.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
+// startCPUProfile profiles the process's CPU into a temporary file beside
+// path until the returned function is called with the outcome of the
+// profiled work: nil puts the profile at path (replacing a file there),
+// an error removes it, leaving path as it was. stop returns the outcome,
+// or the failure to put the profile in place.
+func startCPUProfile(path string) (stop func(error) error, err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, &outputError{path: path, err: err}
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
+		os.Remove(f.Name())
 		return nil, err
 	}
-	return func() {
+	return func(outcome error) error {
 		pprof.StopCPUProfile()
-		f.Close()
+		err := f.Chmod(0o644)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if outcome != nil {
+			os.Remove(f.Name())
+			return outcome
+		}
+		if err == nil {
+			err = os.Rename(f.Name(), path)
+		}
+		if err != nil {
+			os.Remove(f.Name())
+			return &outputError{path: path, err: err}
+		}
+		return nil
 	}, nil
 }

@@ -37,3 +37,52 @@ func TestBenchDraftFlagsRange(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchCPUProfileWholeOrAbsent: --cpuprofile FILE is written only by
+// a bench that succeeds. A bench that fails once it has started (here, a
+// malformed model) leaves an existing FILE as it was, and no temporary
+// file beside it; one that succeeds replaces FILE with its profile.
+func TestBenchCPUProfileWholeOrAbsent(t *testing.T) {
+	model := stories(t)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "keep.prof")
+	if err := os.WriteFile(prof, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "truncated.gguf")
+	if err := os.WriteFile(bad, b[:5000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	small := []string{"--prompt-tokens", "4", "--gen-tokens", "2", "--reps", "1", "--cpuprofile", prof}
+	code, _, errOut := runCLI(t, append([]string{"bench", "--model", bad}, small...)...)
+	if code != exitFailure {
+		t.Fatalf("bench of a truncated model: exit %d, want %d (%s)", code, exitFailure, errOut)
+	}
+	if got, _ := os.ReadFile(prof); string(got) != "precious" {
+		t.Errorf("a failed bench replaced the --cpuprofile file with %d bytes", len(got))
+	}
+	assertOnly := func(want ...string) {
+		t.Helper()
+		ents, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if strings.Join(names, " ") != strings.Join(want, " ") {
+			t.Errorf("directory holds %v, want %v", names, want)
+		}
+	}
+	assertOnly("keep.prof", "truncated.gguf")
+
+	if code, _, errOut := runCLI(t, append([]string{"bench", "--model", model}, small...)...); code != exitOK {
+		t.Fatalf("bench: exit %d (%s)", code, errOut)
+	}
+	if got, _ := os.ReadFile(prof); len(got) == 0 || string(got) == "precious" {
+		t.Errorf("a bench that succeeded left the --cpuprofile file as %q", got)
+	}
+	assertOnly("keep.prof", "truncated.gguf")
+}
