@@ -16,6 +16,10 @@ var ErrInitialized = errors.New("cluster identity already present")
 // ErrNodeNotFound is returned when a named peer is not in the registry.
 var ErrNodeNotFound = errors.New("node not found")
 
+// ErrRegistryFull is returned when a new peer would take the registry
+// beyond MaxPeers entries, which it could then not be read with.
+var ErrRegistryFull = errors.New("the registry is full")
+
 // ErrNotCAHolder is returned when enrolling a node on a node that does not
 // hold the cluster CA's private key.
 var ErrNotCAHolder = errors.New("not a CA holder")

@@ -418,9 +418,6 @@ func (h *Home) AddPeer(name, addr string, now time.Time) (Peer, error) {
 		case !p.Active():
 			p = readmit(p, now)
 		}
-		if len(peers) >= MaxPeers && !ok {
-			return fmt.Errorf("the registry holds %d peers, the limit", MaxPeers)
-		}
 		if addr != "" {
 			p.Addr = addr
 		}
@@ -552,6 +549,11 @@ func (h *Home) update(f func(peers map[string]Peer) error) error {
 	}
 	if err := f(m); err != nil {
 		return err
+	}
+	// The limit decodeRegistry enforces: a registry beyond it could not
+	// be read back, and every handshake would be refused.
+	if len(m) > MaxPeers {
+		return fmt.Errorf("%w: it holds %d peers, the limit", ErrRegistryFull, MaxPeers)
 	}
 	list := make([]Peer, 0, len(m))
 	for _, p := range m {
