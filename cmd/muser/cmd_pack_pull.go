@@ -47,10 +47,8 @@ pack; 4 when this node refused what NODE sent (a receipt records why:
 			return usagef(cmd, "takes NODE and at least one pack ID")
 		}
 		peer, refs := args[0], args[1:]
-		for _, r := range refs {
-			if len(r) == 0 || len(r) > 64 || strings.Trim(strings.ToLower(r), "0123456789abcdef") != "" {
-				return usagef(cmd, "pack ID %q: want 1 to 64 hex digits", r)
-			}
+		if err := checkPackRefs(cmd, refs); err != nil {
+			return err
 		}
 		tp := newTransferProgress(env, "pull", "from", opts.json)
 		rn, s, err := openReplNode(cmd, env, peer, repl.DefaultStreams, opts.verbose, true, tp)
@@ -80,4 +78,15 @@ pack; 4 when this node refused what NODE sent (a receipt records why:
 		return transferStatus(env, "pull", len(refs), errs)
 	}
 	return cmd
+}
+
+// checkPackRefs checks that every ref is a pack ID or a prefix of one: 1
+// to 64 hex digits. A ref that is not is a usage error of cmd.
+func checkPackRefs(cmd *command, refs []string) error {
+	for _, r := range refs {
+		if len(r) == 0 || len(r) > 64 || strings.Trim(strings.ToLower(r), "0123456789abcdef") != "" {
+			return usagef(cmd, "pack ID %q: want 1 to 64 hex digits", r)
+		}
+	}
+	return nil
 }

@@ -63,6 +63,9 @@ receipt, whose ID is printed) or refused this node's certificate.`,
 		if opts.all == (len(refs) > 0) {
 			return usagef(cmd, "give pack IDs or --all, not both or neither")
 		}
+		if err := checkPackRefs(cmd, refs); err != nil {
+			return err
+		}
 		if opts.streams < 1 || opts.streams > repl.MaxStreams {
 			return usagef(cmd, "--streams %d is outside 1..%d", opts.streams, repl.MaxStreams)
 		}
