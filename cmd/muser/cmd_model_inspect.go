@@ -17,6 +17,7 @@ import (
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/serve/adminapi"
 	"github.com/muserhq/muser/store"
 	"github.com/spf13/pflag"
 )
@@ -64,8 +65,9 @@ identity key that pack inspect prints for packs made with it.
   quant     the weight quantization (infer/gguf QuantName): the single type
             of the weight matrices, or mixed:TYPES@DIGEST
   kv        KV element type (--kv), block size and layout; the block size
-            is the store's under --home when one exists there (the
-            default, 64, otherwise), or --block-tokens
+            is the store's under --home when one exists there (asked of
+            the muser server that holds it, while one does; the default,
+            64, otherwise), or --block-tokens
   engine    this build's engine and numerics version
 
 Fields that cannot be computed for the file (an architecture the engine
@@ -95,7 +97,7 @@ offset (exit status 1); a missing file gives exit status 3.`,
 		}
 		idOpts := identityOptions{kv: kv, block: opts.block, blockFrom: "--block-tokens", noDigest: opts.noDigest}
 		if opts.block == 0 {
-			idOpts.block, idOpts.blockFrom = storeBlockTokens(env.home)
+			idOpts.block, idOpts.blockFrom = storeBlockTokens(ctx, env.home)
 		}
 		if opts.dflt {
 			if len(args) != 0 {
@@ -176,11 +178,19 @@ type identityOptions struct {
 }
 
 // storeBlockTokens returns the block size of the store under home and
-// where it came from: the store's own when one exists there and can be
-// opened read-only, else store.DefaultBlockTokens (what serve and run
-// create a new store with) and why.
-func storeBlockTokens(home string) (int, string) {
+// where it came from: the store's own when one exists there, read from
+// the store opened read-only or, while a muser server holds it, from
+// that server's admin endpoint; else store.DefaultBlockTokens (what serve
+// and run create a new store with) and why.
+func storeBlockTokens(ctx context.Context, home string) (int, string) {
 	s, err := store.Open(home, store.Options{ReadOnly: true, MustExist: true})
+	if errors.Is(err, store.ErrLocked) {
+		n, serr := servedBlockTokens(ctx, home)
+		if serr == nil {
+			return n, "the store under " + home + ", through the muser server that holds it"
+		}
+		err = fmt.Errorf("%w; %w", err, serr)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return store.DefaultBlockTokens, "default (no store under " + home + ")"
@@ -189,6 +199,20 @@ func storeBlockTokens(home string) (int, string) {
 	}
 	defer s.Close()
 	return s.BlockTokens(), "the store under " + home
+}
+
+// servedBlockTokens asks the muser server that holds the store under home
+// (found through HOME/serve.json) for the store's block size.
+func servedBlockTokens(ctx context.Context, home string) (int, error) {
+	c, err := adminapi.Dial(ctx, home)
+	if err != nil {
+		return 0, err
+	}
+	st, err := c.Stats(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return st.BlockTokens, nil
 }
 
 // modelIdentity reports the identity serve and run compute for KV made
