@@ -210,6 +210,10 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	if err := o.tier.check(); err != nil {
 		return usagef(cmd, "%v", err)
 	}
+	storeMax, maxBody, err := o.sizes()
+	if err != nil {
+		return usagef(cmd, "%v", err)
+	}
 	kind, ordinal, err := parseDevice(o.device)
 	if err != nil {
 		return usagef(cmd, "%v", err)
@@ -235,6 +239,8 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		CommitKV:      o.kvCommit,
 		ShutdownGrace: o.grace,
 		ResponsesTTL:  o.responsesTTL,
+		StoreMaxBytes: storeMax,
+		MaxBodyBytes:  maxBody,
 		Version:       version.String(),
 		Logger:        logger,
 		// Speculative decoding (docs/serve.md, "Speculative decoding").
@@ -243,29 +249,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		DraftLookup:    o.draft.lookup,
 		DraftMax:       o.draft.max,
 	}
-	if o.responsesTTL < 0 {
-		return usagef(cmd, "--responses-ttl: %v is negative", o.responsesTTL)
-	}
 	if opts.MaxQueue == 0 {
 		opts.MaxQueue = -1 // serve: negative means no queue
 	}
-	if o.storeMaxBytes != "" {
-		n, err := parseBytes(o.storeMaxBytes)
-		if err != nil {
-			return usagef(cmd, "--store-max-bytes: %v", err)
-		}
-		if n <= 0 {
-			// serve.Options takes 0 as no budget: a budget of nothing
-			// would be no budget at all.
-			return usagef(cmd, "--store-max-bytes %q: want a positive size such as 20GB (leave the flag out for no budget)", o.storeMaxBytes)
-		}
-		opts.StoreMaxBytes = n
-	}
-	n, err := parseBytes(o.maxBody)
-	if err != nil || n <= 0 {
-		return usagef(cmd, "--max-body %q: want a positive size such as 8MB", o.maxBody)
-	}
-	opts.MaxBodyBytes = n
 	if o.model == "" {
 		f, err := defaultmodel.File()
 		if err != nil {
@@ -390,6 +376,31 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		err = errors.Join(err, rs.close(o.grace))
 	}
 	return err
+}
+
+// sizes checks --store-max-bytes (0 when absent: no budget), --max-body
+// and --responses-ttl, and returns the two sizes in bytes.
+func (o *serveOptions) sizes() (storeMax, maxBody int64, err error) {
+	if o.responsesTTL < 0 {
+		return 0, 0, fmt.Errorf("--responses-ttl: %v is negative", o.responsesTTL)
+	}
+	if o.storeMaxBytes != "" {
+		n, err := parseBytes(o.storeMaxBytes)
+		if err != nil {
+			return 0, 0, fmt.Errorf("--store-max-bytes: %v", err)
+		}
+		if n <= 0 {
+			// serve.Options takes 0 as no budget: a budget of nothing
+			// would be no budget at all.
+			return 0, 0, fmt.Errorf("--store-max-bytes %q: want a positive size such as 20GB (leave the flag out for no budget)", o.storeMaxBytes)
+		}
+		storeMax = n
+	}
+	maxBody, err = parseBytes(o.maxBody)
+	if err != nil || maxBody <= 0 {
+		return 0, 0, fmt.Errorf("--max-body %q: want a positive size such as 8MB", o.maxBody)
+	}
+	return storeMax, maxBody, nil
 }
 
 // checkListenAddr checks that addr, the value of flag, is a host:port

@@ -142,3 +142,33 @@ func TestServeTierFlagsRange(t *testing.T) {
 		})
 	}
 }
+
+// TestServeFlagsBeforeDevice: every flag is checked before the device is
+// opened, so a bad one is exit status 2 naming it even where the --device
+// cannot be opened (here, a CUDA driver that does not exist), and no GPU
+// is claimed for a command line that is refused.
+func TestServeFlagsBeforeDevice(t *testing.T) {
+	if _, err := os.Stat(storiesModel); err != nil {
+		t.Skipf("skipping: %s is absent: %v", storiesModel, err)
+	}
+	t.Setenv("MUSER_LIBCUDA", filepath.Join(t.TempDir(), "libcuda.so.1"))
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--max-body", "0"}, "--max-body"},
+		{[]string{"--max-body", "lots"}, "--max-body"},
+		{[]string{"--store-max-bytes", "lots"}, "--store-max-bytes"},
+		{[]string{"--responses-ttl", "-1h"}, "--responses-ttl"},
+	} {
+		t.Run(strings.Join(tc.args, "="), func(t *testing.T) {
+			home := t.TempDir()
+			args := append([]string{"--model", storiesModel, "--home", home, "--addr", "127.0.0.1:0", "--device", "cuda"}, tc.args...)
+			code, errOut := serveRefused(t, args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.flag) {
+				t.Errorf("%v: exit %d, stderr %q; want exit %d naming %s", tc.args, code, errOut, exitUsage, tc.flag)
+			}
+			assertEmptyHome(t, home)
+		})
+	}
+}
