@@ -96,8 +96,10 @@ end-of-generation token.
 Unless --no-cache, the KV store under --home is used: the longest cached,
 verified prefix of the prompt is restored instead of recomputed, and the
 new full blocks of prompt and output are published afterwards, so a later
-run (or muser serve) with the same prefix starts warm. Output is the same
-either way. A restore the store refuses is reported and recomputed.
+run with the same prefix starts warm. Output is the same either way. A
+restore the store refuses is reported and recomputed. run's blocks carry
+no tenant salt, and muser serve salts each tenant's: a server on the same
+--home neither reuses run's packs nor run the server's (docs/engine.md).
 
 A prefill that takes longer than a second shows its progress (tokens
 computed, rate, time left) on stderr when it is a terminal, on a line of

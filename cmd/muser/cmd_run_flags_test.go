@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -30,5 +34,50 @@ func TestRunSamplingFlagsNamed(t *testing.T) {
 					tc.flag, tc.value, code, out, errOut, exitUsage, want)
 			}
 		})
+	}
+}
+
+// TestRunHelpCacheClaim holds run --help to what the store does: a run
+// warms later runs, but muser serve salts its tenants' blocks, so a
+// server on the same home computes the prompt afresh (docs/engine.md,
+// "muser run"). The help must not promise that serve starts warm.
+func TestRunHelpCacheClaim(t *testing.T) {
+	path := stories(t)
+	home := t.TempDir()
+	prompt := storiesGolden(t)[:300]
+	if code, _, errOut := runCLI(t, "run", "--model", path, "-p", prompt, "-n", "2", "--temperature", "0", "--home", home); code != exitOK {
+		t.Fatalf("run: exit %d, %s", code, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := serveCLI(t, ctx, path, home)
+	body, _ := json.Marshal(map[string]any{"prompt": prompt, "max_tokens": 2, "temperature": 0})
+	resp, err := http.Post(srv.url+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Usage struct {
+			Details struct {
+				Cached int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("completion: %d, %v", resp.StatusCode, err)
+	}
+	cancel()
+	if c := <-srv.code; c != exitOK {
+		t.Fatalf("serve exit %d (stderr %s)", c, srv.stderr.String())
+	}
+	_, help, _ := runCLI(t, "run", "--help")
+	claims := strings.Contains(strings.Join(strings.Fields(help), " "), "(or muser serve) with the same prefix starts warm")
+	if out.Usage.Details.Cached == 0 && claims {
+		t.Errorf("serve after run restored 0 cached tokens, but run --help says a later muser serve with the same prefix starts warm")
+	}
+	if out.Usage.Details.Cached > 0 {
+		t.Errorf("serve restored %d tokens published by run; docs/engine.md says run's packs are not serve's", out.Usage.Details.Cached)
 	}
 }
