@@ -37,19 +37,19 @@ else
 fi
 
 echo "== go test ./..."
-# The CUDA kernels' emulator suite takes 3-6 minutes on a 2-core machine:
-# more room than go test's default 10 minutes a package, so that a busy
-# machine does not fail it.
+# The CUDA kernels' emulator suite (and the scheduler's under -race) take
+# 3-6 minutes on a 2-core machine: more room than go test's default 10
+# minutes a package, so that a busy machine does not fail them.
 gotest -count=1 -timeout 20m ./...
 
 echo "== go test -race (pack, store)"
-gotest -count=1 -race ./pack/... ./store/...
+gotest -count=1 -timeout 20m -race ./pack/... ./store/...
 
 echo "== go test -race (serve: scheduler, HTTP, clients)"
-gotest -count=1 -race ./serve/...
+gotest -count=1 -timeout 20m -race ./serve/...
 
 echo "== go test -race (net: mTLS, cluster, transport, replication, prefill)"
-gotest -count=1 -race ./net/...
+gotest -count=1 -timeout 20m -race ./net/...
 
 echo "== fuzz smoke (every Fuzz target, ${FUZZTIME:=10s} each)"
 bash scripts/fuzz-smoke.sh "$FUZZTIME"
