@@ -443,7 +443,10 @@ func TestReadAllocatesWhatArrives(t *testing.T) {
 			if !errors.As(err, &fe) || !strings.Contains(err.Error(), "truncated") {
 				t.Fatalf("Read of a cut frame = %v, want a truncated *FrameError", err)
 			}
-			if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(4*tc.sent+2*firstPayloadBuffer); got > limit {
+			// Growth by doubling allocates about twice what arrived; the
+			// race detector's runtime adds its own. Before, the reader
+			// allocated what was announced (160 MiB for an offer).
+			if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(8*tc.sent+1<<20); got > limit {
 				t.Fatalf("reading %d of %d announced bytes allocated %d bytes, want at most %d", tc.sent, announced, got, limit)
 			}
 		})
