@@ -255,30 +255,10 @@ func (s *Scheduler) abortAll() {
 	}
 }
 
-// reap ends the tasks of slots whose request was cancelled, and drops
-// cancelled requests from the queue (so they do not hold queue places).
+// reap ends the tasks of slots whose request was cancelled. (A cancelled
+// request still queued has left the queue already: Submit's AfterFunc
+// dequeues it, and admit skips one whose context ended meanwhile.)
 func (s *Scheduler) reap() {
-	s.mu.Lock()
-	var gone []*Task
-	q := s.queue[:0]
-	for _, t := range s.queue {
-		if t.ctx.Err() != nil {
-			gone = append(gone, t)
-		} else {
-			q = append(q, t)
-		}
-	}
-	clear(s.queue[len(q):])
-	s.queue = q
-	if len(gone) > 0 {
-		s.queueChangedLocked()
-	}
-	s.mu.Unlock()
-	if len(gone) > 0 {
-		for _, t := range gone {
-			t.finish(t.res, fmt.Errorf("%w while queued: %w", ErrCancelled, t.ctx.Err()))
-		}
-	}
 	for _, sl := range s.slots {
 		if (sl.state == stPrefill || sl.state == stDecode) && sl.task.ctx.Err() != nil {
 			s.end(sl, FinishCancelled, fmt.Errorf("%w: %w", ErrCancelled, sl.task.ctx.Err()), true)
@@ -303,7 +283,7 @@ func (s *Scheduler) admit() {
 		s.queueChangedLocked()
 		s.mu.Unlock()
 		if t.ctx.Err() != nil {
-			t.finish(t.res, fmt.Errorf("%w while queued: %w", ErrCancelled, t.ctx.Err()))
+			t.finishQueued()
 			continue
 		}
 		s.start(t)

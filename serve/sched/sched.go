@@ -389,6 +389,11 @@ func (s *Scheduler) dequeue(t *Task) {
 	s.queue = slices.Delete(s.queue, i, i+1)
 	s.queueChangedLocked()
 	s.mu.Unlock()
+	t.finishQueued()
+}
+
+// finishQueued finishes t, cancelled while it waited for a slot.
+func (t *Task) finishQueued() {
 	t.finish(t.res, fmt.Errorf("%w while queued: %w", ErrCancelled, t.ctx.Err()))
 }
 
