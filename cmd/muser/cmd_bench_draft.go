@@ -12,6 +12,7 @@ import (
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/sample"
 	"github.com/muserhq/muser/infer/tokenizer"
+	"github.com/muserhq/muser/serve/draftlane"
 	"github.com/muserhq/muser/serve/sched"
 )
 
@@ -22,22 +23,25 @@ const draftBenchWarmup = 8
 
 // draftBenchResult is what `muser bench --draft-* --json` prints.
 type draftBenchResult struct {
-	Engine        string  `json:"engine"`
-	Model         string  `json:"model"`
-	Device        string  `json:"device"`
-	Threads       int     `json:"threads"`
-	Lane          string  `json:"lane"`
-	DraftModel    string  `json:"draft_model,omitempty"`
-	DraftBlock    string  `json:"draft_block,omitempty"`
-	DraftWindow   int     `json:"draft_window,omitempty"`
-	IgnoreCost    bool    `json:"draft_ignore_cost,omitempty"`
-	Text          string  `json:"text"`
-	ContextTokens int     `json:"context_tokens"`
-	GenTokens     int     `json:"gen_tokens"`
-	Temperature   float64 `json:"temperature"`
-	PlainTokS     float64 `json:"plain_decode_tok_s"`
-	DraftTokS     float64 `json:"draft_decode_tok_s"`
-	Speedup       float64 `json:"speedup"`
+	Engine     string `json:"engine"`
+	Model      string `json:"model"`
+	Device     string `json:"device"`
+	Threads    int    `json:"threads"`
+	Lane       string `json:"lane"`
+	DraftModel string `json:"draft_model,omitempty"`
+	DraftBlock string `json:"draft_block,omitempty"`
+	// DraftBlockDevice is where the block drafter computes: "cpu" or the
+	// GPU's name.
+	DraftBlockDevice string  `json:"draft_block_device,omitempty"`
+	DraftWindow      int     `json:"draft_window,omitempty"`
+	IgnoreCost       bool    `json:"draft_ignore_cost,omitempty"`
+	Text             string  `json:"text"`
+	ContextTokens    int     `json:"context_tokens"`
+	GenTokens        int     `json:"gen_tokens"`
+	Temperature      float64 `json:"temperature"`
+	PlainTokS        float64 `json:"plain_decode_tok_s"`
+	DraftTokS        float64 `json:"draft_decode_tok_s"`
+	Speedup          float64 `json:"speedup"`
 	// PlainCPU and DraftCPU are the process's CPU seconds (user and
 	// system, getrusage) during the fastest run of each.
 	PlainCPU float64 `json:"plain_cpu_s"`
@@ -90,7 +94,11 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 	if c, ok := drafter.(*sched.ChainDrafter); ok {
 		lanes = c.Lanes()
 	}
+	blockDevice := ""
 	for _, l := range lanes {
+		if bd, ok := l.(*draftlane.BlockDrafter); ok {
+			blockDevice = bd.Device()
+		}
 		if md, ok := l.(*sched.ModelDrafter); ok {
 			// The whole context at once, inside the left-out first
 			// tokens: the rate measures drafting, not catching up.
@@ -109,7 +117,7 @@ func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*dr
 	}
 	res := &draftBenchResult{
 		Engine: m.Numerics(), Model: o.model, Device: dev.Name(), Threads: o.threads, Lane: drafter.Name(),
-		DraftModel: o.draft.model, DraftBlock: o.draft.block, DraftWindow: o.window, IgnoreCost: o.ignoreCost, Text: o.text, ContextTokens: o.prompt, GenTokens: o.gen, Temperature: o.temp, Identical: true,
+		DraftModel: o.draft.model, DraftBlock: o.draft.block, DraftBlockDevice: blockDevice, DraftWindow: o.window, IgnoreCost: o.ignoreCost, Text: o.text, ContextTokens: o.prompt, GenTokens: o.gen, Temperature: o.temp, Identical: true,
 	}
 	var want []int32
 	var bestPlain, bestDraft time.Duration
@@ -187,6 +195,9 @@ func printDraftBench(w io.Writer, r *draftBenchResult) {
 	lane := r.Lane
 	if f := r.DraftModel + r.DraftBlock; f != "" {
 		lane += " (" + f + ")"
+	}
+	if r.DraftBlockDevice != "" {
+		lane += " on " + r.DraftBlockDevice
 	}
 	fmt.Fprintf(w, "model      %s\ndevice     %s\nthreads    %d\ntext       %s\ncontext    %d tokens, then %d generated (temperature %g)\n",
 		r.Model, r.Device, r.Threads, r.Text, r.ContextTokens, r.GenTokens, r.Temperature)

@@ -141,7 +141,7 @@ func (m *Model) run(ctx context.Context, reqs []Request, keep func(r int, logits
 	n := len(reqs) * B
 	w := &m.ws
 	w.ensure(c, n)
-	m.embed(reqs, n)
+	m.embed(reqs, w.in)
 	m.pool.MatMul(w.x, m.fc, w.in, n)
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
@@ -149,22 +149,14 @@ func (m *Model) run(ctx context.Context, reqs []Request, keep func(r int, logits
 		}
 		m.layer(&m.layers[li], len(reqs), n)
 	}
-	// The rows whose logits are wanted: positions 1..min(Max, B-1).
-	w.out = w.out[:0]
-	for r := range reqs {
-		k := min(reqs[r].Max, B-1)
-		reqs[r].Tokens = reqs[r].Tokens[:0]
-		for j := 1; j <= k; j++ {
-			w.out = append(w.out, r*B+j)
-		}
-	}
+	w.out = m.OutputRows(reqs, w.out)
 	for lo := 0; lo < len(w.out); lo += logitRows {
 		rows := w.out[lo:min(lo+logitRows, len(w.out))]
 		m.logits(rows)
 		for i, row := range rows {
 			r := row / B
 			l := w.logits[i*c.Vocab : (i+1)*c.Vocab]
-			reqs[r].Tokens = append(reqs[r].Tokens, argmax(l))
+			reqs[r].Tokens = append(reqs[r].Tokens, Argmax(l))
 			if keep != nil {
 				keep(r, l)
 			}
@@ -173,14 +165,53 @@ func (m *Model) run(ctx context.Context, reqs []Request, keep func(r int, logits
 	return nil
 }
 
-// embed writes every row's fc input: e_j (the anchor's embedding at
+// OutputRows empties every request's Tokens and returns, appended to
+// rows[:0], the rows of a call over reqs whose logits are wanted (request
+// r's position j is row r·B + j): positions 1 … min(Max, B-1) of each
+// request, in order. A draft token is the Argmax of its row's logits.
+func (m *Model) OutputRows(reqs []Request, rows []int) []int {
+	B := m.cfg.BlockSize
+	rows = rows[:0]
+	for r := range reqs {
+		k := min(reqs[r].Max, B-1)
+		reqs[r].Tokens = reqs[r].Tokens[:0]
+		for j := 1; j <= k; j++ {
+			rows = append(rows, r*B+j)
+		}
+	}
+	return rows
+}
+
+// Inputs checks reqs as Draft does (a *RequestError naming the first
+// request it cannot compute, before anything is written) and writes the
+// fc input of every row of the call to in, which holds at least
+// len(reqs)·B·(D+H) floats: row r·B + j is concat(e_j, h) of request r
+// (docs/blockdraft.md). A device that computes the rest of the forward
+// pass (Binder) starts from it.
+func (m *Model) Inputs(reqs []Request, in []float32) error {
+	if err := m.check(reqs); err != nil {
+		return err
+	}
+	c := &m.cfg
+	if need := len(reqs) * c.BlockSize * (c.Hidden + c.TargetHidden); len(in) < need {
+		return fmt.Errorf("blockdraft: Inputs: %d floats for %d requests, want %d", len(in), len(reqs), need)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.embed(reqs, in)
+	return nil
+}
+
+// embed writes every row's fc input to in: e_j (the anchor's embedding at
 // position 0, mask embedding j-1 at position j ≥ 1) followed by the
 // request's hidden state.
-func (m *Model) embed(reqs []Request, n int) {
+func (m *Model) embed(reqs []Request, in []float32) {
 	c := &m.cfg
 	D, H, B := c.Hidden, c.TargetHidden, c.BlockSize
-	in := m.ws.in
-	m.each(n, func(row int) {
+	m.each(len(reqs)*B, func(row int) {
 		r, j := row/B, row%B
 		dst := in[row*(D+H) : (row+1)*(D+H)]
 		if j == 0 {
@@ -290,9 +321,10 @@ func (m *Model) logits(rows []int) {
 	m.pool.MatMul(w.logits, m.output, w.outX, len(rows))
 }
 
-// argmax returns the index of the largest logit that is not NaN, the
-// lowest on ties; 0 when every logit is NaN.
-func argmax(l []float32) int32 {
+// Argmax returns the index of the largest logit that is not NaN, the
+// lowest on ties; 0 when every logit is NaN: a draft token from its
+// position's logits.
+func Argmax(l []float32) int32 {
 	best, idx := l[0], 0
 	for i, v := range l[1:] {
 		if v > best || (best != best && v == v) {

@@ -103,7 +103,7 @@ func (m *Model) bind() error {
 	m.layers = make([]layer, c.Layers)
 	for i := range m.layers {
 		l := &m.layers[i]
-		n := func(s string) string { return fmt.Sprintf("blk.%d.%s", i, s) }
+		n := func(s string) string { return layerTensor(i, s) }
 		if l.attnNorm, err = m.vector(n("attn_norm.weight"), D); err != nil {
 			return err
 		}
@@ -299,3 +299,6 @@ func (m *Model) Close() error {
 	}
 	return nil
 }
+
+// layerTensor names tensor s of layer i ("blk.I.S").
+func layerTensor(i int, s string) string { return fmt.Sprintf("blk.%d.%s", i, s) }

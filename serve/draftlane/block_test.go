@@ -333,7 +333,7 @@ func TestBlockLaneIsExact(t *testing.T) {
 }
 
 // TestGPUBlockLaneIsExact: the target on the CUDA backend, the block lane
-// (on the CPU, from the GPU's hidden states) gives plain decoding's
+// (on the GPU too, from the GPU's hidden states) gives plain decoding's
 // output on the CPU. It skips without a GPU (MUSER_REQUIRE_CUDA=1 fails
 // instead).
 func TestGPUBlockLaneIsExact(t *testing.T) {
@@ -355,9 +355,119 @@ func TestGPUBlockLaneIsExact(t *testing.T) {
 	want := generate(t, m, tok, nil, 0, 1, reqs)
 	for _, slots := range []int{1, 3} {
 		t.Run(fmt.Sprintf("slots%d", slots), func(t *testing.T) {
-			d := NewBlockDrafter(bm)
+			d, err := BindBlockDrafter(bm, dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if d.Device() == "cpu" {
+				t.Fatalf("the block drafter of a CUDA target computes on %q, want the GPU", d.Device())
+			}
 			got := generate(t, g, tok, d, 8, slots, reqs)
 			sameOutputs(t, got, want)
 		})
+	}
+}
+
+// binderDevice is a CPU device that also runs block drafters
+// (blockdraft.Binder) through countingRunners: the path a GPU device's
+// drafter takes, with the CPU's arithmetic.
+type binderDevice struct {
+	engine.Device
+	runners []*countingRunner
+	fail    error // BindBlockDrafter's error, when set
+}
+
+func (d *binderDevice) Name() string { return "binder" }
+
+func (d *binderDevice) BindBlockDrafter(m *blockdraft.Model) (blockdraft.Runner, error) {
+	if d.fail != nil {
+		return nil, d.fail
+	}
+	r := &countingRunner{Model: m}
+	d.runners = append(d.runners, r)
+	return r, nil
+}
+
+// countingRunner computes with its Model, counts its Draft calls, and
+// leaves the Model open on Close, as a device's Runner does.
+type countingRunner struct {
+	*blockdraft.Model
+	drafts int
+	closed bool
+}
+
+func (r *countingRunner) Draft(ctx context.Context, reqs []blockdraft.Request) error {
+	r.drafts++
+	return r.Model.Draft(ctx, reqs)
+}
+
+func (r *countingRunner) Close() error { r.closed = true; return nil }
+
+// TestBlockDrafterOnDevice: a block drafter whose target runs on a device
+// that runs drafters computes there (unless asked to stay on the CPU),
+// drafts what the CPU drafts, and Close frees the device's copy before
+// closing the model it opened; a device that cannot take the drafter is
+// an error naming the file and the device.
+func TestBlockDrafterOnDevice(t *testing.T) {
+	f, err := defaultmodel.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := &binderDevice{Device: cpu.New(cpu.Options{Threads: 2})}
+	m, err := engine.Load(f, engine.Options{Device: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, tok := target(t)
+	path := defaultBlock(t, 1)
+	hidden := make([]float32, m.Config().Hidden)
+	for i := range hidden {
+		hidden[i] = float32(i%5) - 2
+	}
+	draft := func(d *BlockDrafter) []int32 {
+		t.Helper()
+		reqs := []sched.DraftRequest{{History: []int32{1, 7}, Hidden: hidden, Max: 7}}
+		if err := d.Draft(context.Background(), reqs); err != nil {
+			t.Fatal(err)
+		}
+		return reqs[0].Tokens
+	}
+	onCPU, err := OpenBlockDrafter(path, 1, true, m, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := draft(onCPU)
+	if onCPU.Device() != "cpu" || len(dev.runners) != 0 {
+		t.Fatalf("with onCPU: device %q, %d runners bound; want cpu, none", onCPU.Device(), len(dev.runners))
+	}
+	onCPU.Close()
+
+	d, err := OpenBlockDrafter(path, 1, false, m, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := draft(d)
+	if d.Device() != "binder" || len(dev.runners) != 1 || dev.runners[0].drafts != 1 {
+		t.Fatalf("device %q, %d runners; want the drafter on \"binder\", drafting there", d.Device(), len(dev.runners))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(want) != 7 {
+		t.Fatalf("drafted %v on the device, %v on the CPU; want the same 7 tokens", got, want)
+	}
+	model := d.Model()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !dev.runners[0].closed {
+		t.Fatal("Close left the device's Runner open")
+	}
+	if err := model.Draft(context.Background(), []blockdraft.Request{{Hidden: hidden, Max: 1}}); !errors.Is(err, blockdraft.ErrClosed) {
+		t.Fatalf("the drafter's own model after Close: %v, want ErrClosed", err)
+	}
+
+	dev.fail = errors.New("no room")
+	if _, err := OpenBlockDrafter(path, 1, false, m, tok); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "binder") {
+		t.Fatalf("a device that cannot take the drafter: %v, want an error naming %s and the device", err, path)
 	}
 }

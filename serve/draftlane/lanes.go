@@ -21,8 +21,12 @@ type Lanes struct {
 	Block string
 	// Engine opens the draft model (its device and KV type).
 	Engine engine.Options
-	// Threads is the block drafter's worker goroutines (0: one per CPU).
+	// Threads is the block drafter's worker goroutines on the CPU (0: one
+	// per CPU).
 	Threads int
+	// BlockOnCPU computes the block drafter on the CPU even where the
+	// target's device could compute it (blockdraft.Binder).
+	BlockOnCPU bool
 }
 
 // Open builds the drafter l names for target, whose tokenizer is tok:
@@ -44,7 +48,7 @@ func Open(l Lanes, target *engine.Model, tok *tokenizer.Tokenizer) (sched.Drafte
 		}
 		d = md
 	case l.Block != "":
-		bd, err := OpenBlockDrafter(l.Block, l.Threads, target, tok)
+		bd, err := OpenBlockDrafter(l.Block, l.Threads, l.BlockOnCPU, target, tok)
 		if err != nil {
 			return nil, laneErr("block", err)
 		}

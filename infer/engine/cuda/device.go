@@ -190,3 +190,37 @@ func (d *Device) Bind(w *engine.Weights, kv kvcache.DType) (engine.Backend, erro
 	}
 	return b, nil
 }
+
+// function returns l's kernel, with its dynamic shared memory allowance
+// raised to l.Shared where that is above the default 48 KiB (on the
+// device's thread).
+func (d *Device) function(c *cu.Ctx, l cukernels.Launch) (cu.Function, error) {
+	f, ok := d.fns[l.Kernel]
+	if !ok {
+		return f, fmt.Errorf("cuda: kernel %s is not loaded", l.Kernel)
+	}
+	if l.Shared > 48<<10 && d.raised[l.Kernel] < l.Shared {
+		if err := c.SetMaxDynamicShared(f, int(l.Shared)); err != nil {
+			return f, err
+		}
+		d.raised[l.Kernel] = l.Shared
+	}
+	return f, nil
+}
+
+// launchNow launches f as l describes on the device's stream, between two
+// events when profiling.
+func (d *Device) launchNow(c *cu.Ctx, f cu.Function, l cukernels.Launch) error {
+	if d.prof != nil {
+		if err := d.prof.begin(c, l.Kernel); err != nil {
+			return err
+		}
+	}
+	if err := c.Launch(f, l.Grid, l.Block, l.Shared, c.Stream(), l.Args...); err != nil {
+		return err
+	}
+	if d.prof != nil {
+		return d.prof.end(c)
+	}
+	return nil
+}

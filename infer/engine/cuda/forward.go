@@ -313,16 +313,11 @@ func (r *run) launch(l cukernels.Launch, err error) {
 		r.err = err
 		return
 	}
-	f, ok := r.b.d.fns[l.Kernel]
-	if !ok {
-		r.err = fmt.Errorf("cuda: kernel %s is not loaded", l.Kernel)
+	d := r.b.d
+	f, err := d.function(r.c, l)
+	if err != nil {
+		r.err = err
 		return
-	}
-	if d := r.b.d; l.Shared > 48<<10 && d.raised[l.Kernel] < l.Shared {
-		if r.err = r.c.SetMaxDynamicShared(f, int(l.Shared)); r.err != nil {
-			return
-		}
-		d.raised[l.Kernel] = l.Shared
 	}
 	if r.graph {
 		b := r.b
@@ -337,16 +332,7 @@ func (r *run) launch(l cukernels.Launch, err error) {
 		return
 	}
 	r.direct++
-	prof := r.b.d.prof
-	if prof != nil {
-		if r.err = prof.begin(r.c, l.Kernel); r.err != nil {
-			return
-		}
-	}
-	r.err = r.c.Launch(f, l.Grid, l.Block, l.Shared, r.c.Stream(), l.Args...)
-	if prof != nil && r.err == nil {
-		r.err = prof.end(r.c)
-	}
+	r.err = d.launchNow(r.c, f, l)
 }
 
 // flush runs the launches a graph pass recorded as one graph launch
@@ -485,9 +471,15 @@ func (r *run) matmul(m *mat, x, y cu.DevicePtr, n int) {
 }
 
 func (r *run) matMul(m *mat, x, y cu.DevicePtr, n int) cukernels.MatMul {
+	return m.mul(r.b.ws.acts, x, y, n)
+}
+
+// mul describes the product of the n rows at x by m into y: float rows
+// read at x, or the activations quantized for m in acts.
+func (m *mat) mul(acts map[cukernels.Act]cukernels.ActBufs, x, y cu.DevicePtr, n int) cukernels.MatMul {
 	bufs := cukernels.ActBufs{X: dp(x)}
 	if m.act != cukernels.ActF32 {
-		bufs = r.b.ws.acts[m.act]
+		bufs = acts[m.act]
 	}
 	t := m.t
 	return cukernels.MatMul{Type: t.Type, W: dp(m.p), Rows: t.Rows, Cols: t.Cols, Acts: bufs, Y: dp(y), N: n}
