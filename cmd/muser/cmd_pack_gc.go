@@ -45,7 +45,9 @@ pack's upload and the last install of it by any node), by deleting their
 manifests until the chunks the rest name fit (0 evicts every unpinned
 pack, as for the local store); it then deletes chunks no manifest names
 once they are older than --tier-grace (at least 12h, the upload rules'
-bound), and manifests that do not verify after the same period.
+bound), and manifests that do not verify after the same period. Objects
+under chunks/ whose keys are not chunk IDs (a README, another tool's
+temporary file) are not the tier's chunks: counted apart, never deleted.
 
 ` + tierHelp,
 		home: true,

@@ -196,6 +196,9 @@ func runTierGC(ctx context.Context, env *cliEnv, o *tierFlags, maxBytes int64, g
 	fmt.Fprintf(env.stdout, "%s: %d packs (%d pinned), %d chunks, %s; %s %d packs; %s %d unreferenced chunks, %s; kept %d younger than the grace period; %d manifests that do not verify\n",
 		t, rep.Packs, rep.Pinned, rep.Chunks, formatBytes(rep.Bytes), verb, len(rep.Evicted), del, rep.DeletedChunks,
 		formatBytes(rep.DeletedBytes), rep.Young, rep.BadManifests)
+	if rep.Strays > 0 {
+		fmt.Fprintf(env.stdout, "left alone %d objects under chunks/ that are not chunks (keys other than chunks/HEX)\n", rep.Strays)
+	}
 	if rep.StaleUses > 0 {
 		fmt.Fprintf(env.stdout, "%s %d use markers of packs no longer in the tier\n", del, rep.StaleUses)
 	}

@@ -36,6 +36,11 @@ type GCReport struct {
 	// Bytes the chunk bytes.
 	Packs, Chunks int
 	Bytes         int64
+	// Strays counts the objects under chunks/ whose keys are not chunk
+	// keys (not exactly chunks/HEX: a README, another tool's temporary
+	// file): no chunks of the layout, so gc neither counts them in
+	// Chunks and Bytes nor deletes them.
+	Strays int
 	// Pinned counts the packs kept because pins/ID exists.
 	Pinned int
 	// Evicted lists the packs whose manifests were deleted (or would
@@ -71,6 +76,9 @@ type GCReport struct {
 // chunk it relies on that is older than RefreshAge). Manifests that do
 // not verify name nothing and are deleted after the grace period; so are
 // use markers of packs not in the tier (at once for a pack it evicted).
+// Objects under chunks/ whose keys are not chunk keys (chunks/HEX) are
+// not the layout's: they are counted in GCReport.Strays and never
+// deleted.
 func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	var rep GCReport
 	if opts.Grace == 0 {
@@ -143,16 +151,27 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	// Only chunks/HEX is a chunk (docs/tier.md, "Objects"): other keys
+	// under chunks/ are not the layout's, and gc leaves them alone.
+	type chunkObject struct {
+		object
+		id pack.Digest
+	}
+	var chunks []chunkObject
 	size := map[pack.Digest]int64{}
 	for _, o := range cobjs {
 		if o.Dir {
+			continue // another tier's, or nobody's: never this gc's
+		}
+		id, ok := t.digestKey(o.Key, dirChunks)
+		if !ok {
+			rep.Strays++
 			continue
 		}
 		rep.Chunks++
 		rep.Bytes += o.Size
-		if id, ok := t.digestKey(o.Key, dirChunks); ok {
-			size[id] = o.Size
-		}
+		size[id] = o.Size
+		chunks = append(chunks, chunkObject{object: o, id: id})
 	}
 	// Evict, least recently used first, until the live chunks fit the
 	// budget.
@@ -250,7 +269,7 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			return rep, err
 		}
 	}
-	for _, o := range cobjs {
+	for _, o := range chunks {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -258,10 +277,7 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 			rep.Stopped = true
 			return rep, nil
 		}
-		if o.Dir {
-			continue
-		}
-		if id, ok := t.digestKey(o.Key, dirChunks); ok && refs[id] > 0 {
+		if refs[o.id] > 0 {
 			continue
 		}
 		if !old(o.Modified) {

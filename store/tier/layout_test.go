@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/muserhq/muser/pack"
 	"github.com/muserhq/muser/pack/packtest"
 	"github.com/muserhq/muser/store/storetest"
 	"github.com/muserhq/muser/store/tier"
@@ -184,5 +185,52 @@ func TestGCKeepsManifestReuploadedSinceListing(t *testing.T) {
 	}
 	if _, _, _, err := f.tier.Manifest(ctx, f.pack); err != nil {
 		t.Fatalf("after gc (%+v): the valid manifest uploaded during the gc is gone: %v", rep, err)
+	}
+}
+
+// Keys under chunks/ that are not chunks/HEX (a README, an interrupted
+// copy's temporary file, a digest in upper case or with a suffix) are not
+// the layout's: gc past the grace period neither counts them as chunks
+// nor deletes them, while it still sweeps a real unreferenced chunk.
+func TestGCLeavesStrayKeysUnderChunks(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t) // one pack of 5 chunks of 96 bytes
+	hex := f.m.Chunks[0].ID.String()
+	strays := map[string][]byte{
+		"chunks/README":                  []byte("chunks of the fleet tier; do not edit\n"),
+		"chunks/abc.tmp":                 []byte("half a chunk"),
+		"chunks/" + strings.ToUpper(hex): f.object(t, "chunks/"+hex),
+		"chunks/" + hex + ".bak":         f.object(t, "chunks/"+hex),
+		"chunks/" + hex[:len(hex)-1]:     []byte("63 digits"),
+	}
+	for name, data := range strays {
+		f.putObject(t, name, data)
+	}
+	orphan := []byte("a chunk no manifest names")
+	f.putObject(t, "chunks/"+pack.ChunkID(orphan).String(), orphan)
+
+	cfg := f.config(testKey, "gc")
+	cfg.Now = func() time.Time { return time.Now().Add(tier.MinGrace + time.Minute) }
+	g, err := tier.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := g.GC(ctx, tier.GCOptions{MaxBytes: tier.NoBudget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tier.GCReport{Packs: 1, Chunks: 6, Bytes: 5*96 + int64(len(orphan)), Strays: len(strays),
+		DeletedChunks: 1, DeletedBytes: int64(len(orphan))}
+	if rep.Packs != want.Packs || rep.Chunks != want.Chunks || rep.Bytes != want.Bytes || rep.Strays != want.Strays ||
+		rep.DeletedChunks != want.DeletedChunks || rep.DeletedBytes != want.DeletedBytes {
+		t.Errorf("gc: got %+v; want %+v (the orphan chunk deleted, the stray keys counted apart)", rep, want)
+	}
+	for name, data := range strays {
+		if got := f.object(t, name); !bytes.Equal(got, data) {
+			t.Errorf("after gc: %s holds %q; want it untouched (%d bytes)", name, got, len(data))
+		}
+	}
+	if vr, err := g.Verify(ctx, tier.VerifyOptions{}); err != nil || len(vr.Findings) != 0 || vr.Packs != 1 {
+		t.Fatalf("verify after gc: got %+v, %v; want the pack whole", vr, err)
 	}
 }
