@@ -48,6 +48,9 @@ left.`,
 		if len(args) != 1 {
 			return usagef(cmd, "takes exactly one pack ID, got %d arguments", len(args))
 		}
+		if err := checkPackRefs(cmd, args); err != nil {
+			return err
+		}
 		if out == "" {
 			return usagef(cmd, "-o FILE is required")
 		}

@@ -27,6 +27,9 @@ ID and its root checks) but chunks are not read; use 'muser pack verify'.
 		if len(args) != 1 {
 			return usagef(cmd, "takes exactly one pack ID, got %d arguments", len(args))
 		}
+		if err := checkPackRefs(cmd, args); err != nil {
+			return err
+		}
 		a, done, err := openAdmin(ctx, env, true)
 		if err != nil {
 			return err

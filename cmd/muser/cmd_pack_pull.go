@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 
 	"github.com/muserhq/muser/net/repl"
 	"github.com/muserhq/muser/pack"
@@ -78,15 +77,4 @@ pack; 4 when this node refused what NODE sent (a receipt records why:
 		return transferStatus(env, "pull", len(refs), errs)
 	}
 	return cmd
-}
-
-// checkPackRefs checks that every ref is a pack ID or a prefix of one: 1
-// to 64 hex digits. A ref that is not is a usage error of cmd.
-func checkPackRefs(cmd *command, refs []string) error {
-	for _, r := range refs {
-		if len(r) == 0 || len(r) > 64 || strings.Trim(strings.ToLower(r), "0123456789abcdef") != "" {
-			return usagef(cmd, "pack ID %q: want 1 to 64 hex digits", r)
-		}
-	}
-	return nil
 }

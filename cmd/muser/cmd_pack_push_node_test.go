@@ -73,33 +73,3 @@ func TestPackTransferChecksNode(t *testing.T) {
 		})
 	}
 }
-
-// TestPackPushBadIDs: a pack ID that is not 1 to 64 hex digits is a bad
-// argument to pack push, as it is to pack pull: exit status 2 naming it.
-func TestPackPushBadIDs(t *testing.T) {
-	home := t.TempDir()
-	for _, args := range [][]string{
-		{"cluster", "init", "--name", "alpha"},
-		{"node", "enroll", "bob", "-o", filepath.Join(t.TempDir(), "bob.bundle")},
-		{"node", "add", "bob", "127.0.0.1:9"},
-	} {
-		if code, _, errOut := muser(t, home, args...); code != exitOK {
-			t.Fatalf("%v: exit %d, %s", args, code, errOut)
-		}
-	}
-	st, err := store.Open(home, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"zz", "", "e2e3db91e36dZ", strings.Repeat("a", 65)} {
-		for _, verb := range []string{"push", "pull"} {
-			code, _, errOut := muser(t, home, "pack", verb, "bob", id)
-			if code != exitUsage || !strings.Contains(errOut, "muser pack "+verb+": pack ID") {
-				t.Errorf("pack %s bob %q: exit %d, stderr %q; want exit %d naming the pack ID", verb, id, code, errOut, exitUsage)
-			}
-		}
-	}
-}

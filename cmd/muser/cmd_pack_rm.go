@@ -22,6 +22,9 @@ hex prefix) or nothing is deleted.`,
 		if len(args) == 0 {
 			return usagef(cmd, "needs at least one pack ID")
 		}
+		if err := checkPackRefs(cmd, args); err != nil {
+			return err
+		}
 		a, done, err := openAdmin(ctx, env, false)
 		if err != nil {
 			return err
@@ -63,6 +66,9 @@ fleet tier instead (also one whose manifest is gone).`
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) != 1 {
 			return usagef(cmd, "takes exactly one pack ID, got %d arguments", len(args))
+		}
+		if err := checkPackRefs(cmd, args); err != nil {
+			return err
 		}
 		if tf.url != "" {
 			return runTierPin(ctx, env, &tf, args[0], pin)

@@ -96,7 +96,7 @@ func TestPackLsInspect(t *testing.T) {
 	}{
 		{[]string{"pack", "inspect", dup}, exitNotFound},
 		{[]string{"pack", "inspect", strings.Repeat("f", 64)}, exitNotFound},
-		{[]string{"pack", "inspect", "xyz"}, exitFailure},
+		{[]string{"pack", "inspect", "xyz"}, exitUsage},
 		{[]string{"pack", "inspect"}, exitUsage},
 		{[]string{"pack", "pin", ids[0].String()}, exitOK},
 		{[]string{"pack", "unpin", ids[0].String()}, exitOK},
@@ -435,5 +435,76 @@ func TestPackGCTierUsage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: got exit %d, %q; want %d saying %q", tc.args, code, errOut, exitUsage, tc.want)
 		}
+	}
+}
+
+// TestPackBadIDArgs: every pack command that takes pack IDs (or unique
+// prefixes of them) refuses one that is not 1 to 64 hex digits as a bad
+// argument, exit status 2 naming it, before it opens the store, the tier
+// or a peer connection, and changes nothing: a valid ID given beside it
+// is not acted on.
+func TestPackBadIDArgs(t *testing.T) {
+	home, ids := fillStore(t, 1)
+	good := ids[0].String()
+	for _, args := range [][]string{
+		{"cluster", "init", "--name", "alpha"},
+		{"node", "enroll", "bob", "-o", filepath.Join(t.TempDir(), "bob.bundle")},
+		{"node", "add", "bob", "127.0.0.1:9"},
+	} {
+		if code, _, errOut := muser(t, home, args...); code != exitOK {
+			t.Fatalf("%v: exit %d, %s", args, code, errOut)
+		}
+	}
+	// The tier is never reached: its endpoint does not answer.
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+	t.Setenv("AWS_ACCESS_KEY_ID", "muser-test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "muser-test-secret")
+	keyFile := filepath.Join(t.TempDir(), "tier.key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("6b", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tierFlags := []string{"--tier", "s3://bucket/fleet", "--tier-key", keyFile}
+	out := filepath.Join(t.TempDir(), "pack.muex")
+	commands := []struct {
+		name string
+		args func(id string) []string
+	}{
+		{"pack inspect", func(id string) []string { return []string{"pack", "inspect", id} }},
+		{"pack inspect", func(id string) []string { return []string{"pack", "inspect", "--json", id} }},
+		{"pack verify", func(id string) []string { return []string{"pack", "verify", id} }},
+		{"pack verify", func(id string) []string { return []string{"pack", "verify", good, id} }},
+		{"pack rm", func(id string) []string { return []string{"pack", "rm", id} }},
+		{"pack rm", func(id string) []string { return []string{"pack", "rm", good, id} }},
+		{"pack pin", func(id string) []string { return []string{"pack", "pin", id} }},
+		{"pack unpin", func(id string) []string { return []string{"pack", "unpin", id} }},
+		{"pack pin", func(id string) []string { return append([]string{"pack", "pin", id}, tierFlags...) }},
+		{"pack unpin", func(id string) []string { return append([]string{"pack", "unpin", id}, tierFlags...) }},
+		{"pack export", func(id string) []string { return []string{"pack", "export", "-o", out, id} }},
+		{"pack push", func(id string) []string { return []string{"pack", "push", "bob", id} }},
+		{"pack push", func(id string) []string { return []string{"pack", "push", "bob", good, id} }},
+		{"pack pull", func(id string) []string { return []string{"pack", "pull", "bob", id} }},
+		{"pack pull", func(id string) []string { return []string{"pack", "pull", "bob", "abcd", id} }},
+	}
+	for _, id := range []string{"zz", "", "e2e3db91e36dZ", strings.Repeat("a", 65), good + "0"} {
+		for _, c := range commands {
+			args := c.args(id)
+			code, stdout, errOut := muser(t, home, args...)
+			want := "muser " + c.name + `: pack ID "` + id + `"`
+			if code != exitUsage || !strings.Contains(errOut, want) {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", args, code, stdout, errOut, exitUsage, want)
+			}
+		}
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("pack export of a bad ID wrote %s", out)
+	}
+	s, err := store.Open(home, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	info, err := s.Pack(ids[0])
+	if err != nil || info.Pinned || info.Quarantined {
+		t.Errorf("pack %s after the refused commands: %+v, %v; want it in the store as it was", ids[0].Short(), info, err)
 	}
 }

@@ -22,6 +22,19 @@ func openStore(env *cliEnv, readOnly, create bool) (*store.Store, error) {
 	return store.Open(env.home, store.Options{ReadOnly: readOnly, MustExist: !create})
 }
 
+// checkPackRefs checks that every ref is a pack ID or a prefix of one: 1
+// to 64 hex digits. A ref that is not is a usage error of cmd naming it.
+// Every command that takes pack IDs checks them so, before it opens the
+// store, the tier or a connection.
+func checkPackRefs(cmd *command, refs []string) error {
+	for _, r := range refs {
+		if len(r) == 0 || len(r) > 64 || strings.Trim(strings.ToLower(r), "0123456789abcdef") != "" {
+			return usagef(cmd, "pack ID %q: want 1 to 64 hex digits", r)
+		}
+	}
+	return nil
+}
+
 // resolvePacks turns ID prefixes into pack IDs; the first that is unknown
 // or ambiguous is the error.
 func resolvePacks(s *store.Store, args []string) ([]pack.Digest, error) {

@@ -57,6 +57,9 @@ object, the pack and the fault (missing, truncated, digest, bad seal).
 			}
 			return runTierVerify(ctx, env, &tf, asJSON)
 		}
+		if err := checkPackRefs(cmd, args); err != nil {
+			return err
+		}
 		req := adminapi.VerifyRequest{Packs: args, ReadDataSubset: subset}
 		if subset != "" {
 			if _, err := store.ParseSubset(subset); err != nil {
