@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime"
 	"sort"
@@ -88,9 +89,12 @@ Q4_1 3, Q5_1 9, F16 1, BF16 32, F32 0) and general.quantization_version
 to 2. Tensors keep their order and the file its alignment.
 
 OUT is written atomically: a temporary file in its directory, fsync,
-a check that it parses, rename. On any failure or interrupt OUT is left as
-it was. An existing OUT is replaced only with --force. Progress goes to
-standard error when it is a terminal; a summary goes to standard output.
+a check that it parses, then a hard link to OUT (a rename with --force).
+On any failure or interrupt OUT is left as it was. An existing OUT is
+replaced only with --force; without it, an OUT another process creates
+while the model is written is kept too, and the run fails as for an OUT
+that existed before. Progress goes to standard error when it is a
+terminal; a summary goes to standard output.
 
 A missing IN gives exit status 3; a bad or missing --type exit status 2;
 a malformed IN, a tensor that cannot be decoded, an existing OUT without
@@ -165,6 +169,18 @@ func planQuantize(in string, f *gguf.File, typ ggml.Type) ([]quantizeTensor, err
 	return plan, nil
 }
 
+// quantizeOutputExists is the refusal of an OUT that exists, without
+// --force: found before the work starts or when the finished file is
+// published.
+func quantizeOutputExists(out string) error {
+	return fmt.Errorf("%s exists; --force replaces it", out)
+}
+
+// quantizeBeforeWrite is called after the check that OUT does not exist
+// and before OUT is written; tests set it to create OUT in between, as
+// another process may.
+var quantizeBeforeWrite = func() {}
+
 func runQuantize(ctx context.Context, env *cliEnv, in, out string, typ ggml.Type, ftype uint32, force bool) error {
 	f, err := gguf.Open(in)
 	if err != nil {
@@ -172,8 +188,9 @@ func runQuantize(ctx context.Context, env *cliEnv, in, out string, typ ggml.Type
 	}
 	defer f.Close()
 	if !force {
-		if _, err := os.Stat(out); err == nil {
-			return fmt.Errorf("%s exists; --force replaces it", out)
+		// A fast, clear refusal; the write checks again as it publishes.
+		if _, err := os.Lstat(out); err == nil {
+			return quantizeOutputExists(out)
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
@@ -203,13 +220,23 @@ func runQuantize(ctx context.Context, env *cliEnv, in, out string, typ ggml.Type
 			return convertTensor(ctx, f.Data(t), t.Type, dst, p.typ, int(t.Shape[0]))
 		})
 	}
-	err = b.WriteFile(out)
+	quantizeBeforeWrite()
+	if force {
+		err = b.WriteFile(out)
+	} else {
+		// OUT may have been created since the check: publish without
+		// replacing it.
+		err = b.WriteNewFile(out)
+	}
 	if showProgress {
 		fmt.Fprintln(env.stderr)
 	}
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
+		switch {
+		case errors.Is(err, context.Canceled):
 			return err
+		case !force && errors.Is(err, fs.ErrExist):
+			return quantizeOutputExists(out)
 		}
 		return &outputError{path: out, err: err}
 	}

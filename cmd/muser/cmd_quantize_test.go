@@ -251,3 +251,31 @@ func TestQuantizeHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeOutputCreatedMeanwhile: an OUT that another process creates
+// after quantize checked that OUT does not exist is not replaced: quantize
+// fails as for an OUT that existed before (exit 1, the --force message),
+// OUT keeps the other process's bytes and no temporary file is left.
+func TestQuantizeOutputCreatedMeanwhile(t *testing.T) {
+	in := quantizeStories(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.gguf")
+	theirs := []byte("written by another process meanwhile")
+	quantizeBeforeWrite = func() {
+		if err := os.WriteFile(out, theirs, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { quantizeBeforeWrite = func() {} })
+	code, stdout, stderr := quantizeCLI(t, context.Background(), "quantize", "--type", "Q8_0", in, out)
+	want := out + " exists; --force replaces it"
+	if code != exitFailure || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout, stderr, exitFailure, want)
+	}
+	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, theirs) {
+		t.Errorf("OUT created during the run holds %d bytes (%v) after it; want the other process's %q", len(got), err, theirs)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Errorf("OUT's directory holds %d entries (%v); want OUT alone, no temporary file", len(entries), err)
+	}
+}

@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -318,7 +319,23 @@ func (b *Builder) Bytes() ([]byte, error) {
 // in the same directory, syncs it, checks that it parses back with the
 // same tensors, renames it over path and syncs the directory. On failure
 // path is left as it was and the temporary file is removed.
-func (b *Builder) WriteFile(path string) (err error) {
+func (b *Builder) WriteFile(path string) error {
+	return b.writeFile(path, true)
+}
+
+// WriteNewFile is WriteFile for a path that must not exist: the finished
+// file is moved into place with a hard link, which fails if path exists by
+// then (another process may have created it since the caller checked),
+// rather than a rename over it. Such a path is left as it was, and the
+// error is a *fs.PathError for path matching fs.ErrExist. On a file
+// system without hard links it checks that path does not exist, then
+// renames.
+func (b *Builder) WriteNewFile(path string) error {
+	return b.writeFile(path, false)
+}
+
+// writeFile is WriteFile, or with replace false WriteNewFile.
+func (b *Builder) writeFile(path string, replace bool) (err error) {
 	if b.err != nil {
 		return b.err
 	}
@@ -348,7 +365,12 @@ func (b *Builder) WriteFile(path string) (err error) {
 	if err = b.verify(tmp.Name()); err != nil {
 		return err
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if replace {
+		err = os.Rename(tmp.Name(), path)
+	} else {
+		err = publishNew(tmp.Name(), path)
+	}
+	if err != nil {
 		return err
 	}
 	d, err := os.Open(dir)
@@ -357,6 +379,27 @@ func (b *Builder) WriteFile(path string) (err error) {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// publishNew moves the file tmp to path unless path exists: a hard link,
+// which fails if it does, then the removal of tmp. Where the file system
+// has no hard links, it checks that path does not exist and renames.
+func publishNew(tmp, path string) error {
+	exists := &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+	err := os.Link(tmp, path)
+	switch {
+	case err == nil:
+		os.Remove(tmp) // path holds the file now; tmp is a second name
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return exists
+	}
+	if _, serr := os.Lstat(path); serr == nil {
+		return exists
+	} else if !errors.Is(serr, fs.ErrNotExist) {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // verify parses the file just written and checks its tensor table.

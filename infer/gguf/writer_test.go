@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -411,5 +412,56 @@ func TestDataAfterClose(t *testing.T) {
 	// Metadata outlives the mapping.
 	if f.Meta.Len() != 0 || f.Path() != path {
 		t.Errorf("meta %d path %q", f.Meta.Len(), f.Path())
+	}
+}
+
+// TestWriteNewFile: WriteNewFile writes a path that does not exist, and
+// refuses one that does (a file, or a symbolic link even to nothing),
+// leaving it as it was, with a *fs.PathError for the path matching
+// fs.ErrExist; no temporary file is left either way.
+func TestWriteNewFile(t *testing.T) {
+	b := NewBuilder()
+	b.SetString("general.name", "new")
+	for _, tc := range []struct {
+		name   string
+		before func(path string) error // makes what is at path first
+		exists bool
+	}{
+		{"absent", func(string) error { return nil }, false},
+		{"a file", func(p string) error { return os.WriteFile(p, []byte("old contents"), 0o644) }, true},
+		{"a dangling link", func(p string) error { return os.Symlink("nowhere.gguf", p) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "m.gguf")
+			if err := tc.before(path); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.Readlink(path)
+			old, _ := os.ReadFile(path)
+			err := b.WriteNewFile(path)
+			var perr *fs.PathError
+			switch {
+			case !tc.exists && err != nil:
+				t.Fatalf("WriteNewFile: %v", err)
+			case !tc.exists:
+				f, err := Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			case !errors.Is(err, fs.ErrExist) || !errors.As(err, &perr) || perr.Path != path:
+				t.Errorf("WriteNewFile over %s: got %v; want a *fs.PathError for %s matching fs.ErrExist", tc.name, err, path)
+			default:
+				after, _ := os.Readlink(path)
+				now, _ := os.ReadFile(path)
+				if after != before || !bytes.Equal(now, old) {
+					t.Errorf("WriteNewFile changed the existing %s: link %q to %q, contents %q to %q", tc.name, before, after, old, now)
+				}
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("directory holds %d entries after WriteNewFile, want 1 (no temporary files)", len(entries))
+			}
+		})
 	}
 }
