@@ -64,10 +64,16 @@ func (g *stepGate) wait(ctx context.Context) error {
 
 func (g *stepGate) release() { g.rel.Do(func() { close(g.open) }) }
 
-// gatedDevice is the CPU engine with every forward pass through a stepGate.
+// forwardGate decides when a forward pass may run: wait returns once it
+// may, or ctx's error (as a cancelled pass does).
+type forwardGate interface {
+	wait(ctx context.Context) error
+}
+
+// gatedDevice is the CPU engine with every forward pass through a gate.
 type gatedDevice struct {
 	engine.Device
-	g *stepGate
+	g forwardGate
 }
 
 func (d gatedDevice) Bind(w *engine.Weights, kv kvcache.DType) (engine.Backend, error) {
@@ -80,7 +86,7 @@ func (d gatedDevice) Bind(w *engine.Weights, kv kvcache.DType) (engine.Backend, 
 
 type gatedBackend struct {
 	engine.Backend
-	g *stepGate
+	g forwardGate
 }
 
 func (b gatedBackend) Forward(ctx context.Context, rows []engine.Row) error {

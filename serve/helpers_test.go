@@ -36,6 +36,13 @@ func needModel(t testing.TB) {
 // may change; it is stopped at cleanup.
 func startServer(t testing.TB, mod func(*Options)) *testServer {
 	t.Helper()
+	return startServerOn(t, mod, nil)
+}
+
+// startServerOn is startServer on a listener that wrap, when not nil,
+// wraps (to shape the connections the server accepts).
+func startServerOn(t testing.TB, mod func(*Options), wrap func(net.Listener) net.Listener) *testServer {
+	t.Helper()
 	needModel(t)
 	opts := Options{
 		ModelPath:   modelPath,
@@ -53,10 +60,15 @@ func startServer(t testing.TB, mod func(*Options)) *testServer {
 	if mod != nil {
 		mod(&opts)
 	}
-	return serveOn(t, opts)
+	return serveOnListener(t, opts, wrap)
 }
 
 func serveOn(t testing.TB, opts Options) *testServer {
+	t.Helper()
+	return serveOnListener(t, opts, nil)
+}
+
+func serveOnListener(t testing.TB, opts Options, wrap func(net.Listener) net.Listener) *testServer {
 	t.Helper()
 	s, err := New(opts)
 	if err != nil {
@@ -66,6 +78,9 @@ func serveOn(t testing.TB, opts Options) *testServer {
 	if err != nil {
 		s.Close()
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ts := &testServer{s: s, url: "http://" + ln.Addr().String(), home: opts.Home, cancel: cancel, done: make(chan error, 1)}
