@@ -88,8 +88,13 @@
 // is made; it is echoed in the X-Request-Id header, every log line and
 // every error body), recovery (a panic is logged with its stack and
 // answered 500), the access log (log/slog: method, path, status, bytes,
-// duration, tenant, prompt/cached/generated tokens), the body limit, and
-// authentication.
+// duration, tenant, prompt/cached/generated tokens), the write bound, the
+// body limit, and authentication. The write bound (Options.WriteTimeout)
+// renews the connection's write deadline before every write and flush of
+// every route's answer: a client that stops reading makes a write fail
+// once it has made no progress for the timeout, which cancels the
+// request's context (net/http does on a failed write), so its handler
+// ends and its generation is cancelled as when the client goes away.
 //
 // # Tenants
 //

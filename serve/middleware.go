@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -60,12 +62,48 @@ func info(r *http.Request) *reqInfo {
 const statusClientClosed = 499
 
 // statusWriter records the status and size of a response. It passes
-// Flush through for streaming.
+// Flush through for streaming, and bounds every write: with a timeout,
+// the connection's write deadline is renewed before each write and flush
+// (and each writeSpan bytes of a large write), so a write that makes no
+// progress for the timeout fails, however long the answer runs.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
+	rc      *http.ResponseController // the connection's, for its write deadline
+	timeout time.Duration            // ≤ 0: no bound
+	status  int
+	bytes   int64
+	err     error // the first failed write or flush
 }
+
+// writeSpan is the most bytes written under one deadline: a large answer
+// (an export's chunk) needs a client that reads writeSpan bytes per
+// timeout, not the whole answer.
+const writeSpan = 64 << 10
+
+func newStatusWriter(w http.ResponseWriter, timeout time.Duration) *statusWriter {
+	sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}
+	sw.renew() // also bounds what net/http writes itself (100 Continue, the end of the answer)
+	return sw
+}
+
+// renew moves the write deadline to timeout from now. A writer without a
+// connection (a test's recorder) has none to move.
+func (w *statusWriter) renew() {
+	if w.timeout > 0 {
+		w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	}
+}
+
+func (w *statusWriter) failed(err error) error {
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+// stalled reports whether a write failed because the client read nothing
+// for the timeout.
+func (w *statusWriter) stalled() bool { return errors.Is(w.err, os.ErrDeadlineExceeded) }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
@@ -78,16 +116,35 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
-	return n, err
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
+	n := 0
+	for {
+		span := b
+		if w.timeout > 0 && len(span) > writeSpan {
+			span = span[:writeSpan]
+		}
+		w.renew()
+		m, err := w.ResponseWriter.Write(span)
+		n += m
+		w.bytes += int64(m)
+		b = b[m:]
+		if err != nil || len(b) == 0 {
+			return n, w.failed(err)
+		}
 	}
 }
+
+// FlushError flushes the response, reporting a failed write (http.
+// ResponseController.Flush uses it).
+func (w *statusWriter) FlushError() error {
+	w.renew()
+	err := w.rc.Flush()
+	if errors.Is(err, http.ErrNotSupported) {
+		return nil // nothing to flush to
+	}
+	return w.failed(err)
+}
+
+func (w *statusWriter) Flush() { w.FlushError() }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
@@ -123,8 +180,8 @@ func publicPath(method, path string) bool {
 	return (method == http.MethodGet || method == http.MethodHead) && (path == "/health" || path == "/metrics" || path == "/api/version")
 }
 
-// middleware wraps the routes: request ID, access log, recovery, body
-// limit and authentication, outermost first.
+// middleware wraps the routes: request ID, access log, recovery, write
+// bound (statusWriter), body limit and authentication, outermost first.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -135,9 +192,14 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		ri := &reqInfo{start: start, id: id, log: s.log.With("request_id", id)}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
-		sw := &statusWriter{ResponseWriter: w}
+		sw := newStatusWriter(w, s.opts.WriteTimeout)
 		defer func() {
-			if p := recover(); p != nil {
+			p := recover()
+			if sw.stalled() {
+				ri.log.Warn("client stopped reading: answer abandoned", "method", r.Method, "path", r.URL.Path,
+					"write_timeout", s.opts.WriteTimeout, "bytes", sw.bytes)
+			}
+			if p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}

@@ -29,6 +29,9 @@ const (
 	DefaultAddr          = "127.0.0.1:4949"
 	DefaultMaxBodyBytes  = 8 << 20
 	DefaultShutdownGrace = 30 * time.Second
+	// DefaultWriteTimeout is how long a response write may make no
+	// progress before it fails (Options.WriteTimeout).
+	DefaultWriteTimeout = time.Minute
 	// DefaultResponsesTTL is how long `muser serve` keeps a stored
 	// Responses API response: 30 days, as OpenAI keeps them.
 	DefaultResponsesTTL = 30 * 24 * time.Hour
@@ -101,6 +104,14 @@ type Options struct {
 	// its context ends before cancelling them (default
 	// DefaultShutdownGrace).
 	ShutdownGrace time.Duration
+	// WriteTimeout bounds how long a write of a response may make no
+	// progress (a client that stopped reading while keeping its
+	// connection open): the write then fails, which ends the handler and
+	// cancels the request's generation as a client that goes away does.
+	// The deadline is renewed before each write and flush, so a long
+	// stream whose client reads is never cut. 0 means
+	// DefaultWriteTimeout; negative, no bound (--write-timeout 0).
+	WriteTimeout time.Duration
 	// Version is reported by /api/version and /props.
 	Version string
 	// Pooling, when not empty, overrides the model's <arch>.pooling_type
@@ -201,6 +212,9 @@ func New(opts Options) (s *Server, err error) {
 	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = DefaultShutdownGrace
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -415,6 +429,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("%w: listening on %s", ErrNotLoopback, ln.Addr())
 		}
 	}
+	// No WriteTimeout: it bounds a whole answer and would cut every long
+	// stream. The middleware bounds each write instead
+	// (Options.WriteTimeout, statusWriter); net/http clears the deadline
+	// once an answer is written.
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -44,5 +44,6 @@ func (s *Server) logStartup(ln net.Listener) {
 		slog.String("admin", admin),
 		slog.Int64("max_body_bytes", s.opts.MaxBodyBytes),
 		slog.Duration("shutdown_grace", s.opts.ShutdownGrace),
+		slog.Duration("write_timeout", max(s.opts.WriteTimeout, 0)), // 0: no bound, as --write-timeout says it
 	)
 }

@@ -29,6 +29,7 @@ func TestBadFlagsExitUsage(t *testing.T) {
 		{"model", "inspect", storiesModel, "--no-digest", "--block-tokens", "100000", "--home", dir},
 		{"serve", "--model", storiesModel, "--home", dir, "--addr", "127.0.0.1:0", "--shutdown-grace", "-1s"},
 		{"serve", "--model", storiesModel, "--home", dir, "--addr", "127.0.0.1:0", "--shutdown-grace", "0s"},
+		{"serve", "--model", storiesModel, "--home", dir, "--addr", "127.0.0.1:0", "--write-timeout", "-1s"},
 	} {
 		// A bound on a server that would start if the flag were taken:
 		// it then runs until the context ends and exits 0.

@@ -38,6 +38,7 @@ type serveOptions struct {
 	slotReuse     bool
 	kvCommit      bool
 	grace         time.Duration
+	writeTimeout  time.Duration
 	responsesTTL  time.Duration
 	maxBody       string
 	logFormat     string
@@ -62,6 +63,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.slotReuse, "slot-reuse", true, "reuse an idle slot's KV for the same tenant when it covers more than the store")
 	fs.BoolVar(&o.kvCommit, "kv-commit", false, "allocate and write every slot's KV memory for --ctx tokens at start, as llama.cpp does,\nso no request pays for growing it (costs that memory from the start)")
 	fs.DurationVar(&o.grace, "shutdown-grace", serve.DefaultShutdownGrace, "how long in-flight requests may finish after SIGINT/SIGTERM")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", serve.DefaultWriteTimeout, "longest a response write may make no progress (a client that stopped reading) before the answer is abandoned and its generation cancelled (0: no bound)")
 	fs.StringVar(&o.maxBody, "max-body", "8MB", "largest request body")
 	fs.DurationVar(&o.responsesTTL, "responses-ttl", serve.DefaultResponsesTTL, "how long a stored /v1/responses response can be continued or fetched (0: until deleted)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
@@ -122,6 +124,13 @@ are verified in one batched step; the output is byte-identical to decoding
 without them (docs/serve.md, "Speculative decoding"). Lookup with either
 model lane chains them: prompt lookup first, the model where lookup finds
 nothing.
+
+A client that stops reading its answer, connection open, holds the server
+for --write-timeout at most: a write that makes no progress that long
+fails, and the answer is abandoned and its generation cancelled, as when
+the client goes away (a stream whose client reads runs as long as it
+needs). Requests have fixed bounds: 10s for the headers, 2m for the whole
+request, 2m for an idle keep-alive connection.
 
 The server prints its URL once it listens. SIGINT or SIGTERM shuts it down:
 it stops accepting, lets in-flight requests finish for --shutdown-grace (a
@@ -196,6 +205,8 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		return usagef(cmd, "--threads %d: want at least 1", o.threads)
 	case o.grace <= 0:
 		return usagef(cmd, "--shutdown-grace %v: want a positive duration", o.grace)
+	case o.writeTimeout < 0:
+		return usagef(cmd, "--write-timeout %v: want a positive duration, or 0 for no bound", o.writeTimeout)
 	}
 	if err := checkListenAddr("--addr", "tcp", o.addr); err != nil {
 		return usagef(cmd, "%v", err)
@@ -238,6 +249,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		SlotReuse:     o.slotReuse,
 		CommitKV:      o.kvCommit,
 		ShutdownGrace: o.grace,
+		WriteTimeout:  o.writeTimeout,
 		ResponsesTTL:  o.responsesTTL,
 		StoreMaxBytes: storeMax,
 		MaxBodyBytes:  maxBody,
@@ -251,6 +263,9 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 	}
 	if opts.MaxQueue == 0 {
 		opts.MaxQueue = -1 // serve: negative means no queue
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = -1 // serve: negative means no bound
 	}
 	if o.model == "" {
 		f, err := defaultmodel.File()
