@@ -102,6 +102,9 @@ func TestPackLsInspect(t *testing.T) {
 		{[]string{"pack", "unpin", ids[0].String()}, exitOK},
 		{[]string{"pack", "pin", ids[1].String()}, exitOK},
 		{[]string{"receipts", "show", "abc"}, exitNotFound},
+		{[]string{"receipts", "show", "zz"}, exitUsage},
+		{[]string{"receipts", "show", ""}, exitUsage},
+		{[]string{"receipts", "show", strings.Repeat("a", 33)}, exitUsage},
 	} {
 		if code, _, errs := muser(t, home, tt.args...); code != tt.code {
 			t.Errorf("%v: exit %d, want %d (%s)", tt.args, code, tt.code, errs)

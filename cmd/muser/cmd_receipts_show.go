@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -16,13 +17,17 @@ func newReceiptsShowCommand() *command {
 		summary: "show one receipt in full",
 		help: `Prints a receipt: when, why (reason code and detail), which pack from
 which source, the differing identity fields with both values, and the
-expected and actual digests. ID may be a unique hex prefix.`,
+expected and actual digests. ID may be a unique hex prefix (1 to 32 hex
+digits; anything else is a usage error).`,
 		home:  true,
 		flags: func(fs *pflag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print JSON") },
 	}
 	cmd.run = func(ctx context.Context, env *cliEnv, args []string) error {
 		if len(args) != 1 {
 			return usagef(cmd, "takes exactly one receipt ID, got %d arguments", len(args))
+		}
+		if r := args[0]; r == "" || len(r) > 32 || strings.Trim(strings.ToLower(r), "0123456789abcdef") != "" {
+			return usagef(cmd, "receipt ID %q: want 1 to 32 hex digits", r)
 		}
 		a, done, err := openAdmin(ctx, env, true)
 		if err != nil {

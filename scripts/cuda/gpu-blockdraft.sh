@@ -8,7 +8,9 @@
 # cuda` with the block lane on the GPU, the block lane on the CPU
 # (--draft-block-cpu), prompt lookup, and lookup chained before the block
 # lane on the GPU (plain decoding alternates inside each run), REPS
-# repetitions each. Everything lands in OUT/blockout.tgz.
+# repetitions each. Everything lands in OUT/blockout.tgz. A file already
+# in DIR uncompressed (muser, target.gguf, block.gguf) is used as it is;
+# without tests.tar.xz the tests and the call benchmark are left out.
 #
 #   OUT=DIR scripts/cuda/gpu-blockdraft.sh DIR
 set -uo pipefail
@@ -16,18 +18,23 @@ d=$(cd "${1:?usage: gpu-blockdraft.sh DIR}" && pwd)
 o=/tmp/blockout
 mkdir -p $o
 trap 'tar czf ${OUT:?}/blockout.tgz -C /tmp blockout' EXIT
-xz -d -k -f -T0 "$d/muser.xz" "$d/target.gguf.xz" "$d/block.gguf.xz" && chmod +x "$d/muser"
-tar xJf "$d/tests.tar.xz" -C /tmp
+for f in muser target.gguf block.gguf; do
+	[ -f "$d/$f" ] || xz -d -k -f -T0 "$d/$f.xz"
+done
+chmod +x "$d/muser"
 T=$d/target.gguf
 B=$d/block.gguf
 sha256sum "$T" "$B" | tee $o/sha256.txt
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; grep -m1 'model name' /proc/cpuinfo; nproc; } | tee $o/env.txt
-export MUSER_REQUIRE_CUDA=1
-(cd /tmp/tests && ./cuda.test -test.run 'GPUBlockDrafter' -test.v -test.count 1 >$o/test-cuda.txt 2>&1; echo "cuda.test: exit $?")
-(cd /tmp/tests && ./draftlane.test -test.run 'GPU|BlockDrafterOnDevice' -test.v -test.count 1 >$o/test-draftlane.txt 2>&1; echo "draftlane.test: exit $?")
-grep -E "^(--- |ok|FAIL|PASS)" $o/test-*.txt
-(cd /tmp/tests && ./cuda.test -test.run '^$' -test.bench BenchmarkGPUBlockDraft -test.count 3 >$o/bench-draft.txt 2>&1)
-grep -E "^Benchmark" $o/bench-draft.txt
+if [ -f "$d/tests.tar.xz" ]; then
+	tar xJf "$d/tests.tar.xz" -C /tmp
+	export MUSER_REQUIRE_CUDA=1
+	(cd /tmp/tests && ./cuda.test -test.run 'GPUBlockDrafter' -test.v -test.count 1 >$o/test-cuda.txt 2>&1; echo "cuda.test: exit $?")
+	(cd /tmp/tests && ./draftlane.test -test.run 'GPU|BlockDrafterOnDevice' -test.v -test.count 1 >$o/test-draftlane.txt 2>&1; echo "draftlane.test: exit $?")
+	grep -E "^(--- |ok|FAIL|PASS)" $o/test-*.txt
+	(cd /tmp/tests && ./cuda.test -test.run '^$' -test.bench BenchmarkGPUBlockDraft -test.count 3 >$o/bench-draft.txt 2>&1)
+	grep -E "^Benchmark" $o/bench-draft.txt
+fi
 for ctx in 2048 8192; do
 	for text in stories code; do
 		f=$d/txt/$text-$ctx.txt
