@@ -110,6 +110,10 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 	var packs []live
 	refs := map[pack.Digest]int{}
 	var badKeys []object
+	// unsealed counts the manifest objects named by pack IDs that do not
+	// verify; keys under manifests/ that are no pack IDs (a README) are
+	// no manifests and say nothing about the key.
+	unsealed := 0
 	for _, o := range mobjs {
 		if o.Dir {
 			continue // another tier's, or nobody's: never this gc's
@@ -128,6 +132,9 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		if !ok || err != nil {
 			rep.BadManifests++
 			badKeys = append(badKeys, o)
+			if ok {
+				unsealed++
+			}
 			continue
 		}
 		rep.Packs++
@@ -143,9 +150,9 @@ func (t *Tier) GC(ctx context.Context, opts GCOptions) (GCReport, error) {
 		}
 		packs = append(packs, l)
 	}
-	if rep.Packs == 0 && rep.BadManifests > 0 {
+	if rep.Packs == 0 && unsealed > 0 {
 		// Likely the wrong key: sweeping now would delete every chunk.
-		return rep, fmt.Errorf("%w: none of the tier's %d manifests verifies under this key (the wrong cluster or --tier-key?); gc deletes nothing", ErrWrongKey, rep.BadManifests)
+		return rep, fmt.Errorf("%w: none of the tier's %d manifests verifies under this key (the wrong cluster or --tier-key?); gc deletes nothing", ErrWrongKey, unsealed)
 	}
 	cobjs, err := t.list(ctx, dirChunks)
 	if err != nil {

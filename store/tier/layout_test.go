@@ -234,3 +234,31 @@ func TestGCLeavesStrayKeysUnderChunks(t *testing.T) {
 		t.Fatalf("verify after gc: got %+v, %v; want the pack whole", vr, err)
 	}
 }
+
+// Keys under manifests/ that are not manifests/HEX (a README, a
+// temporary file) are no manifests: with every pack evicted they are not
+// "manifests that do not verify under the key", so gc past the grace
+// period does not stop with ErrWrongKey and sweeps the evicted pack's
+// chunks.
+func TestGCStrayKeysUnderManifestsAreNoWrongKey(t *testing.T) {
+	for _, name := range []string{"README", "upload.tmp", "not-hex-" + strings.Repeat("z", 56)} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t) // one pack of 5 chunks of 96 bytes
+			if rep, err := f.tier.GC(ctx, tier.GCOptions{MaxBytes: 0}); err != nil || len(rep.Evicted) != 1 {
+				t.Fatalf("evict: got %+v, %v; want the pack evicted", rep, err)
+			}
+			f.putObject(t, "manifests/"+name, []byte("notes on this tier\n"))
+			cfg := f.config(testKey, "gc")
+			cfg.Now = func() time.Time { return time.Now().Add(tier.MinGrace + time.Minute) }
+			g, err := tier.Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := g.GC(ctx, tier.GCOptions{MaxBytes: tier.NoBudget})
+			if err != nil || rep.DeletedChunks != 5 {
+				t.Fatalf("gc with manifests/%s and no pack: got %+v, %v; want the 5 unreferenced chunks deleted", name, rep, err)
+			}
+		})
+	}
+}
