@@ -25,23 +25,29 @@ type Index struct {
 	tokens map[pack.Digest]int // each indexed pack's token count
 	keys   map[pack.Digest]keyHit
 	chains map[pack.Digest][]pack.Digest
-	bad    map[string]error // manifest keys that failed to decode or verify
+	bad    map[string]object // manifest objects that failed to decode or verify, by key
 }
 
 // NewIndex returns an empty index of t.
 func NewIndex(t *Tier) *Index {
 	return &Index{t: t, tokens: map[pack.Digest]int{}, keys: map[pack.Digest]keyHit{},
-		chains: map[pack.Digest][]pack.Digest{}, bad: map[string]error{}}
+		chains: map[pack.Digest][]pack.Digest{}, bad: map[string]object{}}
 }
 
 // RefreshResult says what a refresh found.
 type RefreshResult struct {
 	// Added and Removed count manifests that appeared and disappeared;
 	// Bad those that appeared but failed to decode or verify (each is
-	// read once, then ignored until it disappears).
+	// read once, then ignored until it disappears or changes: another
+	// ETag, size or time).
 	Added, Removed, Bad int
 	// BadErrs holds the new bad manifests' faults.
 	BadErrs []error
+}
+
+// sameObject reports whether two listings of a key show the same object.
+func sameObject(a, b object) bool {
+	return a.ETag == b.ETag && a.Size == b.Size && a.Modified.Equal(b.Modified)
 }
 
 // Refresh lists the manifests and reads those not yet indexed. On an
@@ -64,7 +70,7 @@ func (ix *Index) Refresh(ctx context.Context) (RefreshResult, error) {
 		if _, ok := ix.tokens[id]; ok {
 			continue
 		}
-		if _, ok := ix.bad[o.Key]; ok {
+		if b, ok := ix.bad[o.Key]; ok && sameObject(b, o) {
 			continue
 		}
 		todo = append(todo, o)
@@ -88,10 +94,11 @@ func (ix *Index) Refresh(ctx context.Context) (RefreshResult, error) {
 		}
 		ix.mu.Lock()
 		if err != nil {
-			ix.bad[o.Key] = err
+			ix.bad[o.Key] = o
 			res.Bad++
 			res.BadErrs = append(res.BadErrs, err)
 		} else {
+			delete(ix.bad, o.Key)
 			ix.add(id, m)
 			res.Added++
 		}
