@@ -43,6 +43,12 @@ type RefreshResult struct {
 	Added, Removed, Bad int
 	// BadErrs holds the new bad manifests' faults.
 	BadErrs []error
+	// Unreadable counts the manifests listed whose GET failed (the
+	// bucket refused it or broke off); each is read again at the next
+	// refresh, and none holds up the others. UnreadableErrs holds the
+	// failures.
+	Unreadable     int
+	UnreadableErrs []error
 }
 
 // sameObject reports whether two listings of a key show the same object.
@@ -50,8 +56,11 @@ func sameObject(a, b object) bool {
 	return a.ETag == b.ETag && a.Size == b.Size && a.Modified.Equal(b.Modified)
 }
 
-// Refresh lists the manifests and reads those not yet indexed. On an
-// error the index keeps what it had.
+// Refresh lists the manifests and reads those not yet indexed. A
+// manifest object that cannot be read is counted in Unreadable and
+// skipped until the next refresh. When the listing fails, or ctx ends,
+// it returns the error and the index keeps what it had (and what it
+// read so far).
 func (ix *Index) Refresh(ctx context.Context) (RefreshResult, error) {
 	var res RefreshResult
 	objs, err := ix.t.list(ctx, dirManifests)
@@ -85,7 +94,14 @@ func (ix *Index) Refresh(ctx context.Context) (RefreshResult, error) {
 			}
 			var oe *ObjectError
 			if !errors.As(err, &oe) {
-				return res, err
+				if ctx.Err() != nil {
+					return res, err
+				}
+				// This object, not the listing: the others are
+				// read, and it is tried again at the next refresh.
+				res.Unreadable++
+				res.UnreadableErrs = append(res.UnreadableErrs, err)
+				continue
 			}
 		}
 		var m *pack.Manifest

@@ -2,11 +2,75 @@ package tier_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/muserhq/muser/pack"
+	"github.com/muserhq/muser/pack/packtest"
+	"github.com/muserhq/muser/store/storetest"
 	"github.com/muserhq/muser/store/tier"
 )
+
+// forbidGet answers the GETs of one object (its key's suffix) with 403
+// AccessDenied while on is set, as a bucket does for an object this
+// node may list but not read (another tenant's ACL, an archived or
+// customer-encrypted object).
+type forbidGet struct {
+	suffix string
+	on     atomic.Bool
+}
+
+func (f *forbidGet) RoundTrip(r *http.Request) (*http.Response, error) {
+	if f.on.Load() && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, f.suffix) {
+		body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`
+		return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{"Content-Type": {"application/xml"}}, Body: io.NopCloser(strings.NewReader(body)),
+			ContentLength: int64(len(body)), Request: r}, nil
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestIndexRefreshSkipsUnreadableManifest: one manifest object the
+// bucket lists but will not serve (403) holds up neither the indexing of
+// the others nor the refresh, and is indexed once it can be read.
+func TestIndexRefreshSkipsUnreadableManifest(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	ids := []pack.Digest{f.pack}
+	for i := range 2 {
+		p := storetest.Publish(t, f.a, f.id, f.salt, packtest.Tokens(uint64(60+i), 32, 500), 96).Pack
+		if _, err := f.tier.Upload(ctx, f.a, p); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p)
+	}
+	// The first manifest in the listing's order is the unreadable one.
+	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+	cfg := f.config(testKey, "node-b")
+	fg := &forbidGet{suffix: "/manifests/" + ids[0].String()}
+	fg.on.Store(true)
+	cfg.Transport = fg
+	tr, err := tier.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := tier.NewIndex(tr)
+	res, err := ix.Refresh(ctx)
+	if err != nil || res.Added != 2 || ix.Len() != 2 {
+		t.Fatalf("refresh with %s unreadable: got %+v, %v, %d packs indexed; want the other 2 indexed", ids[0].Short(), res, err, ix.Len())
+	}
+	if res.Unreadable != 1 || len(res.UnreadableErrs) != 1 {
+		t.Errorf("refresh: got %d unreadable (%v), want 1", res.Unreadable, res.UnreadableErrs)
+	}
+	fg.on.Store(false)
+	if res, err := ix.Refresh(ctx); err != nil || res.Added != 1 || ix.Len() != 3 {
+		t.Fatalf("refresh once readable: got %+v, %v, %d packs indexed; want it added, 3 in all", res, err, ix.Len())
+	}
+}
 
 // TestIndexReadsReplacedBadManifest: a manifest object that did not
 // verify is ignored until it changes, not until the index is rebuilt:

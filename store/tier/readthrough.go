@@ -111,6 +111,9 @@ func (r *ReadThrough) Refresh(ctx context.Context) error {
 	for _, e := range res.BadErrs {
 		r.log.Warn("tier manifest ignored: it does not verify", "tier", r.t.String(), "err", e)
 	}
+	for _, e := range res.UnreadableErrs {
+		r.log.Warn("tier manifest unreadable; read again at the next refresh", "tier", r.t.String(), "err", e)
+	}
 	if res.Added > 0 || res.Removed > 0 {
 		r.log.Info("tier index refreshed", "tier", r.t.String(), "added", res.Added, "removed", res.Removed, "packs", r.ix.Len())
 	}
