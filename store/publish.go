@@ -155,7 +155,8 @@ func (s *Store) PublishPrefix(ctx context.Context, id pack.Identity, salt []byte
 // and leased by the caller. With seal non-nil the replay ledger is
 // checked and advanced in the same transaction. It returns the pack's ID
 // and whether it is new: a pack already covering the same identity,
-// tenant and tokens is kept and its ID returned. A chunk that differs
+// tenant and tokens is kept and its ID returned (a seal is then still
+// checked and spent). A chunk that differs
 // from the one the index holds for the same block key is a divergent
 // refusal, as are a replayed or stale seal; each is recorded with a
 // receipt.
@@ -207,6 +208,18 @@ func (s *Store) commitManifest(ctx context.Context, m *pack.Manifest, keys []pac
 	if !existing.IsZero() {
 		if existing != pid {
 			_ = s.fs.Remove(mpath) // an orphan otherwise; gc would reclaim it
+		}
+		if seal != nil {
+			// The offer is accepted although it adds nothing: its seal
+			// is spent all the same (rule T2), or the same offer could
+			// be accepted again, and publish once the pack has gone.
+			err := s.db.Update(func(tx *bolt.Tx) error { return s.checkReplay(tx, seal, true) })
+			if errors.Is(err, errReplay) || errors.Is(err, errStale) {
+				return pid, false, s.refuse(pid, source, err)
+			}
+			if err != nil {
+				return pid, false, err
+			}
 		}
 		s.touch(existing)
 		return existing, false, nil

@@ -223,7 +223,7 @@ type PublishOptions struct {
 // and that every chunk file is present with the right size (a
 // *MissingChunksError lists those that are not). A pack that already
 // exists for the same identity, tenant and tokens is kept and its ID
-// returned with isNew false.
+// returned with isNew false; opts.Seal is spent all the same (rule T2).
 func (s *Store) PublishPack(ctx context.Context, m *pack.Manifest, opts PublishOptions) (id pack.Digest, isNew bool, err error) {
 	if err := s.checkWritable(); err != nil {
 		return pack.Digest{}, false, err

@@ -325,3 +325,40 @@ func TestImportRefusesChunkOfTwoSizes(t *testing.T) {
 		t.Fatalf("refused import left %d visible packs", len(ps))
 	}
 }
+
+// TestReplayOfExistingPackRefused: an offer accepted for a pack the store
+// already holds spends its seal like one that adds the pack, so the same
+// file offered again is a replay, also once the pack has gone.
+func TestReplayOfExistingPackRefused(t *testing.T) {
+	src := storetest.Open(t, "", store.Options{BlockTokens: 4, SealKey: clusterKey, Node: "node-a"})
+	dst := storetest.Open(t, "", store.Options{BlockTokens: 4, SealKey: clusterKey, Node: "node-b"})
+	id := packtest.Identity("x")
+	p := storetest.Publish(t, src, id, salt, packtest.Tokens(32, 12, 500), 48).Pack
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
+	exportTo(t, src, p, first)
+	exportTo(t, src, p, second)
+	if res, err := importFrom(t, dst, first, nil); err != nil || !res.New {
+		t.Fatalf("first import: got %+v, %v; want a new pack", res, err)
+	}
+	if res, err := importFrom(t, dst, second, nil); err != nil || res.New {
+		t.Fatalf("second import: got %+v, %v; want the existing pack", res, err)
+	}
+	// The second file's seal was accepted: offering it again is a replay,
+	// whether or not the pack is still there.
+	for _, removed := range []bool{false, true} {
+		if removed {
+			if _, err := dst.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := importFrom(t, dst, second, nil)
+		var re *store.RefusalError
+		if !errors.As(err, &re) || re.Receipt.Reason != pack.ReasonReplay {
+			t.Fatalf("second file again (pack removed: %v): got %+v, %v; want a replay refusal", removed, res, err)
+		}
+	}
+	if ps, _ := dst.Packs(); len(ps) != 0 {
+		t.Fatalf("a replayed file published %d packs", len(ps))
+	}
+}
