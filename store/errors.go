@@ -33,7 +33,9 @@ var ErrClosed = errors.New("store is closed")
 var ErrQuarantined = errors.New("pack is quarantined")
 
 // ErrMissingChunks marks a PublishPack whose manifest names chunks the
-// store does not hold; the *MissingChunksError that wraps it lists them.
+// store does not hold, and a publish whose chunk files left the store
+// (quarantined by a concurrent restore) before its commit; the
+// *MissingChunksError that wraps it lists them.
 var ErrMissingChunks = errors.New("chunks missing")
 
 // BlockSizeError is returned by Open when the configured block size

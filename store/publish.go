@@ -152,7 +152,9 @@ func (s *Store) PublishPrefix(ctx context.Context, id pack.Identity, salt []byte
 
 // commitManifest writes m's manifest file and commits the pack to the
 // ledger and the index (rules W2, W3). Every chunk m names must be on disk
-// and leased by the caller. With seal non-nil the replay ledger is
+// and leased by the caller; one whose file left the store before the
+// commit (quarantine moves a faulty file even if it is leased) is a
+// *MissingChunksError, and nothing is committed. With seal non-nil the replay ledger is
 // checked and advanced in the same transaction. It returns the pack's ID
 // and whether it is new: a pack already covering the same identity,
 // tenant and tokens is kept and its ID returned (a seal is then still
@@ -226,6 +228,14 @@ func (s *Store) commitManifest(ctx context.Context, m *pack.Manifest, keys []pac
 	}
 	if diverge != nil {
 		return pid, false, s.refuse(pid, source, diverge)
+	}
+	// Rule W3: every chunk the commit names is on disk as the commit
+	// lands. Files leave chunks/ only under wmu (removal, gc and
+	// quarantine, which moves a file found faulty even after another
+	// operation wrote a good one in its place), so none can leave
+	// between this check and the commit.
+	if missing, _ := s.MissingChunks(m.Chunks); len(missing) > 0 {
+		return pid, false, &MissingChunksError{Pack: pid, Chunks: missing}
 	}
 	now := s.now().UnixNano()
 	rec := &packRecord{

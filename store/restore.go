@@ -237,7 +237,9 @@ func (s *Store) restoreLeased(ctx context.Context, req RestoreRequest, source st
 // fail handles a pack that failed verification: quarantine (rule Q1) and a
 // receipt, then the *RefusalError. I/O errors that say nothing about the
 // pack's bytes are returned as they are, and a missing file of a pack
-// whose record is gone (removed meanwhile) is ErrNotFound.
+// whose record is gone (removed meanwhile) is ErrNotFound. chunk names the
+// chunk at fault, whose file quarantine moves aside unless the fault is
+// that the file is missing.
 func (s *Store) fail(id pack.Digest, source string, err error, chunk *pack.Digest) error {
 	if !errors.Is(err, pack.ErrCorrupt) && !errors.Is(err, errMissing) && !errors.Is(err, errSize) {
 		return fmt.Errorf("pack %s: %w", id.Short(), err)
@@ -249,6 +251,10 @@ func (s *Store) fail(id pack.Digest, source string, err error, chunk *pack.Diges
 		if _, rerr := s.packRecord(id); errors.Is(rerr, ErrNotFound) {
 			return fmt.Errorf("pack %s: %w", id.Short(), ErrNotFound)
 		}
+		// No file failed, so none is moved (rule Q1): one under the
+		// chunk's name now was put there after the failed open (by a
+		// publish that may name it), and is not this fault's.
+		chunk = nil
 	}
 	if s.checkWritable() == nil {
 		if qerr := s.quarantine(id, chunk); qerr != nil {

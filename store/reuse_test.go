@@ -254,3 +254,113 @@ func TestNewDirectoriesFsyncedInParent(t *testing.T) {
 		}
 	}
 }
+
+// onRename runs fn once when a file is renamed to a path ending in suffix.
+type onRename struct {
+	suffix string
+	once   sync.Once
+	fired  bool
+	fn     func()
+}
+
+func (o *onRename) MaybeError(op errorfs.Op, path string) error {
+	if op == errorfs.OpRename && o.suffix != "" && strings.HasSuffix(path, o.suffix) {
+		o.once.Do(func() { o.fired = true; o.fn() })
+	}
+	return nil
+}
+
+// A restore that finds a chunk file faulty quarantines its pack (rule Q1)
+// while another publish of the same tokens (which the quarantine took out
+// of the index, so it writes every block) puts a good file under the
+// chunk's name: here it writes the chunk just before the quarantine's
+// move, and commits once the quarantine is done. No pack may then be
+// visible without its chunk: the publish commits a whole pack or fails
+// (and a retry succeeds). A missing file is not moved at all: whatever
+// appears under its name after the failed open is not the file that
+// failed.
+func TestRestoreFaultWhilePublishRewritesChunk(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(path string) error
+		reason pack.Reason
+	}{
+		{"missing", os.Remove, pack.ReasonMissingChunk},
+		{"truncated", func(path string) error { return os.Truncate(path, 7) }, pack.ReasonTruncated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			inj := &onRename{}
+			s := storetest.OpenUnchecked(t, "", store.Options{BlockTokens: 4, FS: errorfs.Wrap(vfs.Default, inj)})
+			id := packtest.Identity("x")
+			toks := packtest.Tokens(9, 12, 32000)
+			a := storetest.Publish(t, s, id, salt, toks, chunkSize).Pack
+			m, err := s.Manifest(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := m.Chunks[1].ID
+			if err := tt.damage(chunkFile(s.Dir(), x)); err != nil {
+				t.Fatal(err)
+			}
+			// B's publish writes block 1's chunk before it asks for block 2.
+			var b store.PublishResult
+			var perr error
+			written := make(chan struct{})
+			published := make(chan struct{})
+			kv := storetest.KV(id, salt, toks, 4, chunkSize)
+			publishB := func() {
+				defer close(published)
+				var once sync.Once
+				b, perr = s.PublishPrefix(ctx, id, salt, toks, func(i int) ([]byte, error) {
+					if i == 2 {
+						once.Do(func() { close(written) })
+					}
+					return kv(i)
+				})
+			}
+			inj.suffix, inj.fn = x.String()+".chunk", func() {
+				go publishB()
+				select {
+				case <-written:
+				case <-published:
+				}
+			}
+			_, err = s.RestorePack(ctx, store.RestoreRequest{Pack: a, Identity: id}, func(int, []byte) error { return nil })
+			var re *store.RefusalError
+			if !errors.As(err, &re) || re.Receipt.Reason != tt.reason {
+				t.Fatalf("restore of the damaged pack: got %v, want a %s refusal", err, tt.reason)
+			}
+			if !inj.fired {
+				go publishB() // nothing was moved: publish B now
+			}
+			<-published
+			if perr != nil {
+				if !errors.Is(perr, store.ErrMissingChunks) {
+					t.Fatalf("publish B: got %v, want success or %v", perr, store.ErrMissingChunks)
+				}
+				b, perr = s.PublishPrefix(ctx, id, salt, toks, kv)
+			}
+			if perr != nil || !b.New || b.Pack == a {
+				t.Fatalf("publish B: got %+v, %v; want a new pack", b, perr)
+			}
+			ps, err := s.Packs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range ps {
+				if p.Quarantined {
+					continue
+				}
+				if n, err := s.RestorePack(ctx, store.RestoreRequest{Pack: p.ID, Identity: id}, func(int, []byte) error { return nil }); err != nil || n != p.Tokens {
+					t.Fatalf("visible pack %s restores %d of %d tokens: %v", p.ID.Short(), n, p.Tokens, err)
+				}
+			}
+			_, err = os.Stat(filepath.Join(s.Dir(), "quarantine", x.String()+".chunk"))
+			if moved := err == nil; moved != (tt.name != "missing") {
+				t.Fatalf("chunk file moved to quarantine/: %v, want %v", moved, tt.name != "missing")
+			}
+		})
+	}
+}
