@@ -45,7 +45,7 @@ func TestRunDraft(t *testing.T) {
 			{[]string{"--draft-model", path, "--draft-max", "3"}, "model"},
 			{[]string{"--draft-lookup", "--draft-model", path, "--draft-max", "3"}, "lookup+model"},
 			{[]string{"--draft-block", block}, "block"},
-			{[]string{"--draft-block", block, "--draft-block-cpu"}, "block"},
+			{[]string{"--draft-block", block, "--draft-block-device", "model"}, "block"},
 			{[]string{"--draft-lookup", "--draft-block", block}, "lookup+block"},
 		} {
 			t.Run(strings.Join(append(sampling, lane.args...), " "), func(t *testing.T) {
@@ -78,7 +78,8 @@ func TestRunDraftUsage(t *testing.T) {
 		// A block drafter made for stories260K (hidden size 64).
 		{"block for another model", []string{"--draft-block", block}, "--draft-block: block drafter " + block},
 		{"model and block", []string{"--draft-model", path, "--draft-block", block}, "--draft-model and --draft-block"},
-		{"block cpu without a block drafter", []string{"--draft-lookup", "--draft-block-cpu"}, "--draft-block-cpu: only with --draft-block"},
+		{"block device without a block drafter", []string{"--draft-lookup", "--draft-block-device", "model"}, "--draft-block-device model: only with --draft-block"},
+		{"unknown block device", []string{"--draft-lookup", "--draft-block-device", "gpu"}, `--draft-block-device "gpu": want cpu or model`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"run", "-p", "hi", "--no-cache", "--max-tokens", "2"}, c.args...)

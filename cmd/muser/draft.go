@@ -17,15 +17,15 @@ import (
 type draftOptions struct {
 	model  string
 	block  string
-	cpu    bool // --draft-block-cpu
+	device string // --draft-block-device
 	lookup bool
 	max    int
 }
 
 func (o *draftOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "draft-model", "", "speculative decoding with this GGUF draft model (the model's tokenizer); the output does not change")
-	fs.StringVar(&o.block, "draft-block", "", "speculative decoding with this block drafter, trained for the model: it drafts a block of tokens in one pass from the model's hidden state (docs/blockdraft.md; it runs on the model's device: the GPU with --device cuda, else the CPU); not with --draft-model; the output does not change")
-	fs.BoolVar(&o.cpu, "draft-block-cpu", false, "with --draft-block: compute the block drafter on the CPU even when the model runs on a GPU (the same drafts)")
+	fs.StringVar(&o.block, "draft-block", "", "speculative decoding with this block drafter, trained for the model: it drafts a block of tokens in one pass from the model's hidden state (docs/blockdraft.md; on the CPU unless --draft-block-device model); not with --draft-model; the output does not change")
+	fs.StringVar(&o.device, "draft-block-device", "cpu", "with --draft-block: where the block drafter computes: cpu, or model (the model's device: the GPU with --device cuda, not yet measured there; the same drafts)")
 	fs.BoolVar(&o.lookup, "draft-lookup", false, "speculative decoding by prompt lookup (4- to 2-token n-grams of the prompt and output); with --draft-model or --draft-block, lookup first and the model where it finds nothing; the output does not change")
 	fs.IntVar(&o.max, "draft-max", 0, fmt.Sprintf("most draft tokens verified per step; the length adapts below it (0: %d)", sched.DefaultDraftMax))
 }
@@ -35,8 +35,11 @@ func (o *draftOptions) check() error {
 	if o.max < 0 {
 		return fmt.Errorf("--draft-max %d: want 1 or more (0: %d)", o.max, sched.DefaultDraftMax)
 	}
-	if o.cpu && o.block == "" {
-		return errors.New("--draft-block-cpu: only with --draft-block")
+	switch {
+	case o.device != "cpu" && o.device != "model":
+		return fmt.Errorf("--draft-block-device %q: want cpu or model", o.device)
+	case o.device == "model" && o.block == "":
+		return errors.New("--draft-block-device model: only with --draft-block")
 	}
 	if o.model != "" && o.block != "" {
 		return fmt.Errorf("--draft-model and --draft-block: %w", draftlane.ErrLaneConflict)
@@ -55,7 +58,7 @@ func (o *draftOptions) enabled() bool { return o.model != "" || o.block != "" ||
 func (o *draftOptions) open(target *engine.Model, kv kvcache.DType, threads int, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
 	d, err := draftlane.Open(draftlane.Lanes{
 		Lookup: o.lookup, Model: o.model, Block: o.block,
-		Engine: engine.Options{Device: target.Device(), KV: kv}, Threads: threads, BlockOnCPU: o.cpu,
+		Engine: engine.Options{Device: target.Device(), KV: kv}, Threads: threads, BlockOnModel: o.device == "model",
 	}, target, tok)
 	var le *draftlane.LaneError
 	if errors.As(err, &le) {

@@ -5,8 +5,8 @@
 # for bit; the lane's output against plain decoding), the drafter's call
 # on the GPU against the host's CPU (BenchmarkGPUBlockDraft), then for
 # 2,048 and 8,192 tokens of context and each text `muser bench --device
-# cuda` with the block lane on the GPU, the block lane on the CPU
-# (--draft-block-cpu), prompt lookup, and lookup chained before the block
+# cuda` with the block lane on the GPU (--draft-block-device model), the
+# block lane on the CPU, prompt lookup, and lookup chained before the block
 # lane on the GPU (plain decoding alternates inside each run), REPS
 # repetitions each. Everything lands in OUT/blockout.tgz. A file already
 # in DIR uncompressed (muser, target.gguf, block.gguf) is used as it is;
@@ -40,10 +40,10 @@ for ctx in 2048 8192; do
 		f=$d/txt/$text-$ctx.txt
 		for lane in block block-cpu lookup lookup+block; do
 			case $lane in
-			block) a="--draft-block $B" ;;
-			block-cpu) a="--draft-block $B --draft-block-cpu --threads $(nproc)" ;;
+			block) a="--draft-block $B --draft-block-device model" ;;
+			block-cpu) a="--draft-block $B --threads $(nproc)" ;;
 			lookup) a=--draft-lookup ;;
-			lookup+block) a="--draft-lookup --draft-block $B" ;;
+			lookup+block) a="--draft-lookup --draft-block $B --draft-block-device model" ;;
 			esac
 			# shellcheck disable=SC2086
 			timeout 100 "$d/muser" bench --model "$T" --device cuda --prompt-tokens $ctx --gen-tokens 128 --reps "${REPS:-3}" \
