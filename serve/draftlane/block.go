@@ -70,17 +70,19 @@ func OpenBlockDrafter(path string, threads int, onModel bool, target *engine.Mod
 		return nil, err
 	}
 	d := NewBlockDrafter(m)
+	if err := d.check(target, tok); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("block drafter %s: %w", path, err)
+	}
 	if onModel {
+		// Checked first: nothing is copied to a device for a drafter
+		// that cannot serve the target.
 		if d, err = BindBlockDrafter(m, target.Device()); err != nil {
 			m.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("block drafter %s: %w", path, err)
 		}
 	}
 	d.own = true
-	if err := d.check(target, tok); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("block drafter %s: %w", path, err)
-	}
 	return d, nil
 }
 
