@@ -530,7 +530,9 @@ func (p *draftPass) forward() {
 	dr, w, cfg, n := p.dr, &p.dr.ws, &p.dr.cfg, p.n
 	D, hd := cfg.Hidden, cfg.HeadDim
 	Q, KV, F := cfg.Heads*hd, cfg.KVHeads*hd, cfg.FFN
-	lay := draftConsts(cfg, n)
+	// The constants were laid out for the rows the workspace holds,
+	// which may be more than this call's.
+	lay := draftConsts(cfg, w.n)
 	cs := w.consts
 	kc, vc := cs+cu.DevicePtr(lay.kc), cs+cu.DevicePtr(lay.vc)
 	pos, tiles := cs+cu.DevicePtr(lay.pos), cs+cu.DevicePtr(lay.tiles)
