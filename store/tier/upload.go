@@ -24,12 +24,15 @@ const commitParallel = 16
 
 // each calls f for 0 ≤ i < n, parallel calls at a time; each goroutine
 // passes f the same buffer to reuse. The first error cancels the context
-// of the calls under way and is returned once they end.
-func each(ctx context.Context, n int, f func(ctx context.Context, i int, buf *[]byte) error) error {
-	ctx, cancel := context.WithCancel(ctx)
+// of the calls under way and is returned once they end. When the
+// caller's ctx ends before every call has run, its error is returned:
+// nil means that f ran, and succeeded, for every i.
+func each(parent context.Context, n int, f func(ctx context.Context, i int, buf *[]byte) error) error {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var (
 		next  atomic.Int64
+		done  atomic.Int64
 		wg    sync.WaitGroup
 		once  sync.Once
 		first error
@@ -46,10 +49,14 @@ func each(ctx context.Context, n int, f func(ctx context.Context, i int, buf *[]
 					once.Do(func() { first = err; cancel() })
 					return
 				}
+				done.Add(1)
 			}
 		})
 	}
 	wg.Wait()
+	if first == nil && done.Load() < int64(n) {
+		return parent.Err()
+	}
 	return first
 }
 
