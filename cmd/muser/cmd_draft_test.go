@@ -45,7 +45,7 @@ func TestRunDraft(t *testing.T) {
 			{[]string{"--draft-model", path, "--draft-max", "3"}, "model"},
 			{[]string{"--draft-lookup", "--draft-model", path, "--draft-max", "3"}, "lookup+model"},
 			{[]string{"--draft-block", block}, "block"},
-			{[]string{"--draft-block", block, "--draft-block-device", "model"}, "block"},
+			{[]string{"--draft-block", block, "--draft-block-device", "cpu"}, "block"},
 			{[]string{"--draft-lookup", "--draft-block", block}, "lookup+block"},
 		} {
 			t.Run(strings.Join(append(sampling, lane.args...), " "), func(t *testing.T) {
@@ -79,6 +79,7 @@ func TestRunDraftUsage(t *testing.T) {
 		{"block for another model", []string{"--draft-block", block}, "--draft-block: block drafter " + block},
 		{"model and block", []string{"--draft-model", path, "--draft-block", block}, "--draft-model and --draft-block"},
 		{"block device without a block drafter", []string{"--draft-lookup", "--draft-block-device", "model"}, "--draft-block-device model: only with --draft-block"},
+		{"cpu block device without a block drafter", []string{"--draft-lookup", "--draft-block-device", "cpu"}, "--draft-block-device cpu: only with --draft-block"},
 		{"unknown block device", []string{"--draft-lookup", "--draft-block-device", "gpu"}, `--draft-block-device "gpu": want cpu or model`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

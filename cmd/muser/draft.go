@@ -20,12 +20,14 @@ type draftOptions struct {
 	device string // --draft-block-device
 	lookup bool
 	max    int
+	fs     *pflag.FlagSet // the flag set AddFlags added to
 }
 
 func (o *draftOptions) AddFlags(fs *pflag.FlagSet) {
+	o.fs = fs
 	fs.StringVar(&o.model, "draft-model", "", "speculative decoding with this GGUF draft model (the model's tokenizer); the output does not change")
-	fs.StringVar(&o.block, "draft-block", "", "speculative decoding with this block drafter, trained for the model: it drafts a block of tokens in one pass from the model's hidden state (docs/blockdraft.md; on the CPU unless --draft-block-device model); not with --draft-model; the output does not change")
-	fs.StringVar(&o.device, "draft-block-device", "cpu", "with --draft-block: where the block drafter computes: cpu, or model (the model's device: the GPU with --device cuda, not yet measured there; the same drafts)")
+	fs.StringVar(&o.block, "draft-block", "", "speculative decoding with this block drafter, trained for the model: it drafts a block of tokens in one pass from the model's hidden state (docs/blockdraft.md; on the model's device unless --draft-block-device cpu); not with --draft-model; the output does not change")
+	fs.StringVar(&o.device, "draft-block-device", "model", "with --draft-block: where the block drafter computes: model (the model's device: the GPU with --device cuda, else the CPU) or cpu; the same drafts either way")
 	fs.BoolVar(&o.lookup, "draft-lookup", false, "speculative decoding by prompt lookup (4- to 2-token n-grams of the prompt and output); with --draft-model or --draft-block, lookup first and the model where it finds nothing; the output does not change")
 	fs.IntVar(&o.max, "draft-max", 0, fmt.Sprintf("most draft tokens verified per step; the length adapts below it (0: %d)", sched.DefaultDraftMax))
 }
@@ -38,8 +40,8 @@ func (o *draftOptions) check() error {
 	switch {
 	case o.device != "cpu" && o.device != "model":
 		return fmt.Errorf("--draft-block-device %q: want cpu or model", o.device)
-	case o.device == "model" && o.block == "":
-		return errors.New("--draft-block-device model: only with --draft-block")
+	case o.block == "" && o.fs != nil && o.fs.Changed("draft-block-device"):
+		return fmt.Errorf("--draft-block-device %s: only with --draft-block", o.device)
 	}
 	if o.model != "" && o.block != "" {
 		return fmt.Errorf("--draft-model and --draft-block: %w", draftlane.ErrLaneConflict)

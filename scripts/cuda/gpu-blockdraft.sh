@@ -8,11 +8,12 @@
 # cuda` with the block lane on the GPU (--draft-block-device model), the
 # block lane on the CPU, prompt lookup, and lookup chained before the block
 # lane on the GPU (plain decoding alternates inside each run), REPS
-# repetitions each. Everything lands in OUT/blockout.tgz. A file already
+# repetitions (default 3) of GEN generated tokens (default 128) each.
+# Everything lands in OUT/blockout.tgz. A file already
 # in DIR uncompressed (muser, target.gguf, block.gguf) is used as it is;
 # without tests.tar.xz the tests and the call benchmark are left out.
 #
-#   OUT=DIR scripts/cuda/gpu-blockdraft.sh DIR
+#   OUT=DIR [REPS=3] [GEN=128] scripts/cuda/gpu-blockdraft.sh DIR
 set -uo pipefail
 d=$(cd "${1:?usage: gpu-blockdraft.sh DIR}" && pwd)
 o=/tmp/blockout
@@ -41,12 +42,12 @@ for ctx in 2048 8192; do
 		for lane in block block-cpu lookup lookup+block; do
 			case $lane in
 			block) a="--draft-block $B --draft-block-device model" ;;
-			block-cpu) a="--draft-block $B --threads $(nproc)" ;;
+			block-cpu) a="--draft-block $B --draft-block-device cpu --threads $(nproc)" ;;
 			lookup) a=--draft-lookup ;;
 			lookup+block) a="--draft-lookup --draft-block $B --draft-block-device model" ;;
 			esac
 			# shellcheck disable=SC2086
-			timeout 100 "$d/muser" bench --model "$T" --device cuda --prompt-tokens $ctx --gen-tokens 128 --reps "${REPS:-3}" \
+			timeout 100 "$d/muser" bench --model "$T" --device cuda --prompt-tokens $ctx --gen-tokens "${GEN:-128}" --reps "${REPS:-3}" \
 				--temperature 0 --text "$f" $a --json >>$o/muser.jsonl 2>>$o/muser.err || echo "$ctx $text $lane: exit $?" | tee -a $o/muser.err
 		done
 	done
