@@ -111,8 +111,11 @@ func (c *laneCosts) known() bool {
 
 // stepCost returns the seconds of a step of n rows: measured, or
 // interpolated between the nearest measured sizes, or beyond the largest
-// measured one extrapolated at costRowPrior of a one-row step per row.
-// It needs step[1] (known).
+// measured one extrapolated per row at costRowPrior of a one-row step or
+// at the measured rows' slope from one row to that size, whichever is
+// less (so an unmeasured length looks no dearer than the measured ones
+// suggest: on a GPU a few more rows cost almost nothing). It needs
+// step[1] (known).
 func (c *laneCosts) stepCost(n int) float64 {
 	if c.fixed != nil {
 		return c.fixed(n)
@@ -130,7 +133,11 @@ func (c *laneCosts) stepCost(n int) float64 {
 		hi++
 	}
 	if hi > maxCostRows {
-		return c.step[lo] + float64(n-lo)*costRowPrior*c.step[1]
+		row := costRowPrior * c.step[1]
+		if lo > 1 {
+			row = max(0, min(row, (c.step[lo]-c.step[1])/float64(lo-1)))
+		}
+		return c.step[lo] + float64(n-lo)*row
 	}
 	f := float64(n-lo) / float64(hi-lo)
 	return c.step[lo] + f*(c.step[hi]-c.step[lo])

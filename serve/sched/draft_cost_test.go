@@ -69,6 +69,14 @@ func TestBestDraftLen(t *testing.T) {
 		// Other slots' rows in the step: the marginal cost is measured
 		// from there. Rows cost 1 each up to 4, nothing after: with
 		// base 3 the slot's drafts are free.
+		// A GPU's steps: a row past the first costs 3% of a step
+		// (measured up to 2 rows), a block drafter's call 0.3 of a step.
+		// The rows not yet measured are extrapolated at the measured 3%:
+		// k = 5: 2.38/1.45 = 1.64 (k = 7: 2.46/1.51 = 1.63; k = 3:
+		// 2.18/1.39 = 1.57). At the prior's 15% a step of 8 rows would
+		// look 1.93 steps long and k = 3 the best (2.18/1.63 = 1.34;
+		// k = 7: 2.46/2.23 = 1.10).
+		{"gpu rows, measured to 2", 0.6, 7, 0, measuredCosts(0.3, 1.0, 1.03), 5},
 		{"base rows", 0.6, 4, 3, func() *laneCosts {
 			c := newLaneCosts()
 			c.fixed = func(n int) float64 { return float64(min(n, 4)) }
@@ -81,6 +89,19 @@ func TestBestDraftLen(t *testing.T) {
 			}
 		})
 	}
+}
+
+// measuredCosts returns costs measured as a scheduler measures them: the
+// seconds of steps of 1, 2, … rows (steps[i] for i+1 rows) and a fixed
+// cost per draft call.
+func measuredCosts(draft float64, steps ...float64) *laneCosts {
+	c := newLaneCosts()
+	c.perCall = true
+	c.draft = draft
+	for i, v := range steps {
+		c.step[i+1] = v
+	}
+	return c
 }
 
 func TestLaneCosts(t *testing.T) {
@@ -108,10 +129,28 @@ func TestLaneCosts(t *testing.T) {
 		{1, 0.010},
 		{5, 0.020},
 		{3, 0.015},                        // interpolated
-		{7, 0.020 + 2*costRowPrior*0.010}, // extrapolated
+		{7, 0.020 + 2*costRowPrior*0.010}, // extrapolated at the prior, under the measured slope
 	} {
 		if got := c.stepCost(x.n); math.Abs(got-x.want) > 1e-12 {
 			t.Errorf("stepCost(%d) = %v, want %v", x.n, got, x.want)
+		}
+	}
+	// Beyond the largest measured size a row costs the prior's share of
+	// a one-row step or the measured rows' slope, whichever is less (a
+	// GPU's extra rows cost little), and never less than nothing.
+	for _, x := range []struct {
+		name  string
+		steps []float64
+		n     int
+		want  float64
+	}{
+		{"one size measured", []float64{0.010}, 4, 0.010 + 3*costRowPrior*0.010},
+		{"slope under the prior", []float64{0.010, 0.0103}, 8, 0.0103 + 6*0.0003},
+		{"slope over the prior", []float64{0.010, 0.014}, 8, 0.014 + 6*costRowPrior*0.010},
+		{"faster with two rows", []float64{0.010, 0.009}, 8, 0.009},
+	} {
+		if got := measuredCosts(0, x.steps...).stepCost(x.n); math.Abs(got-x.want) > 1e-12 {
+			t.Errorf("%s: stepCost(%d) = %v, want %v", x.name, x.n, got, x.want)
 		}
 	}
 	// Slower measurements decay into the mean; an outlier counts as
