@@ -177,6 +177,7 @@ func benchOn(ctx context.Context, env *cliEnv, o *benchOptions, kind string, ord
 		if err != nil {
 			return err
 		}
+		printDeviceProfile(env.stderr, o, dev)
 		if o.json {
 			return printJSONLine(env.stdout, res)
 		}
@@ -187,9 +188,7 @@ func benchOn(ctx context.Context, env *cliEnv, o *benchOptions, kind string, ord
 	if err != nil {
 		return err
 	}
-	if d, ok := dev.(*cuda.Device); ok && o.profile {
-		printProfile(env.stderr, d.Profile())
-	}
+	printDeviceProfile(env.stderr, o, dev)
 	if o.json {
 		return printJSONLine(env.stdout, res)
 	}
@@ -330,6 +329,14 @@ func humanBytes(n int64) string {
 }
 
 // printProfile prints where a GPU's device time went, kernel by kernel.
+// printDeviceProfile prints the kernels' device times of a CUDA device
+// opened with --profile; nothing for another device or without it.
+func printDeviceProfile(w io.Writer, o *benchOptions, dev engine.Device) {
+	if d, ok := dev.(*cuda.Device); ok && o.profile {
+		printProfile(w, d.Profile())
+	}
+}
+
 func printProfile(w io.Writer, kts []cuda.KernelTime) {
 	var total time.Duration
 	for _, kt := range kts {
