@@ -23,7 +23,7 @@ func openDrafter(opts *Options, m *engine.Model, tok *tokenizer.Tokenizer) (sche
 	}
 	d, err := draftlane.Open(draftlane.Lanes{
 		Lookup: opts.DraftLookup, Model: opts.DraftModelPath, Block: opts.DraftBlockPath,
-		Engine: engine.Options{Device: m.Device()}, Threads: opts.Threads,
+		Engine: engine.Options{Device: m.Device()}, Threads: opts.Threads, BlockOnCPU: opts.DraftBlockOnCPU,
 	}, m, tok)
 	var le *draftlane.LaneError
 	if errors.As(err, &le) {

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/muserhq/muser/infer/blockdraft"
 	"github.com/muserhq/muser/infer/blockdraft/blockdrafttest"
 	"github.com/muserhq/muser/infer/defaultmodel"
+	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/engine/cpu"
 )
 
 // completionBody strips what varies between two runs of the same request
@@ -159,5 +162,44 @@ func TestDraftOptions(t *testing.T) {
 				t.Errorf("got %v, want it to wrap ErrOptions", err)
 			}
 		})
+	}
+}
+
+// binderDevice is a CPU device that also runs block drafters
+// (blockdraft.Binder), counting what it binds: the path a GPU device's
+// drafter takes, with the CPU's arithmetic.
+type binderDevice struct {
+	engine.Device
+	bound int
+}
+
+func (d *binderDevice) BindBlockDrafter(m *blockdraft.Model) (blockdraft.Runner, error) {
+	d.bound++
+	return keptModel{m}, nil
+}
+
+// keptModel computes with its Model and leaves it open on Close, as a
+// device's Runner does.
+type keptModel struct{ *blockdraft.Model }
+
+func (keptModel) Close() error { return nil }
+
+// TestDraftBlockDevice: the server's block drafter computes on the
+// model's device when that device runs drafters, and on the CPU with
+// DraftBlockOnCPU (muser serve --draft-block-device cpu).
+func TestDraftBlockDevice(t *testing.T) {
+	block := filepath.Join(t.TempDir(), "block.gguf")
+	if err := blockdrafttest.WriteFor(block, modelPath, blockdrafttest.Options{Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, onCPU := range []bool{false, true} {
+		dev := &binderDevice{Device: cpu.New(cpu.Options{Threads: 2})}
+		ts := startServer(t, func(o *Options) { o.Device, o.DraftBlockPath, o.DraftBlockOnCPU = dev, block, onCPU })
+		if resp, b := ts.post(t, "/completion", `{"prompt":"Once upon a time","n_predict":8,"temperature":0}`); resp.StatusCode != http.StatusOK {
+			t.Fatalf("DraftBlockOnCPU %v: status %d: %s", onCPU, resp.StatusCode, b)
+		}
+		if want := map[bool]int{false: 1, true: 0}[onCPU]; dev.bound != want {
+			t.Errorf("DraftBlockOnCPU %v: the device bound %d drafters, want %d", onCPU, dev.bound, want)
+		}
 	}
 }

@@ -154,9 +154,14 @@ type Options struct {
 	// GGUF draft model (the model's tokenizer; Device computes it).
 	DraftModelPath string
 	// DraftBlockPath, when set, turns on speculative decoding with this
-	// block drafter (trained for the model: infer/blockdraft), on the
-	// CPU with Threads workers; not with DraftModelPath.
+	// block drafter (trained for the model: infer/blockdraft), computed
+	// on Device where it runs drafters (blockdraft.Binder: the CUDA
+	// device), else on the CPU with Threads workers; not with
+	// DraftModelPath.
 	DraftBlockPath string
+	// DraftBlockOnCPU keeps the block drafter on the CPU whatever Device
+	// is (--draft-block-device cpu).
+	DraftBlockOnCPU bool
 	// DraftLookup turns on speculative decoding by prompt lookup; with
 	// DraftModelPath or DraftBlockPath, lookup first and the model where
 	// it finds nothing.

@@ -256,10 +256,11 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		Version:       version.String(),
 		Logger:        logger,
 		// Speculative decoding (docs/serve.md, "Speculative decoding").
-		DraftModelPath: o.draft.model,
-		DraftBlockPath: o.draft.block,
-		DraftLookup:    o.draft.lookup,
-		DraftMax:       o.draft.max,
+		DraftModelPath:  o.draft.model,
+		DraftBlockPath:  o.draft.block,
+		DraftBlockOnCPU: o.draft.device == "cpu",
+		DraftLookup:     o.draft.lookup,
+		DraftMax:        o.draft.max,
 	}
 	if opts.MaxQueue == 0 {
 		opts.MaxQueue = -1 // serve: negative means no queue

@@ -60,7 +60,7 @@ func (o *draftOptions) enabled() bool { return o.model != "" || o.block != "" ||
 func (o *draftOptions) open(target *engine.Model, kv kvcache.DType, threads int, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
 	d, err := draftlane.Open(draftlane.Lanes{
 		Lookup: o.lookup, Model: o.model, Block: o.block,
-		Engine: engine.Options{Device: target.Device(), KV: kv}, Threads: threads, BlockOnModel: o.device == "model",
+		Engine: engine.Options{Device: target.Device(), KV: kv}, Threads: threads, BlockOnCPU: o.device == "cpu",
 	}, target, tok)
 	var le *draftlane.LaneError
 	if errors.As(err, &le) {

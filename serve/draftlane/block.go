@@ -57,14 +57,14 @@ func BindBlockDrafter(m *blockdraft.Model, dev engine.Device) (*BlockDrafter, er
 
 // OpenBlockDrafter opens the block drafter at path for target, whose
 // tokenizer is tok, and returns a drafter that owns it (Close closes it).
-// With onModel the drafter computes on the target's device when that
-// device runs drafters (the CUDA device); otherwise on the CPU with
-// threads workers (0: one per CPU). A drafter made for another hidden
+// The drafter computes on the target's device when that device runs
+// drafters (the CUDA device) unless onCPU is set; otherwise on the CPU
+// with threads workers (0: one per CPU). A drafter made for another hidden
 // size or vocabulary is an error wrapping blockdraft.ErrTargetMismatch,
 // one with another tokenizer an error wrapping a
 // *sched.TokenizerMismatchError, and a target whose backend returns no
 // hidden states an error wrapping sched.ErrDraftNeedsHidden.
-func OpenBlockDrafter(path string, threads int, onModel bool, target *engine.Model, tok *tokenizer.Tokenizer) (*BlockDrafter, error) {
+func OpenBlockDrafter(path string, threads int, onCPU bool, target *engine.Model, tok *tokenizer.Tokenizer) (*BlockDrafter, error) {
 	m, err := blockdraft.Open(path, threads)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func OpenBlockDrafter(path string, threads int, onModel bool, target *engine.Mod
 		m.Close()
 		return nil, fmt.Errorf("block drafter %s: %w", path, err)
 	}
-	if onModel {
+	if !onCPU {
 		// Checked first: nothing is copied to a device for a drafter
 		// that cannot serve the target.
 		if d, err = BindBlockDrafter(m, target.Device()); err != nil {

@@ -405,7 +405,7 @@ func (r *countingRunner) Draft(ctx context.Context, reqs []blockdraft.Request) e
 func (r *countingRunner) Close() error { r.closed = true; return nil }
 
 // TestBlockDrafterOnDevice: a block drafter whose target runs on a device
-// that runs drafters computes there when asked to (on the CPU otherwise),
+// that runs drafters computes there (unless asked to stay on the CPU),
 // drafts what the CPU drafts, and Close frees the device's copy before
 // closing the model it opened; a device that cannot take the drafter is
 // an error naming the file and the device.
@@ -434,17 +434,17 @@ func TestBlockDrafterOnDevice(t *testing.T) {
 		}
 		return reqs[0].Tokens
 	}
-	onCPU, err := OpenBlockDrafter(path, 1, false, m, tok)
+	onCPU, err := OpenBlockDrafter(path, 1, true, m, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := draft(onCPU)
 	if onCPU.Device() != "cpu" || len(dev.runners) != 0 {
-		t.Fatalf("without onModel: device %q, %d runners bound; want cpu, none", onCPU.Device(), len(dev.runners))
+		t.Fatalf("with onCPU: device %q, %d runners bound; want cpu, none", onCPU.Device(), len(dev.runners))
 	}
 	onCPU.Close()
 
-	d, err := OpenBlockDrafter(path, 1, true, m, tok)
+	d, err := OpenBlockDrafter(path, 1, false, m, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +467,7 @@ func TestBlockDrafterOnDevice(t *testing.T) {
 	}
 
 	dev.fail = errors.New("no room")
-	if _, err := OpenBlockDrafter(path, 1, true, m, tok); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "binder") {
+	if _, err := OpenBlockDrafter(path, 1, false, m, tok); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "binder") {
 		t.Fatalf("a device that cannot take the drafter: %v, want an error naming %s and the device", err, path)
 	}
 }

@@ -9,9 +9,9 @@
 // (infer/blockdraft, docs/blockdraft.md) trained for the target drafts a
 // whole block in one forward pass, conditioned on the target's hidden
 // state after the last token it computed and on the token sampled there.
-// The drafter computes on the CPU, or, with Lanes.BlockOnModel, on the
-// target's device where that device can (blockdraft.Binder: the CUDA
-// device); the drafts are the same bits either way. The lane lives here rather than in
+// The drafter computes on the target's device where that device can
+// (blockdraft.Binder: the CUDA device), else, or with Lanes.BlockOnCPU,
+// on the CPU; the drafts are the same bits either way. The lane lives here rather than in
 // serve/sched because the block drafter is a model of its own, outside
 // the engine front the scheduler drives; the scheduler sees the lane as a
 // sched.HiddenDrafter.

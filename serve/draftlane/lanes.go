@@ -24,10 +24,10 @@ type Lanes struct {
 	// Threads is the block drafter's worker goroutines on the CPU (0: one
 	// per CPU).
 	Threads int
-	// BlockOnModel computes the block drafter on the target's device
-	// where that device can (blockdraft.Binder: the CUDA device); by
-	// default it computes on the CPU.
-	BlockOnModel bool
+	// BlockOnCPU keeps the block drafter on the CPU; by default it
+	// computes on the target's device where that device can
+	// (blockdraft.Binder: the CUDA device), else on the CPU.
+	BlockOnCPU bool
 }
 
 // Open builds the drafter l names for target, whose tokenizer is tok:
@@ -49,7 +49,7 @@ func Open(l Lanes, target *engine.Model, tok *tokenizer.Tokenizer) (sched.Drafte
 		}
 		d = md
 	case l.Block != "":
-		bd, err := OpenBlockDrafter(l.Block, l.Threads, l.BlockOnModel, target, tok)
+		bd, err := OpenBlockDrafter(l.Block, l.Threads, l.BlockOnCPU, target, tok)
 		if err != nil {
 			return nil, laneErr("block", err)
 		}
