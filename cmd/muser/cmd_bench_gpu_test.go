@@ -7,21 +7,14 @@ import (
 	"testing"
 
 	"github.com/muserhq/muser/infer/defaultmodel"
-	"github.com/muserhq/muser/infer/engine/cuda"
+	"github.com/muserhq/muser/infer/engine/cuda/cudatest"
 )
 
 // TestBenchProfileGPU: bench --device cuda --profile prints the kernels'
 // device times after a plain bench and after a draft-lane bench alike. It
 // skips without a GPU (MUSER_REQUIRE_CUDA=1 fails instead).
 func TestBenchProfileGPU(t *testing.T) {
-	dev, err := cuda.New(cuda.Options{})
-	if err != nil {
-		if os.Getenv("MUSER_REQUIRE_CUDA") == "1" {
-			t.Fatalf("MUSER_REQUIRE_CUDA=1 and no GPU: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
-	dev.Close()
+	cudatest.Device(t) // the bench opens its own
 	dir := t.TempDir()
 	model := filepath.Join(dir, "default.gguf")
 	text := filepath.Join(dir, "text.txt")

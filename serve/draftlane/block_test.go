@@ -16,7 +16,7 @@ import (
 	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/engine/cpu"
-	"github.com/muserhq/muser/infer/engine/cuda"
+	"github.com/muserhq/muser/infer/engine/cuda/cudatest"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
@@ -337,13 +337,7 @@ func TestBlockLaneIsExact(t *testing.T) {
 // output on the CPU. It skips without a GPU (MUSER_REQUIRE_CUDA=1 fails
 // instead).
 func TestGPUBlockLaneIsExact(t *testing.T) {
-	dev, err := cuda.New(cuda.Options{})
-	if err != nil {
-		if os.Getenv("MUSER_REQUIRE_CUDA") == "1" {
-			t.Fatalf("MUSER_REQUIRE_CUDA=1 and no GPU: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	dev := cudatest.Device(t)
 	m, tok := target(t)
 	g, err := engine.Load(m.File(), engine.Options{Device: dev})
 	if err != nil {

@@ -2,13 +2,12 @@ package sched
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/muserhq/muser/infer/defaultmodel"
 	"github.com/muserhq/muser/infer/engine"
-	"github.com/muserhq/muser/infer/engine/cuda"
+	"github.com/muserhq/muser/infer/engine/cuda/cudatest"
 	"github.com/muserhq/muser/infer/ggml"
 )
 
@@ -16,13 +15,7 @@ import (
 // skips saying why there is none (MUSER_REQUIRE_CUDA=1 fails instead).
 func gpuModels(t *testing.T) (target, draft *engine.Model) {
 	t.Helper()
-	dev, err := cuda.New(cuda.Options{})
-	if err != nil {
-		if os.Getenv("MUSER_REQUIRE_CUDA") == "1" {
-			t.Fatalf("MUSER_REQUIRE_CUDA=1 and no GPU: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	dev := cudatest.Device(t)
 	f, err := defaultmodel.File()
 	if err != nil {
 		t.Fatal(err)
