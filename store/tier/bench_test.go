@@ -308,6 +308,16 @@ func (bp *benchPack) installBuffered(b *testing.B) {
 	}
 }
 
+// minorFaults is the number of minor page faults this process has taken
+// (pages mapped on first touch).
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Minflt
+}
+
 // cpuTime is the CPU time (user and system) this process has used.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -460,28 +470,31 @@ type benchVariant struct {
 // runVariants runs every variant once per iteration, in turn, each
 // under a pprof label (variant=NAME), and reports each one's MB/s and
 // CPU seconds per iteration of this process (client, hashing, store) and
-// of the S3 server. It returns the time each variant took in all.
+// of the S3 server, and this process's minor page faults (-minflt). It returns the time each variant took in all.
 func (bp *benchPack) runVariants(b *testing.B, vs []benchVariant) []time.Duration {
 	spent := make([]time.Duration, len(vs))
 	cpu := make([]time.Duration, len(vs))
 	srvCPU := make([]time.Duration, len(vs))
+	faults := make([]int64, len(vs))
 	b.ResetTimer()
 	for b.Loop() {
 		for i, v := range vs {
 			if v.before != nil {
 				v.before()
 			}
-			c0, s0, t0 := cpuTime(), bp.e.srv.CPUTime(), time.Now()
+			f0, c0, s0, t0 := minorFaults(), cpuTime(), bp.e.srv.CPUTime(), time.Now()
 			pprof.Do(bp.ctx, pprof.Labels("variant", v.name), func(context.Context) { v.f() })
 			spent[i] += time.Since(t0)
 			cpu[i] += cpuTime() - c0
 			srvCPU[i] += bp.e.srv.CPUTime() - s0
+			faults[i] += minorFaults() - f0
 		}
 	}
 	for i, v := range vs {
 		b.ReportMetric(bp.rate(b, spent[i]), v.name+"-MB/s")
 		b.ReportMetric(cpu[i].Seconds()/float64(b.N), v.name+"-cpu-s")
 		b.ReportMetric(srvCPU[i].Seconds()/float64(b.N), v.name+"-server-cpu-s")
+		b.ReportMetric(float64(faults[i])/float64(b.N), v.name+"-minflt")
 	}
 	return spent
 }
