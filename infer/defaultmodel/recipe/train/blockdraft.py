@@ -18,6 +18,16 @@ the corpus prefix), with position j's loss weighted by exp(-(j-1)/gamma)
 (the first draft tokens matter most: a draft is accepted up to its first
 miss).
 
+With --rollout-windows, each step also trains on windows the target wrote
+itself: a pool made once at the start, each a corpus prefix of 128 to 512
+tokens continued to --rollout-len tokens by the target (greedy for half of
+them, sampled at temperature 0.8 for the others) with its end-of-generation
+tokens banned, as `muser bench` decodes; anchors are drawn from the written
+part and the labels are the target's greedy tokens with those tokens banned.
+A drafter trained on the corpus alone drafts well until the target would end
+its answer and poorly after (the target's text there is unlike any corpus
+text), where a benchmark that bans the end spends most of its tokens.
+
 Outputs in --out: drafter-f32.gguf, report.json (the configuration, losses,
 per-position accuracy, and the greedy acceptance measured by decoding with
 the target and drafting at each step), vectors.json (hidden states, anchors
@@ -93,6 +103,64 @@ def target_pass(model, idx):
         x = b(x, model.cos, model.sin)
     h = model.norm(x)
     return h, h @ model.tok_emb.weight.t()
+
+
+# The texts of tokens that end generation wherever a vocabulary has them,
+# as muser's tokenizer lists them (infer/tokenizer).
+EOG_TEXTS = ("<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+             "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+             "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>")
+
+
+def eog_ids(meta):
+    """The target's end-of-generation tokens: the metadata's EOS, EOT and
+    EOM ids and the tokens whose text is in EOG_TEXTS."""
+    ids = {int(meta[k]) for k in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                  "tokenizer.ggml.eom_token_id") if k in meta}
+    ids.update(i for i, t in enumerate(meta["tokenizer.ggml.tokens"]) if t in EOG_TEXTS)
+    return sorted(ids)
+
+
+@torch.no_grad()
+def rollouts(model, prompts, n_new, ban, temps, gen, dtype):
+    """Continues each row of prompts (N, Lp) by n_new tokens written by the
+    target with a key/value cache: greedy where temps is 0, else sampled at
+    that temperature, the tokens of ban never chosen. Returns (N, Lp+n_new)."""
+    cfg = model.cfg
+    N, Lp = prompts.shape
+    hd, rep = cfg.head_dim, cfg.n_heads // cfg.n_kv_heads
+    shape = (N, cfg.n_kv_heads, Lp + n_new, hd)
+    cache = [(torch.zeros(shape, device=prompts.device, dtype=dtype),
+              torch.zeros(shape, device=prompts.device, dtype=dtype)) for _ in model.blocks]
+
+    def run(tok, pos):
+        t = tok.shape[1]
+        cos, sin = model.cos[pos:pos + t], model.sin[pos:pos + t]
+        x = model.tok_emb(tok)
+        for b, (K, V) in zip(model.blocks, cache):
+            h = b.attn_norm(x)
+            q = apply_rope(b.wq(h).view(N, t, cfg.n_heads, hd), cos, sin).transpose(1, 2)
+            K[:, :, pos:pos + t] = apply_rope(b.wk(h).view(N, t, cfg.n_kv_heads, hd), cos, sin).transpose(1, 2)
+            V[:, :, pos:pos + t] = b.wv(h).view(N, t, cfg.n_kv_heads, hd).transpose(1, 2)
+            k = K[:, :, :pos + t].repeat_interleave(rep, dim=1)
+            v = V[:, :, :pos + t].repeat_interleave(rep, dim=1)
+            y = F.scaled_dot_product_attention(q.to(dtype), k, v, is_causal=t > 1)
+            x = x + b.wo(y.transpose(1, 2).reshape(N, t, cfg.n_heads * hd))
+            h = b.ffn_norm(x)
+            x = x + b.w2(F.silu(b.w1(h)) * b.w3(h))
+        return (model.norm(x[:, -1]) @ model.tok_emb.weight.t()).float()
+
+    out = [prompts]
+    greedy = temps <= 0
+    lg = run(prompts, 0)
+    for i in range(n_new):
+        lg[:, ban] = -float("inf")
+        pr = torch.softmax(lg / temps.clamp(min=1e-3)[:, None], -1)
+        nxt = torch.where(greedy, lg.argmax(-1), torch.multinomial(pr, 1, generator=gen)[:, 0])
+        out.append(nxt[:, None])
+        if i + 1 < n_new:
+            lg = run(nxt[:, None], Lp + i)
+    return torch.cat(out, 1)
 
 
 # ---- the drafter ----------------------------------------------------------------
@@ -293,6 +361,10 @@ def main():
     ap.add_argument("--windows", type=int, default=4, help="target windows per step")
     ap.add_argument("--positions", type=int, default=1024, help="anchor positions drawn per window")
     ap.add_argument("--gamma", type=float, default=4.0, help="position j's loss weight is exp(-(j-1)/gamma)")
+    ap.add_argument("--rollout-windows", type=int, default=0, help="windows the target wrote, per step (0: none)")
+    ap.add_argument("--rollout-positions", type=int, default=256, help="anchor positions drawn per written window")
+    ap.add_argument("--rollout-len", type=int, default=1024, help="tokens per written window, its prefix included")
+    ap.add_argument("--rollout-pool", type=int, default=2048, help="written windows made at the start")
     ap.add_argument("--lr", type=float, default=6e-4)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--wd", type=float, default=0.01)
@@ -349,6 +421,7 @@ def main():
     g = torch.Generator(device=device)
     g.manual_seed(args.seed)
     amp = torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=(device == "cuda"))
+    amp_dtype = torch.bfloat16 if device == "cuda" else torch.float32
     wpos = torch.exp(-torch.arange(B - 1, device=device, dtype=torch.float32) / args.gamma)
     wpos = wpos / wpos.sum()
     offs = torch.arange(1, B, device=device)
@@ -369,6 +442,47 @@ def main():
         labels = greedy[rows[..., None], p[..., None] + offs].reshape(-1, B - 1)
         return hp, anchor, labels
 
+    ban = torch.tensor(eog_ids(tmeta), device=device, dtype=torch.long)
+    R, PR = args.rollout_len, args.rollout_positions
+    if args.rollout_windows and R - B - 511 < 1:
+        raise SystemExit(f"--rollout-len {R} leaves no written anchors after a 512-token prefix")
+
+    @torch.no_grad()
+    def rollout_pool(tokens_, starts_, n, greedy_only, gen):
+        """n windows the target wrote: (windows (n, R), first written position (n,))."""
+        ws, fs = [], []
+        for c in range(0, n, 512):
+            m = min(512, n - c)
+            lp = (128, 256, 384, 512)[(c // 512) % 4]
+            s = starts_[torch.randint(len(starts_), (m,), device=device, generator=gen)]
+            prompts = tokens_[s[:, None] + torch.arange(lp, device=device)].long()
+            temps = torch.zeros(m, device=device)
+            if not greedy_only:
+                temps = torch.where(torch.rand(m, device=device, generator=gen) < 0.5, temps + 0.8, temps)
+            with amp:
+                ws.append(rollouts(target, prompts, R - lp, ban, temps, gen, amp_dtype))
+            fs.append(torch.full((m,), lp, device=device))
+        return torch.cat(ws), torch.cat(fs)
+
+    @torch.no_grad()
+    def rollout_examples(pool, n, gen):
+        """Written windows -> (h, anchor, labels) at PR random positions
+        each, all in the written part, the labels with the end banned."""
+        win, first = pool
+        i = torch.randint(len(win), (n,), device=device, generator=gen)
+        idx, lo = win[i], first[i] - 1
+        with amp:
+            h, lg = target_pass(target, idx)
+        lg = lg.float()
+        lg[..., ban] = -float("inf")
+        greedy = lg.argmax(-1)
+        p = lo[:, None] + (torch.rand(n, PR, device=device, generator=gen) * (R - B - lo)[:, None]).long()
+        rows = torch.arange(n, device=device)[:, None]
+        hp = h[rows, p].float().reshape(-1, h.shape[-1])
+        anchor = idx[rows, p + 1].reshape(-1)
+        labels = greedy[rows[..., None], p[..., None] + offs].reshape(-1, B - 1)
+        return hp, anchor, labels
+
     def loss_of(m, hp, anchor, labels):
         with amp:
             lg = m(hp, anchor)
@@ -378,19 +492,29 @@ def main():
     gv = torch.Generator(device=device)
     gv.manual_seed(12345)
     val_sets = [examples(vt, vs, args.windows, gv) for _ in range(4)]
+    pool = val_written = None
+    if args.rollout_windows:
+        t0 = time.time()
+        pool = rollout_pool(tt, ts, args.rollout_pool, False, g)
+        # The written check: greedy continuations of held-out prefixes.
+        vpool = rollout_pool(vt, vs, 64, True, gv)
+        val_written = [rollout_examples(vpool, 16, gv) for _ in range(4)]
+        log(f"the target wrote {len(pool[0])} windows of {R} tokens in {time.time() - t0:.1f}s "
+            f"(ends banned: {ban.tolist()})")
 
     @torch.no_grad()
-    def val_metrics():
+    def val_metrics(sets=None):
         d.eval()
         ls, hit, run = [], torch.zeros(B - 1, device=device), []
-        for hp, a, y in val_sets:
+        sets = val_sets if sets is None else sets
+        for hp, a, y in sets:
             l, lg = loss_of(d, hp, a, y)
             ls.append(float(l))
             eq = (lg.argmax(-1) == y).float()
             hit += eq.mean(0)
             run.append(eq.cumprod(1).sum(1).mean())
         d.train()
-        return sum(ls) / len(ls), (hit / len(val_sets)).tolist(), float(torch.stack(run).mean())
+        return sum(ls) / len(ls), (hit / len(sets)).tolist(), float(torch.stack(run).mean())
 
     decay = [p for p in d.parameters() if p.dim() >= 2]
     no_decay = [p for p in d.parameters() if p.dim() < 2]
@@ -428,6 +552,9 @@ def main():
         for gr in opt.param_groups:
             gr["lr"] = lr
         hp, a, y = examples(tt, ts, args.windows, g)
+        if pool is not None:
+            hw, aw, yw = rollout_examples(pool, args.rollout_windows, g)
+            hp, a, y = torch.cat((hp, hw)), torch.cat((a, aw)), torch.cat((y, yw))
         try:
             loss, _ = loss_of(fwd, hp, a, y)
         except Exception as e:
@@ -447,9 +574,18 @@ def main():
             vl, hit, run = val_metrics()
             history.append({"step": step, "val_loss": vl, "val_hits": hit, "val_accepted_per_draft": run})
             log(f"step {step} val loss {vl:.4f} accepted/draft {run:.2f} hits {[round(x, 3) for x in hit]}")
+            if val_written is not None:
+                wl, whit, wrun = val_metrics(val_written)
+                history[-1].update({"written_loss": wl, "written_hits": whit, "written_accepted_per_draft": wrun})
+                log(f"step {step} written: loss {wl:.4f} accepted/draft {wrun:.2f} hits {[round(x, 3) for x in whit]}")
     train_wall = time.time() - t_train
     vl, hit, run = val_metrics()
     log(f"trained {step} steps in {train_wall:.0f}s: val loss {vl:.4f}, teacher-forced accepted/draft {run:.2f}, hits {[round(x, 3) for x in hit]}")
+    written = {}
+    if val_written is not None:
+        wl, whit, wrun = val_metrics(val_written)
+        written = {"written_loss": wl, "written_hits": whit, "written_accepted_per_draft": wrun}
+        log(f"written by the target, ends banned: loss {wl:.4f}, accepted/draft {wrun:.2f}, hits {[round(x, 3) for x in whit]}")
 
     d = d.float().eval()
     target = target.float()
@@ -490,6 +626,8 @@ def main():
         "examples_seen": step * args.windows * P, "val_loss": vl, "val_hits": hit,
         "val_accepted_per_draft": run, "greedy_accepted_per_draft": g_acc, "greedy_hits": g_hits,
         "greedy_prompts": [len(p) for p in prompts], "greedy_gen": args.eval_gen, "history": history,
+        "rollouts": {"windows": args.rollout_windows, "positions": PR, "len": R, "pool": args.rollout_pool,
+                     "eog_banned": ban.tolist()} if pool is not None else None, **written,
         "f32_gguf_sha256": sha, "total_wall_s": time.time() - t_start, "torch": torch.__version__,
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
     }

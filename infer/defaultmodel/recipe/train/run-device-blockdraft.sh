@@ -10,9 +10,12 @@
 #
 # Usage, from the repository root with .carry/ prepared by
 # TARGET=FILE ../prepare-carry.sh (which copies the target to
-# .carry/target.gguf): bash .carry/run-device-blockdraft.sh [TRAINING_SECONDS]
+# .carry/target.gguf): bash .carry/run-device-blockdraft.sh [TRAINING_SECONDS [ARGS...]]
+# Each step trains on 2 corpus windows and 8 windows the target wrote
+# (blockdraft.py --rollout-windows); ARGS go to blockdraft.py after these.
 set -euo pipefail
 limit=${1:-300}
+shift || true
 out=${OUT:?OUT must name the folder that comes back}/blockdraft
 run=/tmp/run-blockdraft
 mkdir -p "$out" "$run"
@@ -21,7 +24,7 @@ cd "$(dirname "$0")"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 PYTHONUNBUFFERED=1 python3 blockdraft.py --target target.gguf --corpus /tmp/corpus.jsonl --corpusgen ./corpusgen \
 	--corpus-seed 1 --corpus-size 200000000 --tokenizer tokenizer.model --out "$run" --compile \
-	--time-limit "$limit" --workers "$(nproc)" 2>&1 | tee "$out/train.log"
+	--time-limit "$limit" --workers "$(nproc)" --windows 2 --rollout-windows 8 "$@" 2>&1 | tee "$out/train.log"
 cp "$run/report.json" "$run/vectors.json" "$out/"
 ./quantize -in "$run/drafter-f32.gguf" -out "$run/drafter-q8_0.gguf"
 (cd "$run" && sha256sum drafter-f32.gguf drafter-q8_0.gguf) | tee "$out/sha256.txt"
