@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -117,14 +118,26 @@ func ParseServeFile(b []byte) (ServeFile, error) {
 	if dec.More() {
 		return ServeFile{}, fmt.Errorf("%w: data after the object", ErrBadServeFile)
 	}
-	u, err := url.Parse(sf.URL)
-	if err != nil || u.Scheme != "http" || u.Host == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
+	if !serveURL(sf.URL) {
 		return ServeFile{}, fmt.Errorf("%w: url %q: want http://HOST:PORT", ErrBadServeFile, sf.URL)
 	}
 	if sf.PID <= 0 {
 		return ServeFile{}, fmt.Errorf("%w: pid %d: want a positive process ID", ErrBadServeFile, sf.PID)
 	}
 	return sf, nil
+}
+
+// serveURL reports whether s is http://HOST:PORT[/] as the server writes
+// it: the scheme in lower case, a host, a port from 1 to 65535, and no
+// user, path, query or fragment.
+func serveURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || !strings.HasPrefix(s, "http://") || u.User != nil || u.Hostname() == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		return false
+	}
+	port, err := strconv.Atoi(u.Port())
+	return err == nil && port >= 1 && port <= 65535
 }
 
 // Dial returns a client for the running server that owns home's store:
