@@ -328,7 +328,6 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// printProfile prints where a GPU's device time went, kernel by kernel.
 // printDeviceProfile prints the kernels' device times of a CUDA device
 // opened with --profile; nothing for another device or without it.
 func printDeviceProfile(w io.Writer, o *benchOptions, dev engine.Device) {
@@ -337,6 +336,7 @@ func printDeviceProfile(w io.Writer, o *benchOptions, dev engine.Device) {
 	}
 }
 
+// printProfile prints where a GPU's device time went, kernel by kernel.
 func printProfile(w io.Writer, kts []cuda.KernelTime) {
 	var total time.Duration
 	for _, kt := range kts {

@@ -308,23 +308,14 @@ func (bp *benchPack) installBuffered(b *testing.B) {
 	}
 }
 
-// minorFaults is the number of minor page faults this process has taken
-// (pages mapped on first touch).
-func minorFaults() int64 {
+// usage is the CPU time (user and system) this process has used and the
+// minor page faults it has taken (pages mapped on first touch).
+func usage() (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return ru.Minflt
-}
-
-// cpuTime is the CPU time (user and system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
 }
 
 // BenchmarkTierInstall32K is BenchmarkTier32K's install alone beside its
@@ -470,7 +461,8 @@ type benchVariant struct {
 // runVariants runs every variant once per iteration, in turn, each
 // under a pprof label (variant=NAME), and reports each one's MB/s and
 // CPU seconds per iteration of this process (client, hashing, store) and
-// of the S3 server, and this process's minor page faults (-minflt). It returns the time each variant took in all.
+// of the S3 server, and this process's minor page faults (-minflt). It
+// returns the time each variant took in all.
 func (bp *benchPack) runVariants(b *testing.B, vs []benchVariant) []time.Duration {
 	spent := make([]time.Duration, len(vs))
 	cpu := make([]time.Duration, len(vs))
@@ -482,12 +474,14 @@ func (bp *benchPack) runVariants(b *testing.B, vs []benchVariant) []time.Duratio
 			if v.before != nil {
 				v.before()
 			}
-			f0, c0, s0, t0 := minorFaults(), cpuTime(), bp.e.srv.CPUTime(), time.Now()
+			c0, f0 := usage()
+			s0, t0 := bp.e.srv.CPUTime(), time.Now()
 			pprof.Do(bp.ctx, pprof.Labels("variant", v.name), func(context.Context) { v.f() })
 			spent[i] += time.Since(t0)
-			cpu[i] += cpuTime() - c0
+			c1, f1 := usage()
+			cpu[i] += c1 - c0
+			faults[i] += f1 - f0
 			srvCPU[i] += bp.e.srv.CPUTime() - s0
-			faults[i] += minorFaults() - f0
 		}
 	}
 	for i, v := range vs {
