@@ -145,10 +145,21 @@ func TestLlamaRoutes(t *testing.T) {
 	if len(pieces.Tokens) != 2 || pieces.Tokens[0].Piece != " Once" {
 		t.Errorf("/tokenize with_pieces: got %+v", pieces.Tokens)
 	}
-	var detok struct{ Content string }
-	ts.postJSON(t, "/detokenize", map[string]any{"tokens": []int{403, 407, 261, 378}}, &detok)
-	if detok.Content != "Once upon a time" {
-		t.Errorf("/detokenize: got %q", detok.Content)
+	// /detokenize concatenates the pieces as llama.cpp's server does: the
+	// leading space stays and BOS renders as its text.
+	for _, c := range []struct {
+		tokens []int
+		want   string
+	}{
+		{[]int{403, 407, 261, 378}, " Once upon a time"},
+		{[]int{1, 403, 407}, "<s> Once upon"},
+		{[]int{}, ""},
+	} {
+		var detok struct{ Content string }
+		ts.postJSON(t, "/detokenize", map[string]any{"tokens": c.tokens}, &detok)
+		if detok.Content != c.want {
+			t.Errorf("/detokenize %v: got %q, want %q", c.tokens, detok.Content, c.want)
+		}
 	}
 	// Props, health, slots.
 	var props struct {
