@@ -168,12 +168,14 @@ func (e *emuDevice) run(t testing.TB, f func(s *session)) {
 // more than one shared-memory stage and a partial last stage; for the
 // 32-value types' decode kernel, rows of each chunk width (32, 64 and 128
 // blocks: 4, 2 and 1 rows a CTA) and a row of two chunks, the second
-// partial.
+// partial; for the K-quants' decode kernel, rows of 1, 3 (a partial chunk
+// of 4), 6 (of 8) and 33 super-blocks (two chunks of 16 and one of 1).
 var emuMatMulCases = map[string][]mmCase{
 	"legacy": {{70, 160, []int{3, 70}, false}, {9, 32, []int{9}, false}, {7, 1280, []int{1, 9}, false}, {5, 4160, []int{1, 3}, false}},
-	"k":      {{70, 512, []int{3, 70}, false}},
-	"nvfp4":  {{70, 192, []int{3, 70}, false}},
-	"float":  {{70, 100, []int{3, 33}, false}, {3, 7, []int{2}, false}},
+	"k": {{70, 512, []int{3, 70}, false}, {9, 256, []int{1}, false}, {7, 768, []int{9}, false},
+		{5, 1536, []int{2}, false}, {3, 8448, []int{1}, false}},
+	"nvfp4": {{70, 192, []int{3, 70}, false}},
+	"float": {{70, 100, []int{3, 33}, false}, {3, 7, []int{2}, false}},
 }
 
 // TestEmuF32Bits checks the scalar conversions on windows of float32 bits

@@ -419,7 +419,7 @@ func (m MatMul) launch(decode bool) (Launch, error) {
 			r := 4
 			switch m.Type.BlockSize() {
 			case 256:
-				r = 16
+				r = mmvKRows(m.Cols / 256)
 			case 32:
 				r = mmvLegacyRows(m.Cols / 32)
 			}
@@ -428,6 +428,17 @@ func (m MatMul) launch(decode bool) (Launch, error) {
 		return launch("muser_mmq_"+t.name, [3]int{ceilDiv(m.Rows, 64), ceilDiv(m.N, 64), 1}, 128, 0, args...)
 	}
 	return Launch{}, &LaunchError{Kernel: op, Err: ErrType}
+}
+
+// mmvKRows is the number of rows a CTA of the K-quants' decode kernel
+// takes (mmq.cuh's mmv_k): 16 super-blocks a chunk, in chunks of the
+// fewest of 1, 2, 4, 8 or 16 super-blocks that hold a row of nb.
+func mmvKRows(nb int) int {
+	cb := 1
+	for cb < nb && cb < 16 {
+		cb *= 2
+	}
+	return 16 / cb
 }
 
 // mmvLegacyRows is the number of rows a CTA of the 32-value block types'

@@ -295,11 +295,11 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 namespace mmv {
 constexpr int THREADS = 128;
 constexpr int TOK = 8; // tokens per CTA
-// Rows per CTA (R) and blocks per chunk (CB): R·CB = 128 work items, one
-// (row, block) each.
+// mmv_rows's rows per CTA (R) and blocks per chunk (CB): R·CB = 128 work
+// items, one (row, block) each.
 template <class T> struct Geom {
-	static constexpr int R = T::FAM == FAM_K ? 16 : 4;
-	static constexpr int CB = T::FAM == FAM_K ? 8 : 32;
+	static constexpr int R = 4;
+	static constexpr int CB = 32;
 	static constexpr int UPB = T::FAM == FAM_NVFP4 ? 4 : 1; // units (p values) per block
 };
 } // namespace mmv
@@ -418,14 +418,166 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int ro
 	if (tid < R * TOK && r0 + crow < rows && ctok < nt) mmv_store(acc, y, rows, r0 + crow, t0 + ctok, bias, res);
 }
 
+// mmv_k_cb is the number of 256-value super-blocks a CTA of the K-quants'
+// decode kernel takes per chunk of a row, for rows of nb super-blocks: the
+// fewest of 1, 2, 4, 8 and 16 that hold the row, at most 16. It takes
+// 16/mmv_k_cb rows (launch.go's mmvKRows computes the same).
+MUSER_DEV int mmv_k_cb(int nb) { return nb <= 1 ? 1 : nb <= 2 ? 2 : nb <= 4 ? 4 : nb <= 8 ? 8 : 16; }
+
+// mmv_k_words loads the eight weight words of lane s of a K-quant
+// super-block (words 8s … 8s+7: values 32s … 32s+31, as T::word). Q4_K's
+// are two 16-byte loads (its 144-byte super-blocks keep the quants
+// 16-byte aligned): lane s takes the 32 bytes of chunk s/2, their low
+// nibbles for even s, high for odd; the other types go word by word.
+template <class T> struct mmv_k_vec16 {
+	static constexpr bool on = false;
+};
+template <> struct mmv_k_vec16<WQ4_K> {
+	static constexpr bool on = true;
+};
+template <class T> MUSER_DEV void mmv_k_words(const uint8_t* wb, int s, uint32_t* wv) {
+	if constexpr (mmv_k_vec16<T>::on) {
+		const uint4* p = (const uint4*)(wb + 16 + (s >> 1) * 32);
+		const uint4 a = p[0], b = p[1];
+		const uint32_t x[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+		for (int k = 0; k < 8; k++) wv[k] = (s & 1) ? nib_hi(x[k]) : nib_lo(x[k]);
+	} else {
+#pragma unroll
+		for (int k = 0; k < 8; k++) wv[k] = T::word(wb, 8 * s + k);
+	}
+}
+
+// mmv_k is the decode product of the K-quants (256-value super-blocks):
+// the products and the order of mmv_rows, with eight lanes per
+// super-block. Lane s of a super-block holds its words 8s … 8s+7 (one
+// 32-value group, or two of 16) and that group's integer scales and mins
+// (iv, selected with compile-time indices so they stay in registers); its
+// share of the super-block's two integer sums (Σ scale·group sum and
+// Σ min·activation block sum) is added across the eight lanes with
+// shuffles, exact in any order, and lane 0 computes p from them as
+// mmv_rows does. A warp reads four super-blocks side by side. A CTA takes
+// R = 16/CB rows and chunks of CB super-blocks (mmv_k_cb), so the short
+// rows of a small model's products (two or six super-blocks) keep all 128
+// threads busy and spread over many CTAs. Weight, activation and block-sum
+// loads are issued before the scales are converted (f16_to_f32 branches on
+// the value). Launch: grid (ceil(rows/R), ceil(n/8)), block 128.
+template <class T>
+__device__ __forceinline__ void mmv_k(const uint8_t* __restrict__ W, int rows, int cols,
+                                      const int8_t* __restrict__ aq, const float* __restrict__ ad,
+                                      const void* __restrict__ aext, float* y, int n,
+                                      const float* __restrict__ bias, const float* res) {
+	using namespace mmv;
+	constexpr int GPL = 32 / T::G;                // groups per lane
+	constexpr int NIX = T::NI > 0 ? T::NI : 1;
+	__shared__ float P[16 * TOK]; // [super-block of the chunk][row][token]
+	const int nb = cols / 256;
+	const int CB = mmv_k_cb(nb), R = 16 / CB;
+	const int r0 = blockIdx.x * R, t0 = blockIdx.y * TOK;
+	const int nt = min(TOK, n - t0);
+	const int tid = threadIdx.x, s = tid & 7, slot = tid >> 3;
+	const int blk = slot % CB, row = slot / CB;
+	const size_t rowBytes = (size_t)nb * T::BYTES;
+	const int crow = tid / TOK, ctok = tid % TOK; // the output this thread sums, if tid < R·TOK
+	const int* bs = (const int*)aext;
+	float acc = 0.0f;
+
+	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
+		const int cbn = min(CB, nb - kb0);
+		const int b = kb0 + blk;
+		const bool ok = r0 + row < rows && blk < cbn;
+		const uint8_t* wb = W + (size_t)(ok ? r0 + row : 0) * rowBytes + (size_t)(ok ? b : 0) * T::BYTES;
+		uint32_t wv[8];
+		if (ok) {
+			mmv_k_words<T>(wb, s, wv);
+		} else {
+#pragma unroll
+			for (int k = 0; k < 8; k++) wv[k] = 0;
+		}
+		int a[TOK][8], as[TOK][GPL];
+		float da[TOK];
+#pragma unroll
+		for (int tk = 0; tk < TOK; tk++) {
+			const bool tok = ok && tk < nt;
+			const size_t t = t0 + tk;
+			const int* av = (const int*)(aq + t * cols + (size_t)b * 256 + 32 * s);
+#pragma unroll
+			for (int k = 0; k < 8; k++) a[tk][k] = tok ? av[k] : 0;
+			da[tk] = tok ? ad[t * nb + b] : 0.0f;
+#pragma unroll
+			for (int g = 0; g < GPL; g++) {
+				as[tk][g] = 0;
+				if constexpr (T::HAS_MIN) {
+					// The activation sum of group s·GPL + g: two 16-value
+					// block sums for 32-value groups, one for 16-value ones.
+					const int* bt = bs + t * (cols / 16) + (size_t)b * 16 + 2 * s;
+					if (tok) as[tk][g] = T::G == 32 ? bt[0] + bt[1] : bt[g];
+				}
+			}
+		}
+		float f[T::NF];
+		int iv[NIX];
+		if (ok) {
+			T::scales(wb, f, iv);
+		} else {
+#pragma unroll
+			for (int e = 0; e < T::NF; e++) f[e] = 0.0f;
+#pragma unroll
+			for (int e = 0; e < NIX; e++) iv[e] = 0;
+		}
+		// This lane's scales and mins, picked with compile-time indices.
+		int sc[GPL], mn[GPL];
+#pragma unroll
+		for (int g = 0; g < GPL; g++) sc[g] = mn[g] = 0;
+#pragma unroll
+		for (int gr = 0; gr < T::NG; gr++) {
+			if (gr / GPL == s) {
+				sc[gr % GPL] = iv[gr];
+				mn[gr % GPL] = iv[(T::NG + gr) % NIX];
+			}
+		}
+#pragma unroll
+		for (int tk = 0; tk < TOK; tk++) {
+			if (tk >= nt) break; // uniform across the CTA
+			int isum = 0, msum = 0;
+#pragma unroll
+			for (int g = 0; g < GPL; g++) {
+				constexpr int GW = T::G / 4;
+				int gs = 0;
+#pragma unroll
+				for (int k = 0; k < GW; k++) gs = __dp4a((int)wv[g * GW + k], a[tk][g * GW + k], gs);
+				isum += sc[g] * gs;
+				if constexpr (T::HAS_MIN) msum += mn[g] * as[tk][g];
+			}
+#pragma unroll
+			for (int m = 1; m < 8; m <<= 1) {
+				isum += __shfl_xor_sync(0xffffffffu, isum, m);
+				if constexpr (T::HAS_MIN) msum += __shfl_xor_sync(0xffffffffu, msum, m);
+			}
+			if (ok && s == 0) {
+				float p = f32mul(f32mul(f[0], da[tk]), __int2float_rn(isum));
+				if constexpr (T::HAS_MIN) p = f32sub(p, f32mul(f32mul(f[1 % T::NF], da[tk]), __int2float_rn(msum)));
+				P[(blk * R + row) * TOK + tk] = p;
+			}
+		}
+		__syncthreads();
+		if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
+			for (int u = 0; u < cbn; u++) acc = f32add(acc, P[(u * R + crow) * TOK + ctok]);
+		}
+		__syncthreads();
+	}
+	if (tid < R * TOK && r0 + crow < rows && ctok < nt) mmv_store(acc, y, rows, r0 + crow, t0 + ctok, bias, res);
+}
+
 // mmv_rows computes up to 8 tokens (blockIdx.y·8 …) of R rows (blockIdx.x·R …)
-// of the K-quants and NVFP4 (mmv_legacy takes the 32-value types).
+// of NVFP4, one thread per (row, block) of a chunk, its four sub-blocks'
+// p into shared memory (mmv_legacy takes the 32-value types, mmv_k the
+// K-quants).
 // Epilogue: with bias not null, y = acc + bias[r] (the Q, K, V biases:
 // kernels.Add(q, q, bq), one rounding, as muser_add_bias); then, with res
 // not null, y = res[t·rows + r] + y (the residual: kernels.Add(x, x, o), as
 // muser_add). res may be y.
-// Launch: grid (ceil(rows/R), ceil(n/8)), block 128; R is 16 for the
-// K-quants and 4 for NVFP4.
+// Launch: grid (ceil(rows/R), ceil(n/8)), block 128; R is 4.
 template <class T>
 __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows, int cols,
                                          const int8_t* __restrict__ aq, const float* __restrict__ ad,
@@ -470,42 +622,6 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 						P[blk * 4 + s][row][tk] = f32mul(f32mul(f[s % T::NF], ad[t * nb32 + 2 * b + s / 2]), i2f_small(isum));
 					}
 				}
-			} else { // FAM_K
-				int isum[TOK], msum[TOK];
-#pragma unroll
-				for (int tk = 0; tk < TOK; tk++) isum[tk] = msum[tk] = 0;
-				const int* bs = (const int*)aext;
-#pragma unroll
-				for (int gr = 0; gr < T::NG; gr++) {
-					constexpr int GW = T::G / 4;
-					uint32_t wv[GW];
-#pragma unroll
-					for (int k = 0; k < GW; k++) wv[k] = T::word(wb, gr * GW + k);
-#pragma unroll
-					for (int tk = 0; tk < TOK; tk++) {
-						if (tk >= nt) break;
-						const size_t t = t0 + tk;
-						const int* av = (const int*)(aq + t * cols + (size_t)b * 256 + gr * T::G);
-						int gs = 0;
-#pragma unroll
-						for (int k = 0; k < GW; k++) gs = __dp4a((int)wv[k], av[k], gs);
-						isum[tk] += iv[gr] * gs;
-						if constexpr (T::HAS_MIN) {
-							const int* bt = bs + t * (cols / 16) + (size_t)b * 16;
-							const int as = T::G == 32 ? bt[2 * gr] + bt[2 * gr + 1] : bt[gr];
-							msum[tk] += iv[(T::NG + gr) % (T::NI > 0 ? T::NI : 1)] * as;
-						}
-					}
-				}
-#pragma unroll
-				for (int tk = 0; tk < TOK; tk++) {
-					if (tk >= nt) break;
-					const size_t t = t0 + tk;
-					const float da = ad[t * nb + b];
-					float p = f32mul(f32mul(f[0], da), __int2float_rn(isum[tk]));
-					if constexpr (T::HAS_MIN) p = f32sub(p, f32mul(f32mul(f[1 % T::NF], da), __int2float_rn(msum[tk])));
-					P[blk][row][tk] = p;
-				}
 			}
 		}
 		__syncthreads();
@@ -530,6 +646,8 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 	                 const float* __restrict__ bias, const float* res) {                               \
 		if constexpr (T::FAM == FAM_LEGACY || T::FAM == FAM_LEGACY_MIN)                            \
 			mmv_legacy<T>(W, rows, cols, aq, ad, aext, y, n, bias, res);                       \
+		else if constexpr (T::FAM == FAM_K)                                                        \
+			mmv_k<T>(W, rows, cols, aq, ad, aext, y, n, bias, res);                            \
 		else                                                                                       \
 			mmv_rows<T>(W, rows, cols, aq, ad, aext, y, n, bias, res);                         \
 	}
