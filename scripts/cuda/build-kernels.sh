@@ -21,6 +21,11 @@
 # place and exits non-zero.
 #
 # Usage: scripts/cuda/build-kernels.sh   (NVCC=/path/to/nvcc to choose one)
+#
+# No GPU is needed to build. On Debian 12, nvcc 11.8 and nvdisasm come
+# with the nvidia-cuda-toolkit package of the non-free component (add
+# non-free to the Components of /etc/apt/sources.list.d/debian.sources,
+# then apt-get update and apt-get install nvidia-cuda-toolkit).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=infer/engine/cuda/internal/cukernels
