@@ -95,7 +95,8 @@
 //   - mmq.cuh: muser_mmq_<type> (tiles of 64 rows × 64 tokens, 4 warps of
 //     32 × 32, tensor cores) and muser_mmv_<type> (up to 8 tokens: every
 //     block's product in parallel into shared memory, four lanes a block
-//     for the 32-value types, then one thread per output adds them in
+//     for the 32-value types and eight a super-block for the K-quants,
+//     then one thread per output adds them in
 //     order, then the optional bias and residual epilogue) for Q8_0,
 //     Q4_0, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and NVFP4: kernels.dotLegacy and dotK (doc.go,
 //     "Canonical order"). Weights are read in their ggml block layout
@@ -142,8 +143,9 @@
 //	muser_round_f16, _bf16   p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_mmq_<type>         p W, i rows, i cols, p q, p d, p ext|0, p y, i n
 //	                                                     ⌈rows/64⌉×⌈n/64⌉, 128
-//	muser_mmv_<type>         as mmq, p bias|0, p res|0   ⌈rows/R⌉×⌈n/8⌉, 128 (R 16 for K-quants,
-//	                         4 for NVFP4; 32-value types: 4, 2, 1 for rows of ≤ 32, ≤ 64, more blocks)
+//	muser_mmv_<type>         as mmq, p bias|0, p res|0   ⌈rows/R⌉×⌈n/8⌉, 128 (R 4 for NVFP4; 32-value
+//	                         types: 4, 2, 1 for rows of ≤ 32, ≤ 64, more blocks; K-quants: 16, 8, 4,
+//	                         2, 1 for rows of 1, 2, ≤ 4, ≤ 8, more super-blocks)
 //	muser_mmf_<type>         p W, i rows, i cols, p x, p y, i n             ⌈rows/32⌉×⌈n/32⌉, 256
 //	muser_mmfv_<type>        as mmf                                         ⌈rows/8⌉×⌈n/8⌉, 128
 //	muser_embed_<type>       p W, i rows, i cols, p tokens, i n, p x        n, 256
