@@ -108,8 +108,11 @@
 //     (kernels.RMSNorm: the float64 sum of squares is one sequential chain;
 //     every thread widens its squares into shared memory, one thread adds
 //     them with the loads of the next 16 issued ahead of the additions;
-//     the first two optionally quantize their output as muser_quant_q8_0),
-//     muser_silu_mul_quant (SiLUMul, then the Q8_0 or Q8_1 quantization),
+//     the first two optionally quantize their output as muser_quant_q8_0
+//     or, with bsums, as muser_quant_q8_k: the block's 256 threads hold
+//     one super-block's 256 values and call the quantizer's own block
+//     code, quant_q8_k_block), muser_silu_mul_quant (SiLUMul, then the
+//     Q8_0, Q8_1 or Q8_K quantization),
 //     muser_add, muser_add_bias (kernels.Add), muser_silu_mul
 //     (kernels.SiLUMul, Exp32 in float64), muser_rope (the CPU engine's rotate,
 //     the cos/sin table computed on the host by engine.Rope.Angles),
@@ -149,15 +152,15 @@
 //	muser_mmf_<type>         p W, i rows, i cols, p x, p y, i n             ⌈rows/32⌉×⌈n/32⌉, 256
 //	muser_mmfv_<type>        as mmf                                         ⌈rows/8⌉×⌈n/8⌉, 128
 //	muser_embed_<type>       p W, i rows, i cols, p tokens, i n, p x        n, 256
-//	muser_rmsnorm            p x, p rowidx|0, p dst, i n, i cols, p w, f eps, p q|0, p qd|0, p s1|0
+//	muser_rmsnorm            p x, p rowidx|0, p dst, i n, i cols, p w, f eps, p q|0, p qd|0, p s1|0, p bsums|0
 //	                                                                                  n, 256
-//	muser_add_rmsnorm        p x, p o, p bias|0, p w, p dst, i n, i cols, f eps, p q|0, p qd|0, p s1|0
+//	muser_add_rmsnorm        p x, p o, p bias|0, p w, p dst, i n, i cols, f eps, p q|0, p qd|0, p s1|0, p bsums|0
 //	                                                                                  n, 256
 //	muser_rmsnorm_heads      p x, i n, i heads, i dim, i stride, p w, f eps           n×heads, 32
 //	muser_add                p a, p b, p dst, i count                       ⌈count/256⌉, 256
 //	muser_add_bias           p x, p bias, i n, i cols                       ⌈n·cols/256⌉, 256
 //	muser_silu_mul           p gate, p up, p dst, i count                   ⌈count/256⌉, 256
-//	muser_silu_mul_quant     p gate, p up, p dst, i n, i cols, p q, p qd, p s1|0   n×⌈cols/256⌉, 256
+//	muser_silu_mul_quant     p gate, p up, p dst, i n, i cols, p q, p qd, p s1|0, p bsums|0   n×⌈cols/256⌉, 256
 //	muser_rope               p x, i n, i heads, i dim, i stride, i ropeDim, i neox, p cs   n, 256
 //	muser_kv_store_f16, _f32 p k, p v, i n, i kvrow, p kc, p vc, p pos      n, 256
 //	muser_rope_kv_store      p q, p k, p v, i n, i heads, i kvheads, i dim, i ropeDim, i neox,

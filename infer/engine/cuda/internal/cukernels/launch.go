@@ -88,13 +88,13 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_quant_q8_k", Params: []Param{Ptr, I32, I32, Ptr, Ptr, Ptr}},
 		{Name: "muser_round_f16", Params: []Param{Ptr, Ptr, I32}},
 		{Name: "muser_round_bf16", Params: []Param{Ptr, Ptr, I32}},
-		{Name: "muser_rmsnorm", Params: []Param{Ptr, Ptr, Ptr, I32, I32, Ptr, F32, Ptr, Ptr, Ptr}},
-		{Name: "muser_add_rmsnorm", Params: []Param{Ptr, Ptr, Ptr, Ptr, Ptr, I32, I32, F32, Ptr, Ptr, Ptr}},
+		{Name: "muser_rmsnorm", Params: []Param{Ptr, Ptr, Ptr, I32, I32, Ptr, F32, Ptr, Ptr, Ptr, Ptr}},
+		{Name: "muser_add_rmsnorm", Params: []Param{Ptr, Ptr, Ptr, Ptr, Ptr, I32, I32, F32, Ptr, Ptr, Ptr, Ptr}},
 		{Name: "muser_rmsnorm_heads", Params: []Param{Ptr, I32, I32, I32, I32, Ptr, F32}},
 		{Name: "muser_add", Params: []Param{Ptr, Ptr, Ptr, I32}},
 		{Name: "muser_add_bias", Params: []Param{Ptr, Ptr, I32, I32}},
 		{Name: "muser_silu_mul", Params: []Param{Ptr, Ptr, Ptr, I32}},
-		{Name: "muser_silu_mul_quant", Params: []Param{Ptr, Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}},
+		{Name: "muser_silu_mul_quant", Params: []Param{Ptr, Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr, Ptr}},
 		{Name: "muser_rope", Params: []Param{Ptr, I32, I32, I32, I32, I32, I32, Ptr}},
 		{Name: "muser_kv_store_f16", Params: kvStoreParams},
 		{Name: "muser_rope_kv_store", Params: []Param{Ptr, Ptr, Ptr, I32, I32, I32, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32}},
@@ -495,48 +495,56 @@ func RMSNorm(x, rowidx, dst, w DevPtr, n, cols int, eps float32) (Launch, error)
 
 // RMSNormQuant is RMSNorm that also quantizes the n rows it writes into
 // b, in form a, as QuantizeActs(a, dst, b, n, cols) would, in the same
-// launch. a must be ActQ8_0 or ActQ8_1 (FusedQuant) and cols a multiple
-// of 32.
+// launch. a must be one FusedQuant accepts: ActQ8_0 or ActQ8_1 with cols
+// a multiple of 32, ActQ8_K with cols a multiple of 256.
 func RMSNormQuant(x, rowidx, dst, w DevPtr, n, cols int, eps float32, a Act, b ActBufs) (Launch, error) {
 	return rmsNorm(x, rowidx, dst, w, n, cols, eps, a, b)
 }
 
 func rmsNorm(x, rowidx, dst, w DevPtr, n, cols int, eps float32, a Act, b ActBufs) (Launch, error) {
 	const k = "muser_rmsnorm"
-	q, d, s1, err := fusedQuant(k, a, b, n, cols)
+	fq, err := fusedQuant(k, a, b, n, cols)
 	if err != nil {
 		return Launch{}, err
 	}
-	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), p(rowidx), p(dst), i32(n), i32(cols), p(w), f32(eps), q, d, s1)
+	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), p(rowidx), p(dst), i32(n), i32(cols), p(w), f32(eps), fq[0], fq[1], fq[2], fq[3])
 }
 
-// FusedQuant reports whether the row operations that end in a
-// normalization (RMSNormQuant, AddRMSNormQuant) can quantize their output
-// into activation form a: Q8_0 and Q8_1.
-func FusedQuant(a Act) bool { return a == ActQ8_0 || a == ActQ8_1 }
+// FusedQuant reports whether the row operations that can quantize what
+// they write (RMSNormQuant, AddRMSNormQuant, SiLUMulQuant) can quantize
+// into activation form a: Q8_0, Q8_1 and Q8_K.
+func FusedQuant(a Act) bool { return a == ActQ8_0 || a == ActQ8_1 || a == ActQ8_K }
 
 // fusedQuant checks the shape of a fused quantization into form a (ActF32:
-// none) and returns the kernel's q, d and s1 arguments.
-func fusedQuant(k string, a Act, b ActBufs, n, cols int) (q, d, s1 any, err error) {
+// none) and returns the kernel's q, d, s1 and bsums arguments (s1 Q8_1's
+// sums, bsums Q8_K's; the kernels tell Q8_K by bsums not null).
+func fusedQuant(k string, a Act, b ActBufs, n, cols int) ([4]any, error) {
 	if err := positive(k, n, cols); err != nil {
-		return nil, nil, nil, err
+		return [4]any{}, err
 	}
 	if err := product(k, n, cols); err != nil {
-		return nil, nil, nil, err
+		return [4]any{}, err
+	}
+	block := 32
+	if a == ActQ8_K {
+		block = 256
 	}
 	switch {
 	case a == ActF32:
-		return p(0), p(0), p(0), nil
+		return [4]any{p(0), p(0), p(0), p(0)}, nil
 	case !FusedQuant(a):
-		return nil, nil, nil, &LaunchError{Kernel: k, Err: fmt.Errorf("%w: activation form %d is not quantized in the normalization", ErrType, a)}
-	case cols%32 != 0:
-		return nil, nil, nil, shapeErr(k, "%d columns are not a multiple of 32", cols)
+		return [4]any{}, &LaunchError{Kernel: k, Err: fmt.Errorf("%w: activation form %d is not quantized in the normalization", ErrType, a)}
+	case cols%block != 0:
+		return [4]any{}, shapeErr(k, "%d columns are not a multiple of %d", cols, block)
 	}
-	var e DevPtr
-	if a == ActQ8_1 {
-		e = b.Ext
+	var s1, bsums DevPtr
+	switch a {
+	case ActQ8_1:
+		s1 = b.Ext
+	case ActQ8_K:
+		bsums = b.Ext
 	}
-	return p(b.Q), p(b.D), p(e), nil
+	return [4]any{p(b.Q), p(b.D), p(s1), p(bsums)}, nil
 }
 
 // AddRMSNorm returns the launch of the step after the attention output
@@ -554,11 +562,11 @@ func AddRMSNormQuant(x, o, bias, w, dst DevPtr, n, cols int, eps float32, a Act,
 
 func addRMSNorm(x, o, bias, w, dst DevPtr, n, cols int, eps float32, a Act, b ActBufs) (Launch, error) {
 	const k = "muser_add_rmsnorm"
-	q, d, s1, err := fusedQuant(k, a, b, n, cols)
+	fq, err := fusedQuant(k, a, b, n, cols)
 	if err != nil {
 		return Launch{}, err
 	}
-	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), p(o), p(bias), p(w), p(dst), i32(n), i32(cols), f32(eps), q, d, s1)
+	return launch(k, [3]int{n, 1, 1}, 256, 0, p(x), p(o), p(bias), p(w), p(dst), i32(n), i32(cols), f32(eps), fq[0], fq[1], fq[2], fq[3])
 }
 
 // RMSNormHeads returns the launch that normalizes every head of n rows in
@@ -607,18 +615,18 @@ func SiLUMul(gate, up, dst DevPtr, count int) (Launch, error) {
 
 // SiLUMulQuant returns the launch of SiLUMul on n rows of cols floats
 // that also quantizes the rows of dst into b in form a, as
-// QuantizeActs(a, dst, b, n, cols) would (a as FusedQuant allows; cols a
-// multiple of 32).
+// QuantizeActs(a, dst, b, n, cols) would (a and cols as RMSNormQuant
+// allows).
 func SiLUMulQuant(gate, up, dst DevPtr, n, cols int, a Act, b ActBufs) (Launch, error) {
 	const k = "muser_silu_mul_quant"
 	if a == ActF32 {
 		return Launch{}, &LaunchError{Kernel: k, Err: fmt.Errorf("%w: no activation form to quantize into", ErrType)}
 	}
-	q, d, s1, err := fusedQuant(k, a, b, n, cols)
+	fq, err := fusedQuant(k, a, b, n, cols)
 	if err != nil {
 		return Launch{}, err
 	}
-	return launch(k, [3]int{n, min(ceilDiv(cols, 256), maxGridY), 1}, 256, 0, p(gate), p(up), p(dst), i32(n), i32(cols), q, d, s1)
+	return launch(k, [3]int{n, min(ceilDiv(cols, 256), maxGridY), 1}, 256, 0, p(gate), p(up), p(dst), i32(n), i32(cols), fq[0], fq[1], fq[2], fq[3])
 }
 
 // RoPE returns the launch that rotates the first ropeDim dimensions of

@@ -193,28 +193,28 @@ func TestActOfAndSizes(t *testing.T) {
 
 func TestFusedQuantLaunches(t *testing.T) {
 	b := ActBufs{X: 1, Q: 2, D: 3, Ext: 4}
-	l, err := RMSNormQuant(10, 0, 11, 12, 2, 896, 1e-6, ActQ8_1, b)
-	if err != nil {
-		t.Fatal(err)
+	// The last four arguments of each launch: q, qd, s1, bsums.
+	for _, tc := range []struct {
+		name string
+		l    func() (Launch, error)
+		want []any
+	}{
+		{"RMSNormQuant Q8_1", func() (Launch, error) { return RMSNormQuant(10, 0, 11, 12, 2, 896, 1e-6, ActQ8_1, b) }, []any{uint64(2), uint64(3), uint64(4), uint64(0)}},
+		{"RMSNormQuant Q8_K", func() (Launch, error) { return RMSNormQuant(10, 0, 11, 12, 2, 512, 1e-6, ActQ8_K, b) }, []any{uint64(2), uint64(3), uint64(0), uint64(4)}},
+		{"AddRMSNormQuant Q8_0", func() (Launch, error) { return AddRMSNormQuant(10, 11, 0, 12, 11, 2, 896, 1e-6, ActQ8_0, b) }, []any{uint64(2), uint64(3), uint64(0), uint64(0)}},
+		{"AddRMSNormQuant Q8_K", func() (Launch, error) { return AddRMSNormQuant(10, 11, 0, 12, 11, 2, 1024, 1e-6, ActQ8_K, b) }, []any{uint64(2), uint64(3), uint64(0), uint64(4)}},
+		{"RMSNorm", func() (Launch, error) { return RMSNorm(10, 0, 11, 12, 2, 100, 1e-6) }, []any{uint64(0), uint64(0), uint64(0), uint64(0)}},
+		{"SiLUMulQuant Q8_K", func() (Launch, error) { return SiLUMulQuant(1, 2, 1, 3, 1536, ActQ8_K, b) }, []any{uint64(2), uint64(3), uint64(0), uint64(4)}},
+	} {
+		l, err := tc.l()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := l.Args[len(l.Args)-4:]; !slices.Equal(got, tc.want) {
+			t.Errorf("%s: q, qd, s1, bsums = %v, want %v", tc.name, got, tc.want)
+		}
 	}
-	if got := l.Args[7:]; !slices.Equal(got, []any{uint64(2), uint64(3), uint64(4)}) {
-		t.Errorf("RMSNormQuant Q8_1: q, qd, s1 = %v, want [2 3 4]", got)
-	}
-	l, err = AddRMSNormQuant(10, 11, 0, 12, 11, 2, 896, 1e-6, ActQ8_0, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := l.Args[8:]; !slices.Equal(got, []any{uint64(2), uint64(3), uint64(0)}) {
-		t.Errorf("AddRMSNormQuant Q8_0: q, qd, s1 = %v, want [2 3 0]", got)
-	}
-	l, err = RMSNorm(10, 0, 11, 12, 2, 100, 1e-6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := l.Args[7:]; !slices.Equal(got, []any{uint64(0), uint64(0), uint64(0)}) {
-		t.Errorf("RMSNorm: q, qd, s1 = %v, want none", got)
-	}
-	l, err = SiLUMulQuant(1, 2, 1, 3, 4864, ActQ8_0, b)
+	l, err := SiLUMulQuant(1, 2, 1, 3, 4864, ActQ8_0, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,9 @@ func TestFusedQuantLaunches(t *testing.T) {
 		err  error
 		want error
 	}{
-		{"rmsnorm q8_k", func() error { _, err := RMSNormQuant(1, 0, 2, 3, 1, 256, 1e-6, ActQ8_K, b); return err }(), ErrType},
+		{"rmsnorm q8_k ragged cols", func() error { _, err := RMSNormQuant(1, 0, 2, 3, 1, 896, 1e-6, ActQ8_K, b); return err }(), ErrShape},
+		{"silu q8_k ragged cols", func() error { _, err := SiLUMulQuant(1, 2, 1, 1, 1568, ActQ8_K, b); return err }(), ErrShape},
+		{"rmsnorm f16", func() error { _, err := RMSNormQuant(1, 0, 2, 3, 1, 256, 1e-6, ActF16, b); return err }(), ErrType},
 		{"rmsnorm ragged cols", func() error { _, err := RMSNormQuant(1, 0, 2, 3, 1, 100, 1e-6, ActQ8_0, b); return err }(), ErrShape},
 		{"add_rmsnorm f16", func() error { _, err := AddRMSNormQuant(1, 2, 0, 3, 2, 1, 64, 1e-6, ActF16, b); return err }(), ErrType},
 		{"silu f32", func() error { _, err := SiLUMulQuant(1, 2, 1, 1, 64, ActF32, b); return err }(), ErrType},

@@ -64,11 +64,81 @@ muser_quant_q8_0(const float* __restrict__ x, int n, int cols, int8_t* __restric
 	}
 }
 
+// q8k_scratch is the shared memory quant_q8_k_block needs: each warp's
+// candidate (magnitude, index, value) and the block's choice.
+struct q8k_scratch {
+	float wav[8];
+	int widx[8];
+	float wv[8];
+	int best;
+	float mx;
+};
+
+// quant_q8_k_block quantizes one super-block of 256 floats, one per thread
+// of a block of 256 (thread tid holds v, element tid), as
+// kernels.quantQ8_K (ggml's quantize_row_q8_K_ref): the first element of
+// largest magnitude, mx, maps to -127: iscale = -127/mx, q =
+// int8(min(127, nearestInt(iscale·x))), d = 1/iscale; a block whose
+// largest magnitude is 0 (or NaN throughout) gets d = 0 and q = 0. It
+// writes q[tid], bsums[tid/16] (the sum of each 16 consecutive q) and, from
+// thread 0, *d. Every thread of the block must call it; it reuses sc
+// only after a barrier, so successive calls may share it.
+MUSER_DEV void quant_q8_k_block(float v, int tid, int8_t* q, float* d, int* bsums, q8k_scratch* sc) {
+	const int lane = tid & 31, warp = tid >> 5;
+	const float av = fabs_bits(v);
+	// The scan `if |x| > amax { amax, mx = |x|, x }` from amax = 0: the
+	// first index of the largest magnitude, NaN and 0 never chosen.
+	float kav = av > 0.0f ? av : -1.0f;
+	int kidx = tid;
+	float kv = v;
+#pragma unroll
+	for (int off = 16; off >= 1; off /= 2) {
+		const float oav = __shfl_down_sync(0xffffffffu, kav, off);
+		const int oidx = __shfl_down_sync(0xffffffffu, kidx, off);
+		const float ov = __shfl_down_sync(0xffffffffu, kv, off);
+		if (oav > kav || (oav == kav && oidx < kidx)) {
+			kav = oav;
+			kidx = oidx;
+			kv = ov;
+		}
+	}
+	if (lane == 0) {
+		sc->wav[warp] = kav;
+		sc->widx[warp] = kidx;
+		sc->wv[warp] = kv;
+	}
+	__syncthreads();
+	if (tid == 0) {
+		float bav = sc->wav[0];
+		float bv = sc->wv[0];
+		for (int w = 1; w < 8; w++) {
+			if (sc->wav[w] > bav) {
+				bav = sc->wav[w];
+				bv = sc->wv[w];
+			}
+		}
+		sc->best = bav > 0.0f;
+		sc->mx = bv;
+	}
+	__syncthreads();
+	const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;
+	if (!sc->best) {
+		q[tid] = 0;
+		if ((tid & 15) == 0) bsums[tid >> 4] = 0;
+		if (tid == 0) *d = 0.0f;
+	} else {
+		const float iscale = muser_fdiv_rn(-127.0f, sc->mx);
+		const int qv = min(127, nearest_int(cpu_f32mul(iscale, v)));
+		q[tid] = (int8_t)qv;
+		const int gs = __reduce_add_sync(half, (int)(int8_t)qv);
+		if ((tid & 15) == 0) bsums[tid >> 4] = gs;
+		if (tid == 0) *d = muser_fdiv_rn(1.0f, iscale);
+	}
+	__syncthreads(); // sc is reused by the next call
+}
+
 // muser_quant_q8_k quantizes n rows of cols floats (cols a multiple of 256)
-// in blocks of 256 as kernels.quantQ8_K (ggml's quantize_row_q8_K_ref): the
-// first element of largest magnitude, mx, maps to -127: iscale = -127/mx,
-// q = int8(min(127, nearestInt(iscale·x))), d = 1/iscale; a block whose
-// largest magnitude is 0 gets d = 0 and q = 0.
+// in blocks of 256 (quant_q8_k_block).
 //
 // Outputs, nb = cols/256: q int8 [n][cols]; d float [n][nb]; bsums int32
 // [n][cols/16] (the sums of each 16 consecutive q).
@@ -78,65 +148,15 @@ muser_quant_q8_0(const float* __restrict__ x, int n, int cols, int8_t* __restric
 extern "C" __global__ void __launch_bounds__(256)
 muser_quant_q8_k(const float* __restrict__ x, int n, int cols, int8_t* __restrict__ q,
                  float* __restrict__ d, int* __restrict__ bsums) {
-	__shared__ float wav[8];
-	__shared__ int widx[8];
-	__shared__ int best;
+	__shared__ q8k_scratch sc;
 	const int t = blockIdx.x;
 	if (t >= n) return;
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int tid = threadIdx.x;
 	const int nb = cols / 256;
 	const float* xr = x + (size_t)t * cols;
 	for (int b = blockIdx.y; b < nb; b += gridDim.y) {
-		const float v = xr[b * 256 + tid];
-		const float av = fabs_bits(v);
-		// The scan `if |x| > amax { amax, mx = |x|, x }` from amax = 0: the
-		// first index of the largest magnitude, NaN and 0 never chosen.
-		float kav = av > 0.0f ? av : -1.0f;
-		int kidx = tid;
-#pragma unroll
-		for (int off = 16; off >= 1; off /= 2) {
-			const float oav = __shfl_down_sync(0xffffffffu, kav, off);
-			const int oidx = __shfl_down_sync(0xffffffffu, kidx, off);
-			if (oav > kav || (oav == kav && oidx < kidx)) {
-				kav = oav;
-				kidx = oidx;
-			}
-		}
-		if (lane == 0) {
-			wav[warp] = kav;
-			widx[warp] = kidx;
-		}
-		__syncthreads();
-		if (tid == 0) {
-			float bav = wav[0];
-			int bidx = widx[0];
-			for (int w = 1; w < 8; w++) {
-				if (wav[w] > bav) {
-					bav = wav[w];
-					bidx = widx[w];
-				}
-			}
-			best = bav > 0.0f ? bidx : -1;
-		}
-		__syncthreads();
-		const int bi = best;
-		const size_t qo = (size_t)t * cols + b * 256 + tid;
-		const size_t so = (size_t)t * (cols / 16) + b * 16 + tid / 16;
-		const unsigned half = lane < 16 ? 0x0000ffffu : 0xffff0000u;
-		if (bi < 0) {
-			q[qo] = 0;
-			if ((tid & 15) == 0) bsums[so] = 0;
-			if (tid == 0) d[(size_t)t * nb + b] = 0.0f;
-		} else {
-			const float mx = xr[b * 256 + bi];
-			const float iscale = muser_fdiv_rn(-127.0f, mx);
-			const int qv = min(127, nearest_int(cpu_f32mul(iscale, v)));
-			q[qo] = (int8_t)qv;
-			const int gs = __reduce_add_sync(half, (int)(int8_t)qv);
-			if ((tid & 15) == 0) bsums[so] = gs;
-			if (tid == 0) d[(size_t)t * nb + b] = muser_fdiv_rn(1.0f, iscale);
-		}
-		__syncthreads(); // wav, widx and best are reused by the next block
+		const size_t o = (size_t)t * cols + b * 256;
+		quant_q8_k_block(xr[b * 256 + tid], tid, q + o, d + (size_t)t * nb + b, bsums + o / 16, &sc);
 	}
 }
 

@@ -108,22 +108,52 @@ __device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps,
 	return *res;
 }
 
+// fused_quant names where a row operation quantizes the row it writes: q
+// int8 [cols]; for Q8_0 and Q8_1 (bsums null) d float [cols/32] and s1
+// float [cols/32] when not null (Q8_1), as muser_quant_q8_0; for Q8_K
+// (bsums not null) d float [cols/256] and bsums int32 [cols/16], as
+// muser_quant_q8_k. q null: no quantization.
+struct fused_quant {
+	int8_t* q;
+	float* d;
+	float* s1;
+	int* bsums;
+};
+
+// fused_quant_row returns f's outputs for row i of cols values.
+MUSER_DEV fused_quant fused_quant_row(int8_t* q, float* d, float* s1, int* bsums, size_t i, int cols) {
+	if (q == nullptr) return fused_quant{nullptr, nullptr, nullptr, nullptr};
+	const size_t c = (size_t)cols;
+	if (bsums != nullptr) return fused_quant{q + i * c, d + i * (c / 256), nullptr, bsums + i * (c / 16)};
+	return fused_quant{q + i * c, d + i * (c / 32), s1 != nullptr ? s1 + i * (c / 32) : nullptr, nullptr};
+}
+
+// fused_quant_at quantizes v, element c of a row, into f (a row of
+// fused_quant_row): for Q8_0 and Q8_1 every lane of the warp holding the
+// 32 consecutive elements of c's block must call it; for Q8_K every
+// thread of a block of 256 holding the super-block's 256 consecutive
+// elements, with the block's scratch sc.
+MUSER_DEV void fused_quant_at(const fused_quant& f, float v, int c, q8k_scratch* sc) {
+	if (f.q == nullptr) return;
+	if (f.bsums != nullptr) {
+		const int tid = threadIdx.x, c0 = c - tid;
+		quant_q8_k_block(v, tid, f.q + c0, f.d + (c0 >> 8), f.bsums + (c0 >> 4), sc);
+		return;
+	}
+	const int lane = threadIdx.x & 31, b = c >> 5;
+	quant_q8_0_block(v, lane, f.q + (c - lane), f.d + b, nullptr, f.s1 != nullptr ? f.s1 + b : nullptr);
+}
+
 // norm_out writes dr[c] = (xr[c]·s)·w[c] for c < cols (kernels.RMSNorm's
-// last loop) and, when q is not null, quantizes the row it writes as
-// muser_quant_q8_0 does (quant_q8_0_block; cols a multiple of 32 and
-// blockDim.x a multiple of 32, so that a warp's 32 consecutive columns are
-// one block): q int8 [cols], qd float [cols/32], s1 float [cols/32] when
-// not null (Q8_1).
+// last loop) and quantizes the row it writes into f (fused_quant_at: cols
+// a multiple of 32, or of 256 for Q8_K with blockDim.x 256, so that every
+// thread takes part in every block).
 MUSER_DEV void norm_out(const float* xr, float s, const float* __restrict__ w, float* dr, int cols,
-                        int8_t* q, float* qd, float* s1) {
-	const int lane = threadIdx.x & 31;
+                        const fused_quant& f, q8k_scratch* sc) {
 	for (int c = threadIdx.x; c < cols; c += blockDim.x) {
 		const float v = f32mul(f32mul(xr[c], s), w[c]);
 		dr[c] = v;
-		if (q != nullptr) {
-			const int b = c >> 5;
-			quant_q8_0_block(v, lane, q + (c - lane), qd + b, nullptr, s1 != nullptr ? s1 + b : nullptr);
-		}
+		fused_quant_at(f, v, c, sc);
 	}
 }
 
@@ -131,41 +161,42 @@ MUSER_DEV void norm_out(const float* xr, float s, const float* __restrict__ w, f
 // rows i < n of cols floats, where src = rowidx[i], or i when rowidx is
 // null (the final norm of the rows that want logits gathers them this way).
 // dst may be x when rowidx is null. When q is not null it also quantizes
-// each row i of dst as muser_quant_q8_0 (q int8 [n][cols], qd float
-// [n][cols/32], s1 float [n][cols/32] when not null), which needs cols a
-// multiple of 32.
+// each row i of dst: with bsums null as muser_quant_q8_0 (q int8
+// [n][cols], qd float [n][cols/32], s1 float [n][cols/32] when not null;
+// cols a multiple of 32), with bsums not null as muser_quant_q8_k (q, qd
+// float [n][cols/256], bsums int32 [n][cols/16]; cols a multiple of 256).
 //
 // Launch: grid (n), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_rmsnorm(const float* x, const int* __restrict__ rowidx, float* dst, int n, int cols,
               const float* __restrict__ w, float eps, int8_t* __restrict__ q, float* __restrict__ qd,
-              float* __restrict__ s1) {
+              float* __restrict__ s1, int* __restrict__ bsums) {
 	__shared__ double sq[1024], part[8];
 	__shared__ float res;
 	__shared__ int decided;
+	__shared__ q8k_scratch sc;
 	const int i = blockIdx.x;
 	if (i >= n) return;
 	const int src = rowidx != nullptr ? rowidx[i] : i;
 	const float* xr = x + (size_t)src * cols;
 	const float s = rms_scale<1024>(xr, cols, eps, sq, part, &res, &decided);
-	const size_t nb = (size_t)(cols / 32);
-	norm_out(xr, s, w, dst + (size_t)i * cols, cols, q != nullptr ? q + (size_t)i * cols : nullptr,
-	         q != nullptr ? qd + i * nb : nullptr, s1 != nullptr ? s1 + i * nb : nullptr);
+	norm_out(xr, s, w, dst + (size_t)i * cols, cols, fused_quant_row(q, qd, s1, bsums, i, cols), &sc);
 }
 
 // muser_add_rmsnorm is the step after the attention output product
 // (infer/engine/cpu): o = o + bias (when bias is not null), x = x + o, then
-// dst = RMSNorm(x)·w, for rows i < n of cols floats. dst may be o. q, qd
-// and s1 quantize dst as in muser_rmsnorm.
+// dst = RMSNorm(x)·w, for rows i < n of cols floats. dst may be o. q, qd,
+// s1 and bsums quantize dst as in muser_rmsnorm.
 //
 // Launch: grid (n), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, const float* __restrict__ w,
                   float* dst, int n, int cols, float eps, int8_t* __restrict__ q, float* __restrict__ qd,
-                  float* __restrict__ s1) {
+                  float* __restrict__ s1, int* __restrict__ bsums) {
 	__shared__ double sq[1024], part[8];
 	__shared__ float res;
 	__shared__ int decided;
+	__shared__ q8k_scratch sc;
 	const int i = blockIdx.x;
 	if (i >= n) return;
 	float* xr = x + (size_t)i * cols;
@@ -177,9 +208,7 @@ muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, cons
 	}
 	__syncthreads();
 	const float s = rms_scale<1024>(xr, cols, eps, sq, part, &res, &decided);
-	const size_t nb = (size_t)(cols / 32);
-	norm_out(xr, s, w, dst + (size_t)i * cols, cols, q != nullptr ? q + (size_t)i * cols : nullptr,
-	         q != nullptr ? qd + i * nb : nullptr, s1 != nullptr ? s1 + i * nb : nullptr);
+	norm_out(xr, s, w, dst + (size_t)i * cols, cols, fused_quant_row(q, qd, s1, bsums, i, cols), &sc);
 }
 
 // muser_rmsnorm_heads normalizes each head of each row in place, with one
@@ -231,28 +260,32 @@ muser_silu_mul(const float* gate, const float* up, float* dst, int count) {
 	dst[i] = f32mul(muser_fdiv_rn(g, f32add(1.0f, exp32(-g))), up[i]);
 }
 
-// muser_silu_mul_quant is muser_silu_mul on n rows of cols floats (cols a
-// multiple of 32) followed by the quantization of each row of dst as
-// muser_quant_q8_0 (quant_q8_0_block) in the same launch: q int8
-// [n][cols], qd float [n][cols/32], s1 float [n][cols/32] when not null
-// (Q8_1). dst may be gate or up.
+// muser_silu_mul_quant is muser_silu_mul on n rows of cols floats
+// followed by the quantization of each row of dst in the same launch: with
+// bsums null as muser_quant_q8_0 (cols a multiple of 32; q int8 [n][cols],
+// qd float [n][cols/32], s1 float [n][cols/32] when not null), with bsums
+// not null as muser_quant_q8_k (cols a multiple of 256; qd float
+// [n][cols/256], bsums int32 [n][cols/16]). dst may be gate or up.
 //
 // Launch: grid (n, ceil(cols/256)), block 256 (warp w of block y takes the
-// 32-value blocks 8y + w, 8y + w + 8·gridDim.y, …; lane j is element j).
+// 32-value blocks 8y + w, 8y + w + 8·gridDim.y, …; lane j is element j: so
+// block y takes the 256 values of super-block y, y + gridDim.y, …).
 extern "C" __global__ void __launch_bounds__(256)
 muser_silu_mul_quant(const float* gate, const float* up, float* dst, int n, int cols, int8_t* __restrict__ q,
-                     float* __restrict__ qd, float* __restrict__ s1) {
+                     float* __restrict__ qd, float* __restrict__ s1, int* __restrict__ bsums) {
+	__shared__ q8k_scratch sc;
 	const int t = blockIdx.x;
 	if (t >= n) return;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int nb = cols / 32;
+	const fused_quant f = fused_quant_row(q, qd, s1, bsums, t, cols);
 	for (int b = blockIdx.y * 8 + warp; b < nb; b += 8 * gridDim.y) {
-		const size_t c = (size_t)t * cols + b * 32 + lane;
-		const float g = gate[c];
-		const float v = f32mul(muser_fdiv_rn(g, f32add(1.0f, exp32(-g))), up[c]);
-		dst[c] = v;
-		const size_t o = (size_t)t * nb + b;
-		quant_q8_0_block(v, lane, q + (c - lane), qd + o, nullptr, s1 != nullptr ? s1 + o : nullptr);
+		const int c = b * 32 + lane;
+		const size_t o = (size_t)t * cols + c;
+		const float g = gate[o];
+		const float v = f32mul(muser_fdiv_rn(g, f32add(1.0f, exp32(-g))), up[o]);
+		dst[o] = v;
+		fused_quant_at(f, v, c, &sc);
 	}
 }
 

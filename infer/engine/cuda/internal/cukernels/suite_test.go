@@ -643,25 +643,30 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 		})
 	}
 	// The normalizations that quantize what they write (RMSNormQuant,
-	// AddRMSNormQuant): the normalized rows and their Q8_0 or Q8_1 form,
-	// each bit for bit as RMSNorm followed by QuantizeActs.
+	// AddRMSNormQuant): the normalized rows and their Q8_0, Q8_1 or Q8_K
+	// form, each bit for bit as RMSNorm followed by QuantizeActs.
 	for _, cols := range sz.cols {
 		if cols%32 != 0 {
 			continue
 		}
-		for _, act := range []Act{ActQ8_0, ActQ8_1} {
+		acts := []Act{ActQ8_0, ActQ8_1}
+		if cols%256 == 0 {
+			acts = append(acts, ActQ8_K)
+		}
+		for _, act := range acts {
 			t.Run(fmt.Sprintf("rmsnorm_quant/%s/%d", actName(act), cols), func(t *testing.T) {
 				x, o, b, w := wideFloats(rng, n*cols), wideFloats(rng, n*cols), wideFloats(rng, cols), wideFloats(rng, cols)
 				rowidx := []int{n - 1, 0, n / 2}
 				m := len(rowidx)
 				_, qs, ds, es := ActSizes(act, n, cols)
+				_, mqs, mds, mes := ActSizes(act, m, cols)
 				var gy, gq, gd, ge, ax, ay, aq, ad, ae []byte
 				d.run(t, func(s *session) {
 					dx, do, db, dw, dr := s.up(f32Bytes(x)), s.up(f32Bytes(o)), s.up(f32Bytes(b)), s.up(f32Bytes(w)), s.up(i32s(rowidx))
 					y := s.alloc(4 * m * cols)
 					bufs := ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
 					s.launch(RMSNormQuant(dx, dr, y, dw, m, cols, eps, act, bufs))
-					gy, gq, gd, ge = s.down(y, 4*m*cols), s.down(bufs.Q, m*cols), s.down(bufs.D, 4*m*cols/32), s.down(bufs.Ext, int(es)*m/n)
+					gy, gq, gd, ge = s.down(y, 4*m*cols), s.down(bufs.Q, int(mqs)), s.down(bufs.D, int(mds)), s.down(bufs.Ext, int(mes))
 					abufs := ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
 					s.launch(AddRMSNormQuant(dx, do, db, dw, do, n, cols, eps, act, abufs))
 					ax, ay = s.down(dx, 4*n*cols), s.down(do, 4*n*cols)
@@ -677,8 +682,8 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 				sameBits(t, "RMSNormQuant rows, "+shape, bytesF32(gy), want)
 				sameBytes(t, "RMSNormQuant q, "+shape, gq, i8Bytes(wq.q))
 				sameBits(t, "RMSNormQuant d, "+shape, bytesF32(gd), wq.d)
-				if act == ActQ8_1 {
-					sameBytes(t, "RMSNormQuant s, "+shape, ge, wq.ext)
+				if act != ActQ8_0 {
+					sameBytes(t, "RMSNormQuant s1 or bsums, "+shape, ge, wq.ext)
 				}
 				// AddRMSNormQuant with a bias, written over o.
 				wx, wd := slices.Clone(x), slices.Clone(o)
@@ -693,8 +698,8 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 				sameBits(t, "AddRMSNormQuant rows, "+shape, bytesF32(ay), wd)
 				sameBytes(t, "AddRMSNormQuant q, "+shape, aq, i8Bytes(wa.q))
 				sameBits(t, "AddRMSNormQuant d, "+shape, bytesF32(ad), wa.d)
-				if act == ActQ8_1 {
-					sameBytes(t, "AddRMSNormQuant s, "+shape, ae, wa.ext)
+				if act != ActQ8_0 {
+					sameBytes(t, "AddRMSNormQuant s1 or bsums, "+shape, ae, wa.ext)
 				}
 			})
 		}
@@ -744,8 +749,11 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 		sameBits(t, "SiLUMul, "+shape, bytesF32(silu), wsl)
 		sameBits(t, "AddBias, "+shape, bytesF32(biased), wb)
 	})
-	for _, act := range []Act{ActQ8_0, ActQ8_1} {
+	for _, act := range []Act{ActQ8_0, ActQ8_1, ActQ8_K} {
 		cols := sz.ffn &^ 31
+		if act == ActQ8_K {
+			cols = sz.ffn &^ 255
+		}
 		t.Run(fmt.Sprintf("silu_mul_quant/%s/%d", actName(act), cols), func(t *testing.T) {
 			a, b := wideFloats(rng, n*cols), wideFloats(rng, n*cols)
 			_, qs, ds, es := ActSizes(act, n, cols)
@@ -763,8 +771,8 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 			sameBits(t, "SiLUMulQuant values, "+shape, bytesF32(gy), want)
 			sameBytes(t, "SiLUMulQuant q, "+shape, gq, i8Bytes(wq.q))
 			sameBits(t, "SiLUMulQuant d, "+shape, bytesF32(gd), wq.d)
-			if act == ActQ8_1 {
-				sameBytes(t, "SiLUMulQuant s, "+shape, ge, wq.ext)
+			if act != ActQ8_0 {
+				sameBytes(t, "SiLUMulQuant s1 or bsums, "+shape, ge, wq.ext)
 			}
 		})
 	}
