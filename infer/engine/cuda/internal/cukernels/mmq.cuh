@@ -315,6 +315,15 @@ MUSER_DEV void mmv_store(float acc, float* y, int rows, int r, int t, const floa
 	y[o] = acc;
 }
 
+// mmv_chunk_add returns acc plus the parts p of one chunk of the output
+// (row, token) = (crow, ctok), added in part order: P holds [part][row
+// of the CTA][token] for R rows and TOK tokens (the decode kernels'
+// shared partial products). The caller synchronizes around it.
+MUSER_DEV float mmv_chunk_add(float acc, const float* P, int R, int parts, int crow, int ctok) {
+	for (int u = 0; u < parts; u++) acc = f32add(acc, P[(u * R + crow) * mmv::TOK + ctok]);
+	return acc;
+}
+
 // mmv_legacy_cb is the number of 32-value blocks a CTA of the legacy
 // types' decode kernel takes per chunk of a row, for rows of nb blocks:
 // the fewest of 32, 64, 128 that hold the row, at most 128. It takes
@@ -411,7 +420,7 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int ro
 		}
 		__syncthreads();
 		if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
-			for (int u = 0; u < cbn; u++) acc = f32add(acc, P[(u * R + crow) * TOK + ctok]);
+			acc = mmv_chunk_add(acc, P, R, cbn, crow, ctok);
 		}
 		__syncthreads();
 	}
@@ -562,7 +571,7 @@ __device__ __forceinline__ void mmv_k(const uint8_t* __restrict__ W, int rows, i
 		}
 		__syncthreads();
 		if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
-			for (int u = 0; u < cbn; u++) acc = f32add(acc, P[(u * R + crow) * TOK + ctok]);
+			acc = mmv_chunk_add(acc, P, R, cbn, crow, ctok);
 		}
 		__syncthreads();
 	}
@@ -626,7 +635,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 		}
 		__syncthreads();
 		if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
-			for (int u = 0; u < cbn * UPB; u++) acc = f32add(acc, P[u][crow][ctok]);
+			acc = mmv_chunk_add(acc, &P[0][0][0], R, cbn * UPB, crow, ctok);
 		}
 		__syncthreads();
 	}
