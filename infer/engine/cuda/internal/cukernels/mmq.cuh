@@ -304,15 +304,34 @@ template <class T> struct Geom {
 };
 } // namespace mmv
 
-// mmv_store is the decode products' epilogue for output (token t, row r):
-// y = acc + bias[r] with bias not null, then y = res + y with res not null
-// (res may be y).
-MUSER_DEV void mmv_store(float acc, float* y, int rows, int r, int t, const float* __restrict__ bias,
+// MmvOut is the output (token t, row r) a decode kernel's thread sums
+// (mine: tid < R·TOK and the output exists), with its epilogue's operands
+// bias[r] and res[t·rows + r] loaded when the kernel starts, so that their
+// memory latency passes while the products are computed rather than after
+// the last addition.
+struct MmvOut {
+	bool mine;
+	int r, t;
+	float b, x; // bias[r], res[t·rows + r] (0 when absent)
+};
+
+MUSER_DEV MmvOut mmv_out(bool mine, int rows, int r, int t, const float* __restrict__ bias, const float* res) {
+	MmvOut o{mine, r, t, 0.0f, 0.0f};
+	if (!mine) return o;
+	if (bias != nullptr) o.b = bias[r];
+	if (res != nullptr) o.x = res[(size_t)t * rows + r];
+	return o;
+}
+
+// mmv_store is the decode products' epilogue for output o: y = acc +
+// bias[r] with bias not null, then y = res + y with res not null (res may
+// be y: o holds its value from before the kernel wrote anything).
+MUSER_DEV void mmv_store(float acc, float* y, int rows, const MmvOut& o, const float* __restrict__ bias,
                          const float* res) {
-	const size_t o = (size_t)t * rows + r;
-	if (bias != nullptr) acc = f32add(acc, bias[r]);
-	if (res != nullptr) acc = f32add(res[o], acc);
-	y[o] = acc;
+	if (!o.mine) return;
+	if (bias != nullptr) acc = f32add(acc, o.b);
+	if (res != nullptr) acc = f32add(o.x, acc);
+	y[(size_t)o.t * rows + o.r] = acc;
 }
 
 // mmv_chunk_add returns acc plus the parts p of one chunk of the output
@@ -358,6 +377,7 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int ro
 	const int tid = threadIdx.x, q = tid & 3;
 	const size_t rowBytes = (size_t)nb * T::BYTES;
 	const int crow = tid / TOK, ctok = tid % TOK; // the output this thread sums, if tid < R·TOK
+	const MmvOut out = mmv_out(tid < R * TOK && r0 + crow < rows && ctok < nt, rows, r0 + crow, t0 + ctok, bias, res);
 	float acc = 0.0f;
 
 	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
@@ -419,12 +439,12 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int ro
 			}
 		}
 		__syncthreads();
-		if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
+		if (out.mine) {
 			acc = mmv_chunk_add(acc, P, R, cbn, crow, ctok);
 		}
 		__syncthreads();
 	}
-	if (tid < R * TOK && r0 + crow < rows && ctok < nt) mmv_store(acc, y, rows, r0 + crow, t0 + ctok, bias, res);
+	mmv_store(acc, y, rows, out, bias, res);
 }
 
 // mmv_k_cb is the number of 256-value super-blocks a CTA of the K-quants'
@@ -488,6 +508,7 @@ __device__ __forceinline__ void mmv_k(const uint8_t* __restrict__ W, int rows, i
 	const int blk = slot % CB, row = slot / CB;
 	const size_t rowBytes = (size_t)nb * T::BYTES;
 	const int crow = tid / TOK, ctok = tid % TOK; // the output this thread sums, if tid < R·TOK
+	const MmvOut out = mmv_out(tid < R * TOK && r0 + crow < rows && ctok < nt, rows, r0 + crow, t0 + ctok, bias, res);
 	const int* bs = (const int*)aext;
 	float acc = 0.0f;
 
@@ -570,12 +591,12 @@ __device__ __forceinline__ void mmv_k(const uint8_t* __restrict__ W, int rows, i
 			}
 		}
 		__syncthreads();
-		if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
+		if (out.mine) {
 			acc = mmv_chunk_add(acc, P, R, cbn, crow, ctok);
 		}
 		__syncthreads();
 	}
-	if (tid < R * TOK && r0 + crow < rows && ctok < nt) mmv_store(acc, y, rows, r0 + crow, t0 + ctok, bias, res);
+	mmv_store(acc, y, rows, out, bias, res);
 }
 
 // mmv_rows computes up to 8 tokens (blockIdx.y·8 …) of R rows (blockIdx.x·R …)
@@ -604,6 +625,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 	const size_t rowBytes = (size_t)nb * T::BYTES;
 	const int nb32 = cols / 32;
 	const int crow = tid / TOK, ctok = tid % TOK; // the output this thread sums, if tid < R·TOK
+	const MmvOut out = mmv_out(tid < R * TOK && r0 + crow < rows && ctok < nt, rows, r0 + crow, t0 + ctok, bias, res);
 	float acc = 0.0f;
 
 	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
@@ -634,12 +656,12 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 			}
 		}
 		__syncthreads();
-		if (tid < R * TOK && r0 + crow < rows && ctok < nt) {
+		if (out.mine) {
 			acc = mmv_chunk_add(acc, &P[0][0][0], R, cbn * UPB, crow, ctok);
 		}
 		__syncthreads();
 	}
-	if (tid < R * TOK && r0 + crow < rows && ctok < nt) mmv_store(acc, y, rows, r0 + crow, t0 + ctok, bias, res);
+	mmv_store(acc, y, rows, out, bias, res);
 }
 
 #define MUSER_INT_MATMUL(name, T)                                                                          \
