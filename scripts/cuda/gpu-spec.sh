@@ -4,12 +4,16 @@
 # llama.cpp's CUDA llama-speculative-simple (node-llama-cpp 3.21.1's
 # source, sm_90; about 4.5 minutes on 16 cores), then for 2,048 and 8,192
 # tokens of context and each text, `muser bench --device cuda` with each
-# draft lane (lookup, model, both; plain decoding alternates inside each)
-# and llama.cpp's speculative-simple with n-gram lookup (ngram-simple) and
-# the draft model (draft-simple), REPS runs each. The draft model is the
+# draft lane of LANES (default "lookup model both"; "block" and
+# "lookup+block" take the block drafter spec-prepare.sh put in DIR with
+# BLOCK; plain decoding alternates inside each) and llama.cpp's
+# speculative-simple with each of LCP_LANES (default "lookup model":
+# n-gram lookup, ngram-simple, and the draft model, draft-simple), REPS
+# runs each; GEN tokens generated (default 128). The draft model is the
 # embedded default model. Everything lands in OUT/specout.tgz.
 #
 #   OUT=DIR scripts/cuda/gpu-spec.sh DIR
+#   GEN=384 LANES="block lookup lookup+block" LCP_LANES=lookup OUT=DIR scripts/cuda/gpu-spec.sh DIR
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 d=$(cd "${1:?usage: gpu-spec.sh DIR}" && pwd)
@@ -19,6 +23,9 @@ trap 'tar czf ${OUT:?}/specout.tgz -C /tmp specout' EXIT
 xz -d -k -f -T0 "$d/muser.xz" "$d/target.gguf.xz" && chmod +x "$d/muser"
 T=$d/target.gguf
 D=$root/infer/defaultmodel/model.gguf
+B=/tmp/specblock.gguf
+[ -f "$d/block.gguf.xz" ] && xz -dc "$d/block.gguf.xz" >$B
+gen=${GEN:-128}
 sha256sum "$T" "$D" | tee $o/sha256.txt
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; grep -m1 'model name' /proc/cpuinfo; nproc; } >$o/env.txt
 mkdir -p /tmp/lcp && tar xzf "$d/llama.cpp-spec.tar.gz" -C /tmp/lcp
@@ -32,17 +39,24 @@ S=/tmp/lcp/llama.cpp/build/bin/llama-speculative-simple
 for ctx in 2048 8192; do
 	for text in stories code; do
 		f=$d/txt/$text-$ctx.txt
-		for lane in lookup model both; do
-			case $lane in lookup) a=--draft-lookup ;; model) a="--draft-model $D" ;; both) a="--draft-lookup --draft-model $D" ;; esac
+		for lane in ${LANES:-lookup model both}; do
+			case $lane in
+			lookup) a=--draft-lookup ;;
+			model) a="--draft-model $D" ;;
+			both) a="--draft-lookup --draft-model $D" ;;
+			block) a="--draft-block $B" ;;
+			lookup+block) a="--draft-lookup --draft-block $B" ;;
+			*) echo "unknown lane $lane" >&2; exit 2 ;;
+			esac
 			# shellcheck disable=SC2086
-			timeout 100 "$d/muser" bench --model "$T" --device cuda --prompt-tokens $ctx --gen-tokens 128 --reps 3 \
+			timeout 100 "$d/muser" bench --model "$T" --device cuda --prompt-tokens $ctx --gen-tokens $gen --reps 3 \
 				--temperature 0 --text "$f" $a --json >>$o/muser.jsonl 2>>$o/muser.err
 		done
 		for rep in $(seq "${REPS:-2}"); do
-			for lane in lookup model; do
+			for lane in ${LCP_LANES:-lookup model}; do
 				case $lane in lookup) a="--spec-type ngram-simple" ;; model) a="-md $D -ngld 99 --spec-type draft-simple" ;; esac
 				# shellcheck disable=SC2086
-				timeout 100 $S -m "$T" -f "$f" -c $((ctx + 256)) -b $((ctx + 256)) -n 128 --temp 0 --ignore-eos -ngl 99 $a \
+				timeout 100 $S -m "$T" -f "$f" -c $((ctx + gen + 128)) -b $((ctx + gen + 128)) -n $gen --temp 0 --ignore-eos -ngl 99 $a \
 					>$o/lcp-$ctx-$text-$lane-$rep.out 2>$o/lcp-$ctx-$text-$lane-$rep.err
 				printf "llama.cpp %s %s %s %s: " $ctx $text $lane "$rep"
 				grep -E "decoded|n_drafted|n_accept" $o/lcp-$ctx-$text-$lane-$rep.err | sed 's/.* I //' | tr '\n' ' '
