@@ -30,6 +30,8 @@
 # llama.cpp's --draft-max and --draft-p-min defaults.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/cuda/draft-lanes.sh
+. "$root/scripts/cuda/draft-lanes.sh"
 out=${OUT:-$root/scripts/parity/out}
 ctxs=${CTXS:-2048 8192}
 gen=${GEN:-128}
@@ -72,14 +74,7 @@ echo "# $(date -u +%FT%TZ) $(uptime)"
 for ctx in $ctxs; do
 	for text in "$stories" "$code"; do
 		for lane in ${LANES:-lookup model both}; do
-			case $lane in
-			lookup) lane=--draft-lookup ;;
-			model) lane="--draft-model $draft" ;;
-			both) lane="--draft-lookup --draft-model $draft" ;;
-			block) lane="--draft-block ${BLOCK:?BLOCK names the block drafter}" ;;
-			lookup+block) lane="--draft-lookup --draft-block ${BLOCK:?BLOCK names the block drafter}" ;;
-			*) echo "LANES: unknown lane $lane (lookup, model, both, block, lookup+block)" >&2; exit 2 ;;
-			esac
+			lane=$(draft_lane_args "$lane" "$draft" "${BLOCK:-}") || exit 2
 			# shellcheck disable=SC2086
 			"$muser" bench --model "$target" --threads "$threads" --prompt-tokens "$ctx" --gen-tokens "$gen" \
 				--reps "$reps" --temperature "$temp" --text "$text" $lane --json

@@ -23,8 +23,10 @@ trap 'tar czf ${OUT:?}/specout.tgz -C /tmp specout' EXIT
 xz -d -k -f -T0 "$d/muser.xz" "$d/target.gguf.xz" && chmod +x "$d/muser"
 T=$d/target.gguf
 D=$root/infer/defaultmodel/model.gguf
-B=/tmp/specblock.gguf
-[ -f "$d/block.gguf.xz" ] && xz -dc "$d/block.gguf.xz" >$B
+bl=""
+[ -f "$d/block.gguf.xz" ] && bl=/tmp/specblock.gguf && xz -dc "$d/block.gguf.xz" >$bl
+# shellcheck source=scripts/cuda/draft-lanes.sh
+. "$root/scripts/cuda/draft-lanes.sh"
 gen=${GEN:-128}
 sha256sum "$T" "$D" | tee $o/sha256.txt
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; grep -m1 'model name' /proc/cpuinfo; nproc; } >$o/env.txt
@@ -40,14 +42,7 @@ for ctx in 2048 8192; do
 	for text in stories code; do
 		f=$d/txt/$text-$ctx.txt
 		for lane in ${LANES:-lookup model both}; do
-			case $lane in
-			lookup) a=--draft-lookup ;;
-			model) a="--draft-model $D" ;;
-			both) a="--draft-lookup --draft-model $D" ;;
-			block) a="--draft-block $B" ;;
-			lookup+block) a="--draft-lookup --draft-block $B" ;;
-			*) echo "unknown lane $lane" >&2; exit 2 ;;
-			esac
+			a=$(draft_lane_args "$lane" "$D" "$bl") || exit 2
 			# shellcheck disable=SC2086
 			timeout 100 "$d/muser" bench --model "$T" --device cuda --prompt-tokens $ctx --gen-tokens $gen --reps 3 \
 				--temperature 0 --text "$f" $a --json >>$o/muser.jsonl 2>>$o/muser.err
