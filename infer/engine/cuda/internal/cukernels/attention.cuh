@@ -141,6 +141,81 @@ MUSER_DEV void attn_scores_max(float* __restrict__ M, float (&mx)[4], const Attn
 	}
 }
 
+// attn_stage_vec stages every lane group of a block's queries and keys at
+// once (attn_groups(dim) = 4) with 16-byte loads, where dim is a multiple
+// of 8 and the rows are 16-byte aligned (attn_scores checks): query x's
+// dimensions 4c..4c+3 (one float4) go to r = c of lane groups 0..3, key
+// x's 8 dimensions 8c..8c+7 (one uint4 of f16, or two float4) to r = 2c
+// and 2c+1. Each element gets the conversion of the scalar path
+// (round_f16_again for a query of an f16 cache, f16_to_f32_nb for an f16
+// key: the same values as f16_to_f32 for every input), zeros for a query
+// x with qoff[x] < 0 and a key past lastPos. Threads take x = e % 64,
+// so a warp's shared stores are 32 consecutive floats. Each thread issues
+// its loads before the first conversion.
+template <bool F16>
+MUSER_DEV void attn_stage_vec(float* __restrict__ Qs, float* __restrict__ Ks, int rstride, const float* __restrict__ q,
+                              const int* qoff, const unsigned short* k16, const float* k32, size_t kcol, int kvrow,
+                              int j0, int lastPos, int dim) {
+	using namespace attn;
+	const int tid = threadIdx.x;
+	const int nq4 = dim / 4;
+	for (int e0 = tid; e0 < QB * nq4; e0 += 4 * 256) {
+		float4 v[4];
+#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			const int e = e0 + 256 * u, x = e % QB, c = e / QB;
+			v[u] = float4{0.0f, 0.0f, 0.0f, 0.0f};
+			if (e < QB * nq4 && qoff[x] >= 0) v[u] = *(const float4*)(q + qoff[x] + 4 * c);
+		}
+#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			const int e = e0 + 256 * u, x = e % QB, c = e / QB;
+			if (e >= QB * nq4) break;
+			const float a[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+			for (int g = 0; g < 4; g++) Qs[g * rstride + c * SLD + x] = F16 ? round_f16_again(a[g]) : a[g];
+		}
+	}
+	const int nk8 = dim / 8;
+	for (int e0 = tid; e0 < SKB * nk8; e0 += 2 * 256) {
+		uint4 w[2][F16 ? 1 : 2];
+#pragma unroll
+		for (int u = 0; u < 2; u++) {
+			const int e = e0 + 256 * u, x = e % SKB, c = e / SKB, j = j0 + x;
+#pragma unroll
+			for (int h = 0; h < (F16 ? 1 : 2); h++) {
+				w[u][h] = uint4{0u, 0u, 0u, 0u};
+				if (e < SKB * nk8 && j <= lastPos) {
+					const size_t o = (size_t)j * kvrow + kcol + 8 * c;
+					w[u][h] = F16 ? *(const uint4*)(k16 + o) : *(const uint4*)(k32 + o + 4 * h);
+				}
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < 2; u++) {
+			const int e = e0 + 256 * u, x = e % SKB, c = e / SKB;
+			if (e >= SKB * nk8) break;
+			float k[8];
+			if (F16) {
+				const unsigned hw[4] = {w[u][0].x, w[u][0].y, w[u][0].z, w[u][0].w};
+#pragma unroll
+				for (int t = 0; t < 4; t++) {
+					k[2 * t] = f16_to_f32_nb(hw[t] & 0xffffu);
+					k[2 * t + 1] = f16_to_f32_nb(hw[t] >> 16);
+				}
+			} else {
+#pragma unroll
+				for (int h = 0; h < (F16 ? 1 : 2); h++) {
+					k[4 * h] = __uint_as_float(w[u][h].x), k[4 * h + 1] = __uint_as_float(w[u][h].y);
+					k[4 * h + 2] = __uint_as_float(w[u][h].z), k[4 * h + 3] = __uint_as_float(w[u][h].w);
+				}
+			}
+#pragma unroll
+			for (int t = 0; t < 8; t++) Ks[(t % 4) * rstride + (2 * c + t / 4) * SLD + x] = k[t];
+		}
+	}
+}
+
 // attn_scores: grid (ntiles, kvheads·ceil(group/gh), ceil((max pos + 1)/64)),
 // block 256, dynamic shared memory 2·attn_groups(dim)·attn_rows4(dim)·68·4
 // bytes.
@@ -190,9 +265,15 @@ __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int hea
 	const int tq = tid / 16, tk = tid % 16;
 	float cA[16], cB[16]; // (c_0 + c_2) and (c_1 + c_3) of the 16 scores
 	const int rstride = R * SLD;
+	// Every lane group staged at once with 16-byte loads (attn_stage_vec).
+	const bool vec = G == 4 && dim % 8 == 0 && ((unsigned long long)q & 15) == 0 &&
+	                 ((F16 ? (unsigned long long)k16 : (unsigned long long)k32) & 15) == 0;
 #pragma unroll
 	for (int g = 0; g < 4; g++) {
-		if (g % G == 0) {
+		if (g == 0 && vec) {
+			attn_stage_vec<F16>(Qs, Ks, rstride, q, qoff, k16, k32, (size_t)cta.kvh * dim, kvrow, j0, lastPos, dim);
+			__syncthreads();
+		} else if (g % G == 0) {
 			// Stage lane groups g .. g+G-1.
 			if (g) __syncthreads();
 			// Thread: staged dimensions dd = tid%32 + 32u (lane group
