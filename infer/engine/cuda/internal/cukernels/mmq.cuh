@@ -304,43 +304,45 @@ template <class T> struct Geom {
 };
 } // namespace mmv
 
-// MmvOut is the output (token t, row r) a decode kernel's thread sums
-// (mine: tid < R·TOK and the output exists), with its epilogue's operands
-// bias[r] and res[t·rows + r] loaded when the kernel starts, so that their
-// memory latency passes while the products are computed rather than after
-// the last addition.
+// MmvOut is the output a decode kernel's thread sums: thread tid < R·TOK
+// takes row r0 + crow, token t0 + ctok of the CTA's tile (crow = tid/TOK,
+// ctok = tid%TOK; mine when that output exists), with its epilogue's
+// operands bias[r] and res[t·rows + r] loaded when the kernel starts, so
+// that their memory latency passes while the products are computed rather
+// than after the last addition.
 struct MmvOut {
-	bool mine;
-	int r, t;
-	float b, x; // bias[r], res[t·rows + r] (0 when absent)
+	bool mine, hb, hx; // the output exists; bias, res not null
+	int crow, ctok, r, t;
+	float b, x; // bias[r], res[t·rows + r]
 };
 
-MUSER_DEV MmvOut mmv_out(bool mine, int rows, int r, int t, const float* __restrict__ bias, const float* res) {
-	MmvOut o{mine, r, t, 0.0f, 0.0f};
-	if (!mine) return o;
-	if (bias != nullptr) o.b = bias[r];
-	if (res != nullptr) o.x = res[(size_t)t * rows + r];
+MUSER_DEV MmvOut mmv_out(int R, int r0, int t0, int rows, int nt, const float* __restrict__ bias, const float* res) {
+	const int tid = threadIdx.x, crow = tid / mmv::TOK, ctok = tid % mmv::TOK;
+	MmvOut o{false, bias != nullptr, res != nullptr, crow, ctok, r0 + crow, t0 + ctok, 0.0f, 0.0f};
+	o.mine = tid < R * mmv::TOK && o.r < rows && ctok < nt;
+	if (!o.mine) return o;
+	if (o.hb) o.b = bias[o.r];
+	if (o.hx) o.x = res[(size_t)o.t * rows + o.r];
 	return o;
 }
 
-// mmv_store is the decode products' epilogue for output o: y = acc +
-// bias[r] with bias not null, then y = res + y with res not null (res may
-// be y: o holds its value from before the kernel wrote anything).
-MUSER_DEV void mmv_store(float acc, float* y, int rows, const MmvOut& o, const float* __restrict__ bias,
-                         const float* res) {
-	if (!o.mine) return;
-	if (bias != nullptr) acc = f32add(acc, o.b);
-	if (res != nullptr) acc = f32add(o.x, acc);
-	y[(size_t)o.t * rows + o.r] = acc;
+// mmv_chunk_add returns acc plus the parts p of one chunk of o's output,
+// added in part order: P holds [part][row of the CTA][token] for R rows
+// and TOK tokens (the decode kernels' shared partial products). The caller
+// synchronizes around it.
+MUSER_DEV float mmv_chunk_add(float acc, const float* P, int R, int parts, const MmvOut& o) {
+	for (int u = 0; u < parts; u++) acc = f32add(acc, P[(u * R + o.crow) * mmv::TOK + o.ctok]);
+	return acc;
 }
 
-// mmv_chunk_add returns acc plus the parts p of one chunk of the output
-// (row, token) = (crow, ctok), added in part order: P holds [part][row
-// of the CTA][token] for R rows and TOK tokens (the decode kernels'
-// shared partial products). The caller synchronizes around it.
-MUSER_DEV float mmv_chunk_add(float acc, const float* P, int R, int parts, int crow, int ctok) {
-	for (int u = 0; u < parts; u++) acc = f32add(acc, P[(u * R + crow) * mmv::TOK + ctok]);
-	return acc;
+// mmv_store is the decode products' epilogue for output o: y = acc +
+// bias[r] with a bias, then y = res + y with a residual (res may be y: o
+// holds its value from before the kernel wrote anything).
+MUSER_DEV void mmv_store(float acc, float* y, int rows, const MmvOut& o) {
+	if (!o.mine) return;
+	if (o.hb) acc = f32add(acc, o.b);
+	if (o.hx) acc = f32add(o.x, acc);
+	y[(size_t)o.t * rows + o.r] = acc;
 }
 
 // mmv_legacy_cb is the number of 32-value blocks a CTA of the legacy
@@ -376,8 +378,7 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int ro
 	const int nt = min(TOK, n - t0);
 	const int tid = threadIdx.x, q = tid & 3;
 	const size_t rowBytes = (size_t)nb * T::BYTES;
-	const int crow = tid / TOK, ctok = tid % TOK; // the output this thread sums, if tid < R·TOK
-	const MmvOut out = mmv_out(tid < R * TOK && r0 + crow < rows && ctok < nt, rows, r0 + crow, t0 + ctok, bias, res);
+	const MmvOut out = mmv_out(R, r0, t0, rows, nt, bias, res);
 	float acc = 0.0f;
 
 	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
@@ -440,11 +441,11 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int ro
 		}
 		__syncthreads();
 		if (out.mine) {
-			acc = mmv_chunk_add(acc, P, R, cbn, crow, ctok);
+			acc = mmv_chunk_add(acc, P, R, cbn, out);
 		}
 		__syncthreads();
 	}
-	mmv_store(acc, y, rows, out, bias, res);
+	mmv_store(acc, y, rows, out);
 }
 
 // mmv_k_cb is the number of 256-value super-blocks a CTA of the K-quants'
@@ -507,8 +508,7 @@ __device__ __forceinline__ void mmv_k(const uint8_t* __restrict__ W, int rows, i
 	const int tid = threadIdx.x, s = tid & 7, slot = tid >> 3;
 	const int blk = slot % CB, row = slot / CB;
 	const size_t rowBytes = (size_t)nb * T::BYTES;
-	const int crow = tid / TOK, ctok = tid % TOK; // the output this thread sums, if tid < R·TOK
-	const MmvOut out = mmv_out(tid < R * TOK && r0 + crow < rows && ctok < nt, rows, r0 + crow, t0 + ctok, bias, res);
+	const MmvOut out = mmv_out(R, r0, t0, rows, nt, bias, res);
 	const int* bs = (const int*)aext;
 	float acc = 0.0f;
 
@@ -592,11 +592,11 @@ __device__ __forceinline__ void mmv_k(const uint8_t* __restrict__ W, int rows, i
 		}
 		__syncthreads();
 		if (out.mine) {
-			acc = mmv_chunk_add(acc, P, R, cbn, crow, ctok);
+			acc = mmv_chunk_add(acc, P, R, cbn, out);
 		}
 		__syncthreads();
 	}
-	mmv_store(acc, y, rows, out, bias, res);
+	mmv_store(acc, y, rows, out);
 }
 
 // mmv_rows computes up to 8 tokens (blockIdx.y·8 …) of R rows (blockIdx.x·R …)
@@ -624,8 +624,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 	const int nb = cols / T::QK;
 	const size_t rowBytes = (size_t)nb * T::BYTES;
 	const int nb32 = cols / 32;
-	const int crow = tid / TOK, ctok = tid % TOK; // the output this thread sums, if tid < R·TOK
-	const MmvOut out = mmv_out(tid < R * TOK && r0 + crow < rows && ctok < nt, rows, r0 + crow, t0 + ctok, bias, res);
+	const MmvOut out = mmv_out(R, r0, t0, rows, nt, bias, res);
 	float acc = 0.0f;
 
 	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
@@ -657,11 +656,11 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 		}
 		__syncthreads();
 		if (out.mine) {
-			acc = mmv_chunk_add(acc, &P[0][0][0], R, cbn * UPB, crow, ctok);
+			acc = mmv_chunk_add(acc, &P[0][0][0], R, cbn * UPB, out);
 		}
 		__syncthreads();
 	}
-	mmv_store(acc, y, rows, out, bias, res);
+	mmv_store(acc, y, rows, out);
 }
 
 #define MUSER_INT_MATMUL(name, T)                                                                          \
