@@ -35,6 +35,7 @@ type benchOptions struct {
 	device  string
 	profile bool
 	graphs  bool
+	early   bool
 	// Speculative decoding (cmd_bench_draft.go).
 	draft draftOptions
 	text  string
@@ -56,6 +57,7 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.profile, "profile", false, "with --device cuda: time every kernel (device events) and print where the time went, on stderr")
 	fs.BoolVar(&o.graphs, "cuda-graphs", true, "with --device cuda: run forward passes of at most 64 rows (decode) as CUDA graphs; =false launches every kernel from the host (the same kernels)")
+	fs.BoolVar(&o.early, "cuda-early-launch", true, "with --device cuda and graphs: let each kernel of a graph start while those it waits for finish (programmatic dependent launch); =false starts each only once they have ended (the same results)")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof), once the bench has succeeded")
 	o.draft.AddFlags(fs)
 	fs.StringVar(&o.text, "text", "", "with a draft lane: the text file whose first --prompt-tokens tokens are the context")
@@ -167,7 +169,7 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 // benchOn runs the benchmark o describes on the device kind:ordinal and
 // prints its result.
 func benchOn(ctx context.Context, env *cliEnv, o *benchOptions, kind string, ordinal int) error {
-	dev, closeDev, err := openDeviceWith(kind, ordinal, o.threads, cuda.Options{Profile: o.profile, NoGraphs: !o.graphs})
+	dev, closeDev, err := openDeviceWith(kind, ordinal, o.threads, cuda.Options{Profile: o.profile, NoGraphs: !o.graphs, NoEarlyLaunch: !o.early})
 	if err != nil {
 		return err
 	}

@@ -437,7 +437,8 @@ func (p *draftPass) launch(l cukernels.Launch, err error) {
 		return
 	}
 	if p.graph && d.prof == nil {
-		p.dr.rec = append(p.dr.rec, cu.KernelLaunch{F: f, Grid: l.Grid, Block: l.Block, Shared: l.Shared, Args: l.Args})
+		p.dr.rec = append(p.dr.rec, cu.KernelLaunch{F: f, Grid: l.Grid, Block: l.Block, Shared: l.Shared, Args: l.Args,
+			Early: p.dr.d.early})
 		return
 	}
 	p.err = d.launchNow(p.c, f, l)

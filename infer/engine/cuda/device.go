@@ -35,6 +35,13 @@ type Options struct {
 	// runs as a CUDA graph (Device.Launches counts both); the kernels and
 	// what they compute are the same either way.
 	NoGraphs bool
+	// NoEarlyLaunch builds graphs whose kernels each start only once
+	// those they wait for have ended. By default a graph's kernels may
+	// start early (programmatic dependent launch, where the driver has
+	// it: cu.Driver.EarlyLaunch): every kernel of the module waits for
+	// its predecessors' results before it reads or writes what they
+	// touch, so what they compute is the same either way.
+	NoEarlyLaunch bool
 }
 
 // GraphRows is the most rows a forward pass may have to run as a CUDA
@@ -64,6 +71,7 @@ type Device struct {
 
 	prof   *profiler // nil unless Options.Profile
 	graphs bool      // run small passes as graphs (Options.NoGraphs, the driver)
+	early  bool      // graphs' kernels launch early (Options.NoEarlyLaunch, the driver)
 
 	raised map[string]uint32 // the dynamic shared memory each function was allowed (device thread only)
 
@@ -123,6 +131,7 @@ func New(o Options) (*Device, error) {
 	}
 	err = dev.Do(func(c *cu.Ctx) error {
 		d.graphs = !o.NoGraphs && !o.Profile && c.Graphs()
+		d.early = d.graphs && !o.NoEarlyLaunch && c.EarlyLaunch()
 		m, err := c.LoadModule(img)
 		if err != nil {
 			return fmt.Errorf("loading the kernels' %s: %w", d.image, err)
@@ -146,11 +155,15 @@ func New(o Options) (*Device, error) {
 	return d, nil
 }
 
-// Name returns "cuda:N NAME (sm_XY, cubin|ptx[, no graphs])".
+// Name returns "cuda:N NAME (sm_XY, cubin|ptx[, no graphs|, no early
+// launch])".
 func (d *Device) Name() string {
 	g := ""
-	if !d.graphs {
+	switch {
+	case !d.graphs:
 		g = ", no graphs"
+	case !d.early:
+		g = ", no early launch"
 	}
 	return fmt.Sprintf("cuda:%d %s (sm_%d%d, %s%s)", d.info.Ordinal, d.info.Name, d.info.ComputeMajor, d.info.ComputeMinor, d.image, g)
 }

@@ -328,7 +328,10 @@ func (r *run) launch(l cukernels.Launch, err error) {
 			after = b.deps[lo:len(b.deps):len(b.deps)]
 			r.tail = nil
 		}
-		b.rec = append(b.rec, cu.KernelLaunch{F: f, Grid: l.Grid, Block: l.Block, Shared: l.Shared, Args: l.Args, After: after})
+		// Every kernel of the module waits for its predecessors before it
+		// touches what they write (cukernels: TestArtifacts, checkEarlyWait).
+		b.rec = append(b.rec, cu.KernelLaunch{F: f, Grid: l.Grid, Block: l.Block, Shared: l.Shared, Args: l.Args, After: after,
+			Early: b.d.early})
 		return
 	}
 	r.direct++

@@ -30,6 +30,9 @@ type funcs struct {
 	// CUDA graphs (graph.go); all optional, used only when every one is there.
 	graphCreate, graphAddKernelNode, graphInstantiate, graphExecKernelNodeSetParams uintptr
 	graphLaunch, graphExecDestroy, graphDestroy                                     uintptr
+	// Edges with data (CUDA 12.3): the early-launch dependencies of
+	// KernelLaunch.Early; optional on its own.
+	graphAddDependencies uintptr
 }
 
 // symbol is one driver function: the names to look up, in order, and
@@ -68,6 +71,10 @@ type symbol struct {
 //     zero, whose first 56 bytes are the _v1 struct, so either symbol reads
 //     it right. cuGraphInstantiateWithFlags (CUDA 11.4) is the symbol the
 //     CUDA 12 and 13 headers map cuGraphInstantiate to.
+//   - cuGraphAddDependencies_v2 (CUDA 12.3; the symbol the CUDA 13 headers
+//     map cuGraphAddDependencies to) takes a CUgraphEdgeData per edge: it
+//     adds the early-launch (programmatic) edges. Optional: without it
+//     every edge is a full dependency (Driver.EarlyLaunch).
 func (f *funcs) symbols() []symbol {
 	return []symbol{
 		{dst: &f.init, names: []string{"cuInit"}},
@@ -118,6 +125,7 @@ func (f *funcs) symbols() []symbol {
 		{dst: &f.graphLaunch, names: []string{"cuGraphLaunch"}, optional: true},
 		{dst: &f.graphExecDestroy, names: []string{"cuGraphExecDestroy"}, optional: true},
 		{dst: &f.graphDestroy, names: []string{"cuGraphDestroy"}, optional: true},
+		{dst: &f.graphAddDependencies, names: []string{"cuGraphAddDependencies_v2"}, optional: true},
 	}
 }
 
@@ -151,8 +159,11 @@ func (d *Driver) resolve(h uintptr) (missing []string) {
 	} else {
 		d.chosen = append(d.chosen, "cuFuncGetParamInfo")
 	}
-	if !d.Graphs() {
+	switch {
+	case !d.Graphs():
 		d.chosen = append(d.chosen, "no CUDA graphs")
+	case !d.EarlyLaunch():
+		d.chosen = append(d.chosen, "no early launch in graphs")
 	}
 	return missing
 }
@@ -169,6 +180,11 @@ func (d *Driver) Graphs() bool {
 	}
 	return true
 }
+
+// EarlyLaunch reports whether graphs can hold early-launch (programmatic)
+// dependencies (KernelLaunch.Early): the graph functions and
+// cuGraphAddDependencies_v2 (CUDA 12.3 and later).
+func (d *Driver) EarlyLaunch() bool { return d.Graphs() && d.fn.graphAddDependencies != 0 }
 
 // Path returns the library file loaded, with symbolic links resolved.
 func (d *Driver) Path() string { return d.path }

@@ -17,6 +17,7 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -33,6 +34,9 @@ var kernelsPTX []byte
 
 //go:embed testdata/kernels.sm_90.cubin
 var kernelsSM90 []byte
+
+//go:embed testdata/early.ptx
+var earlyPTX []byte
 
 // envRequireCUDA turns the GPU tests' skips into failures.
 const envRequireCUDA = "MUSER_REQUIRE_CUDA"
@@ -790,15 +794,10 @@ func TestGPURunGraph(t *testing.T) {
 			return err
 		}
 		k, empty := fs["add_one"], fs["empty"]
-		var bufs [2]DevicePtr
-		for i := range bufs {
-			if bufs[i], err = c.Alloc(4 * n); err != nil {
-				return err
-			}
-			defer c.Free(bufs[i])
-			if err := c.MemsetD8(bufs[i], 0, 4*n); err != nil {
-				return err
-			}
+		bufs, free, err := zeroedPair(c, n)
+		defer free()
+		if err != nil {
+			return err
 		}
 		add := func(p DevicePtr, count uint32) KernelLaunch {
 			return KernelLaunch{F: k, Grid: [3]uint32{(count + 255) / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Args: []any{p, count}}
@@ -929,4 +928,120 @@ func BenchmarkGPURunGraph(b *testing.B) {
 		}
 		return c.Sync(c.Stream())
 	})
+}
+
+// TestGPURunGraphEarly runs graphs of add_one_early launches joined by
+// early-launch edges (KernelLaunch.Early), each reading and writing what
+// the one before wrote: a kernel started early must still see every
+// write of those it waits for, so 24 launches over 4 Mi elements add 24
+// to each, run after run; with two branches joined by a launch that
+// waits for both, the same. The same graph with Early off gives the same.
+func TestGPURunGraphEarly(t *testing.T) {
+	drv, dev := openDevice(t)
+	if !drv.EarlyLaunch() {
+		t.Skipf("driver %v has no early-launch edges in graphs (cuGraphAddDependencies_v2, CUDA 12.3)", drv)
+	}
+	const n = 4 << 20
+	do(t, dev, func(c *Ctx) error {
+		if info := dev.Info(); info.ComputeMajor < 9 {
+			t.Logf("compute capability %d.%d: griddepcontrol needs 9.0; skipped", info.ComputeMajor, info.ComputeMinor)
+			return nil
+		}
+		k, err := moduleKernel(c, earlyPTX, "add_one_early")
+		if err != nil {
+			return err
+		}
+		bufs, free, err := zeroedPair(c, n)
+		defer free()
+		if err != nil {
+			return err
+		}
+		add := func(p DevicePtr, early bool) KernelLaunch {
+			return KernelLaunch{F: k, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Args: []any{p, uint32(n)}, Early: early}
+		}
+		want := [2]uint32{}
+		check := func(step string) error {
+			for i, p := range bufs {
+				out := make([]byte, 4*n)
+				if err := c.CopyDtoH(out, p); err != nil {
+					return err
+				}
+				for e, v := range bytesU32(out) {
+					if v != want[i] {
+						t.Errorf("%s: buffer %d element %d = %d, want %d", step, i, e, v, want[i])
+						return nil
+					}
+				}
+			}
+			return nil
+		}
+		gs := NewGraphs(4)
+		defer c.DestroyGraphs(gs)
+		for _, early := range []bool{true, false} {
+			chain := make([]KernelLaunch, 24)
+			for i := range chain {
+				chain[i] = add(bufs[0], early)
+			}
+			// Two branches of 6, one per buffer, and a last launch on
+			// buffer 0 that waits for both.
+			fan := make([]KernelLaunch, 13)
+			for i := range 12 {
+				fan[i] = add(bufs[i%2], early)
+				fan[i].After = []int{}
+				if i >= 2 {
+					fan[i].After = []int{i - 2}
+				}
+			}
+			fan[12] = add(bufs[0], early)
+			fan[12].After = []int{10, 11}
+			for run := range 3 {
+				if err := c.RunGraph(gs, chain, c.Stream()); err != nil {
+					return err
+				}
+				want[0] += 24
+				if err := c.RunGraph(gs, fan, c.Stream()); err != nil {
+					return err
+				}
+				want[0] += 7
+				want[1] += 6
+				if err := check(fmt.Sprintf("early=%v run %d", early, run)); err != nil {
+					return err
+				}
+			}
+		}
+		if got := gs.Stats().Built; got != 4 {
+			t.Errorf("%d graphs built, want 4 (a chain and a fan, with and without early edges)", got)
+		}
+		return c.Sync(c.Stream())
+	})
+}
+
+// moduleKernel loads image and returns its kernel called name.
+func moduleKernel(c *Ctx, image []byte, name string) (Function, error) {
+	m, err := c.LoadModule(image)
+	if err != nil {
+		return Function{}, err
+	}
+	return c.Function(m, name)
+}
+
+// zeroedPair allocates two device buffers of n zero uint32s; free
+// releases what was allocated, also after an error.
+func zeroedPair(c *Ctx, n uint64) (bufs [2]DevicePtr, free func(), err error) {
+	free = func() {
+		for _, p := range bufs {
+			if p != 0 {
+				c.Free(p)
+			}
+		}
+	}
+	for i := range bufs {
+		if bufs[i], err = c.Alloc(4 * n); err != nil {
+			return bufs, free, err
+		}
+		if err = c.MemsetD8(bufs[i], 0, 4*n); err != nil {
+			return bufs, free, err
+		}
+	}
+	return bufs, free, nil
 }

@@ -13,12 +13,22 @@ import (
 // call and each before this one, that it waits for; nil means the one
 // just before it (none for the first). Launches that wait for none of
 // each other may run at the same time.
+//
+// Early marks a kernel that executes griddepcontrol.wait before it reads
+// or writes anything the launches it waits for write or read (and reads
+// before it only memory no launch of the graph writes): where the driver
+// can (Driver.EarlyLaunch), its edges are programmatic, so that its CTAs
+// may start once every CTA of those launches has passed its own wait
+// (griddepcontrol.launch_dependents) or ended, and its launch overlaps
+// their work. A kernel without that wait must not be marked: it could
+// read their results before they are written.
 type KernelLaunch struct {
 	F           Function
 	Grid, Block [3]uint32
 	Shared      uint32
 	Args        []any
 	After       []int
+	Early       bool
 }
 
 // The layout of CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h of CUDA 12 and 13) on
@@ -40,12 +50,23 @@ const (
 )
 
 // A graph call's use of the arena: the launch's parameter block before
-// depOff, the nodes a new node depends on (CUgraphNode[]) from depOff,
+// depOff; from depOff the nodes a new node depends on (CUgraphNode[]),
+// or for early-launch edges the three arrays cuGraphAddDependencies_v2
+// takes (from nodes, to nodes, CUgraphEdgeData; 8 bytes an edge each);
 // its CUDA_KERNEL_NODE_PARAMS at nodeParamsOff.
 const (
 	depOff        = 48 << 10
 	nodeParamsOff = arenaSize - 256
-	maxDeps       = (nodeParamsOff - depOff) / 8
+	maxDeps       = (nodeParamsOff - depOff) / 24
+)
+
+// CUgraphEdgeData of an early-launch edge (cuda.h, CUDA 12.3): from_port
+// CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC (the upstream kernel's CTAs have
+// all triggered, griddepcontrol.launch_dependents, or ended), to_port 0,
+// type CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC, five reserved zero bytes.
+const (
+	edgePortProgrammatic = 1
+	edgeTypeProgrammatic = 1
 )
 
 // putKernelNodeParams writes a CUDA_KERNEL_NODE_PARAMS_v2 into b (knSize
@@ -76,6 +97,7 @@ type node struct {
 	shared      uint32
 	lo, hi      int
 	dlo, dhi    int
+	early       bool
 }
 
 // chain is a recorded sequence of launches and what each waits for.
@@ -121,7 +143,8 @@ func (ch *chain) record(ls []KernelLaunch, slots []slot) ([]slot, error) {
 			s := slots[j]
 			putArg(ch.vals[lo+s.Off-base:lo+s.Off-base+s.Size], a)
 		}
-		ch.nodes = append(ch.nodes, node{fn: l.F.h, grid: l.Grid, block: l.Block, shared: l.Shared, lo: lo, hi: lo + n, dlo: dlo, dhi: len(ch.deps)})
+		ch.nodes = append(ch.nodes, node{fn: l.F.h, grid: l.Grid, block: l.Block, shared: l.Shared, lo: lo, hi: lo + n,
+			dlo: dlo, dhi: len(ch.deps), early: l.Early})
 	}
 	return slots, nil
 }
@@ -136,7 +159,7 @@ func sameKernels(a, b *chain) bool {
 	}
 	for i := range a.nodes {
 		x, y := &a.nodes[i], &b.nodes[i]
-		if x.fn != y.fn || x.hi-x.lo != y.hi-y.lo || x.dhi-x.dlo != y.dhi-y.dlo {
+		if x.fn != y.fn || x.hi-x.lo != y.hi-y.lo || x.dhi-x.dlo != y.dhi-y.dlo || x.early != y.early {
 			return false
 		}
 	}
@@ -223,6 +246,10 @@ func (gs *Graphs) pick(cur *chain) int {
 
 // Graphs reports whether the driver can run graphs (Driver.Graphs).
 func (c *Ctx) Graphs() bool { return c.drv.Graphs() }
+
+// EarlyLaunch reports whether graphs can hold early-launch edges
+// (Driver.EarlyLaunch).
+func (c *Ctx) EarlyLaunch() bool { return c.drv.EarlyLaunch() }
 
 // RunGraph queues ls on stream s as one graph launch: each kernel runs
 // after the launches it waits for (KernelLaunch.After; by default the one
@@ -315,21 +342,46 @@ func (c *Ctx) buildGraph(ls []KernelLaunch, rec *chain) (*Graph, error) {
 			return fail(err)
 		}
 		nd := &rec.nodes[i]
-		for j, d := range rec.deps[nd.dlo:nd.dhi] {
-			binary.NativeEndian.PutUint64(c.arena[depOff+8*j:], uint64(g.nodes[d]))
+		deps := rec.deps[nd.dlo:nd.dhi]
+		early := nd.early && len(deps) > 0 && c.drv.EarlyLaunch()
+		var dp, nd0 uintptr
+		if !early && len(deps) > 0 {
+			for j, d := range deps {
+				binary.NativeEndian.PutUint64(c.arena[depOff+8*j:], uint64(g.nodes[d]))
+			}
+			dp, nd0 = c.arenaAddr+depOff, uintptr(len(deps))
 		}
-		var deps uintptr
-		if nd.dhi > nd.dlo {
-			deps = c.arenaAddr + depOff
-		}
-		if r := call(c.drv.fn.graphAddKernelNode, uintptr(unsafe.Pointer(&g.nodes[i])), g.g, deps, uintptr(nd.dhi-nd.dlo), p); r != 0 {
+		if r := call(c.drv.fn.graphAddKernelNode, uintptr(unsafe.Pointer(&g.nodes[i])), g.g, dp, nd0, p); r != 0 {
 			return fail(c.drv.newError("cuGraphAddKernelNode "+l.F.name, r))
+		}
+		if early {
+			if err := c.addEarlyEdges(g, deps, i); err != nil {
+				return fail(fmt.Errorf("%w (launch %d, %s)", err, i, l.F.name))
+			}
 		}
 	}
 	if r := call(c.drv.fn.graphInstantiate, uintptr(unsafe.Pointer(&g.exec)), g.g, 0); r != 0 {
 		return fail(c.drv.newError("cuGraphInstantiateWithFlags", r))
 	}
 	return g, nil
+}
+
+// addEarlyEdges adds to g an early-launch (programmatic) edge from each
+// node of deps to node i.
+func (c *Ctx) addEarlyEdges(g *Graph, deps []int32, i int) error {
+	n := len(deps)
+	from, to, ed := depOff, depOff+8*n, depOff+16*n
+	ne := binary.NativeEndian
+	for j, d := range deps {
+		ne.PutUint64(c.arena[from+8*j:], uint64(g.nodes[d]))
+		ne.PutUint64(c.arena[to+8*j:], uint64(g.nodes[i]))
+		e := c.arena[ed+8*j : ed+8*j+8]
+		clear(e)
+		e[0], e[2] = edgePortProgrammatic, edgeTypeProgrammatic
+	}
+	a := c.arenaAddr
+	return c.drv.check("cuGraphAddDependencies", call(c.drv.fn.graphAddDependencies, g.g,
+		a+uintptr(from), a+uintptr(to), a+uintptr(ed), uintptr(n)))
 }
 
 // setNode sets node i of g's executable graph to launch l.

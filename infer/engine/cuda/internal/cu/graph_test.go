@@ -106,6 +106,7 @@ func TestChainRecordAndChanged(t *testing.T) {
 		{"another dependency", edit(func(ls []KernelLaunch) { ls[3].After = []int{1} }), false, nil},
 		{"a second dependency", edit(func(ls []KernelLaunch) { ls[3].After = []int{1, 2} }), false, nil},
 		{"no dependency", edit(func(ls []KernelLaunch) { ls[2].After = []int{} }), false, nil},
+		{"an early launch", edit(func(ls []KernelLaunch) { ls[1].Early = true }), false, nil},
 	}
 	var ref chain
 	if _, err := ref.record(base, nil); err != nil {

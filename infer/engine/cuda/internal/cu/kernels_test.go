@@ -9,19 +9,22 @@ import (
 	"testing"
 )
 
-// TestKernelsAssemble assembles testdata/kernels.ptx, the GPU tests'
-// hand-written kernels, with ptxas where a CUDA toolkit is installed, so a
+// TestKernelsAssemble assembles testdata/kernels.ptx and early.ptx, the
+// GPU tests' hand-written kernels, with ptxas where a CUDA toolkit is installed, so a
 // mistake in them shows on machines without a GPU.
 func TestKernelsAssemble(t *testing.T) {
 	ptxas, err := exec.LookPath("ptxas")
 	if err != nil {
 		t.Skip("no ptxas in PATH")
 	}
-	for _, arch := range []string{"sm_80", "sm_90"} {
-		t.Run(arch, func(t *testing.T) {
+	for _, c := range []struct{ file, arch string }{
+		{"kernels.ptx", "sm_80"}, {"kernels.ptx", "sm_90"}, {"early.ptx", "sm_90"},
+	} {
+		t.Run(c.file+"/"+c.arch, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "k.cubin")
-			if msg, err := exec.Command(ptxas, "-arch="+arch, "-o", out, "testdata/kernels.ptx").CombinedOutput(); err != nil {
-				t.Fatalf("ptxas -arch=%s testdata/kernels.ptx: %v\n%s", arch, err, msg)
+			src := filepath.Join("testdata", c.file)
+			if msg, err := exec.Command(ptxas, "-arch="+c.arch, "-o", out, src).CombinedOutput(); err != nil {
+				t.Fatalf("ptxas -arch=%s %s: %v\n%s", c.arch, src, err, msg)
 			}
 		})
 	}

@@ -281,7 +281,10 @@ var (
 // checkPTX returns every finding of the PTX rules: a float add, sub or mul
 // without an explicit rounding mode (a JIT may contract it into an FMA);
 // a float fma or mad outside the ExactFMA kernels; any approximate
-// (.approx), flush-to-zero (.ftz) or div.full instruction.
+// (.approx), flush-to-zero (.ftz) or div.full instruction; an entry
+// without griddepcontrol.wait, or with a store, an atomic or a load
+// through the read-only cache before it (common.cuh's grid_wait: the
+// engine launches every kernel of a graph early).
 func checkPTX(m *ptxModule) []string {
 	exact := map[string]bool{}
 	for _, k := range kernelTable {
@@ -289,6 +292,9 @@ func checkPTX(m *ptxModule) []string {
 	}
 	var out []string
 	for _, f := range m.funcs {
+		if f.entry {
+			out = append(out, checkEarlyWait(f)...)
+		}
 		for _, l := range f.body {
 			op := ptxOpcode(l)
 			if op == "" {
@@ -323,7 +329,31 @@ func checkPTX(m *ptxModule) []string {
 	return out
 }
 
-var ptxInstr = regexp.MustCompile(`^\s*(?:@!?%[a-z0-9_]+\s+)?([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)\s`)
+// checkEarlyWait returns the findings of the early-launch rule in entry
+// f: griddepcontrol.wait present, and before its first occurrence (the
+// kernels call grid_wait once, in straight-line code at their start) no
+// store, atomic or reduction, and no ld.global.nc (memory another kernel
+// of the graph may write: only plain loads of immutable data belong
+// there).
+func checkEarlyWait(f *ptxFunc) []string {
+	var out []string
+	for _, l := range f.body {
+		op := ptxOpcode(l)
+		if op == "griddepcontrol.wait" {
+			return out
+		}
+		parts := strings.Split(op, ".")
+		switch {
+		case parts[0] == "st" || parts[0] == "atom" || parts[0] == "red":
+			out = append(out, fmt.Sprintf("PTX %s: %s before griddepcontrol.wait: %s", f.name, op, strings.TrimSpace(l)))
+		case parts[0] == "ld" && slices.Contains(parts, "nc"):
+			out = append(out, fmt.Sprintf("PTX %s: read-only-cache load %s before griddepcontrol.wait: %s", f.name, op, strings.TrimSpace(l)))
+		}
+	}
+	return append(out, fmt.Sprintf("PTX %s: no griddepcontrol.wait (every kernel calls grid_wait before it touches what other kernels write)", f.name))
+}
+
+var ptxInstr = regexp.MustCompile(`^\s*(?:@!?%[a-z0-9_]+\s+)?([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)[\s;]`)
 
 // ptxOpcode returns the opcode of an instruction line ("add.rn.f32"), or
 // "" for declarations, labels, braces and comments.

@@ -376,6 +376,7 @@ muser_attn_scores_f16(const float* __restrict__ q, int heads, int kvheads, int d
                       const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
                       const int* __restrict__ tiles, float* __restrict__ S, float* __restrict__ M, int ld,
                       float scale) {
+	grid_wait();
 	attn_scores<true>(q, heads, kvheads, dim, kc, pos, tiles, S, M, ld, scale);
 }
 
@@ -384,6 +385,7 @@ muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int d
                       const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
                       const int* __restrict__ tiles, float* __restrict__ S, float* __restrict__ M, int ld,
                       float scale) {
+	grid_wait();
 	attn_scores<false>(q, heads, kvheads, dim, kc, pos, tiles, S, M, ld, scale);
 }
 // attn_scores_rows: grid (ceil((max pos + 1)/128), n, kvheads·ceil(group/8)),
@@ -494,6 +496,7 @@ extern "C" __global__ void __launch_bounds__(128)
 muser_attn_scores_rows_f16(const float* __restrict__ q, int heads, int kvheads, int dim,
                            const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
                            float* __restrict__ S, int ld, float scale) {
+	grid_wait();
 	attn_scores_rows<true>(q, heads, kvheads, dim, kc, pos, S, ld, scale);
 }
 
@@ -501,6 +504,7 @@ extern "C" __global__ void __launch_bounds__(128)
 muser_attn_scores_rows_f32(const float* __restrict__ q, int heads, int kvheads, int dim,
                            const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
                            float* __restrict__ S, int ld, float scale) {
+	grid_wait();
 	attn_scores_rows<false>(q, heads, kvheads, dim, kc, pos, S, ld, scale);
 }
 
@@ -532,6 +536,7 @@ muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int hea
 	__shared__ float inv;
 	__shared__ int decided;
 	const int i = blockIdx.x, h = blockIdx.y;
+	grid_wait();
 	if (i >= n) return;
 	const int m = pos[i] + 1;
 	float* s = S + ((size_t)i * heads + h) * ld;
@@ -664,6 +669,7 @@ extern "C" __global__ void __launch_bounds__(256)
 muser_attn_softmax8(float* S, const float* __restrict__ M, float* __restrict__ Inv, int ld,
                     const int* __restrict__ pos, int n, int heads) {
 	constexpr int U = 8; // loads in flight per lane
+	grid_wait();
 	const int tid = threadIdx.x, c = tid & 7;
 	const long long P = (long long)blockIdx.x * 32 + tid / 8;
 	const bool live = P < (long long)n * heads;
@@ -861,6 +867,7 @@ extern "C" __global__ void __launch_bounds__(128)
 muser_attn_wsum_f16(const float* __restrict__ S, const float* __restrict__ Inv, int ld,
                     const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
                     const int* __restrict__ tiles, float* __restrict__ out, int heads, int kvheads, int dim) {
+	grid_wait();
 	attn_wsum<true>(S, Inv, ld, vc, pos, tiles, out, heads, kvheads, dim);
 }
 
@@ -868,6 +875,7 @@ extern "C" __global__ void __launch_bounds__(128)
 muser_attn_wsum_f32(const float* __restrict__ S, const float* __restrict__ Inv, int ld,
                     const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
                     const int* __restrict__ tiles, float* __restrict__ out, int heads, int kvheads, int dim) {
+	grid_wait();
 	attn_wsum<false>(S, Inv, ld, vc, pos, tiles, out, heads, kvheads, dim);
 }
 
@@ -1019,11 +1027,13 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int 
 extern "C" __global__ void __launch_bounds__(288, 1)
 muser_attn_wsum_rows_f16(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                          const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
+	grid_wait();
 	attn_wsum_rows<true>(S, ld, vc, pos, out, heads, kvheads, dim);
 }
 
 extern "C" __global__ void __launch_bounds__(288, 1)
 muser_attn_wsum_rows_f32(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
                          const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
+	grid_wait();
 	attn_wsum_rows<false>(S, ld, vc, pos, out, heads, kvheads, dim);
 }

@@ -30,6 +30,10 @@ const ptxSample = `
 .maxntid 256, 1, 1
 {
 	.reg .f32 	%f<4>;
+	ld.global.u16 	%rs1, [%rd2];
+	// begin inline asm
+	griddepcontrol.wait;
+	// end inline asm
 	@%p1 bra 	$L__BB0_2;
 	add.rn.f32 	%f3, %f1, %f2;
 	st.global.v4.f32 	[%rd1], {%f1, %f2, %f3, %f3};
@@ -44,6 +48,7 @@ $L__BB0_2:
 	.param .f32 muser_mmf_f16_param_1
 )
 {
+	griddepcontrol.wait;
 	fma.rn.f32 	%f3, %f1, %f2, %f3;
 	ret;
 }
@@ -83,6 +88,10 @@ func TestCheckPTXRules(t *testing.T) {
 		{"ftz", "add.rn.f32 	%f3", "add.rn.ftz.f32 	%f3", "flush-to-zero"},
 		{"div.full", "div.rn.f32", "div.full.f32", "approximate"},
 		{"predicated", "add.rn.f32 	%f3", "@!%p2 mul.f32 	%f3", "no rounding mode"},
+		{"no wait", "	griddepcontrol.wait;\n	fma", "	fma", "no griddepcontrol.wait"},
+		{"store before the wait", "	ld.global.u16 	%rs1, [%rd2];", "	st.global.f32 	[%rd2], %f1;", "st.global.f32 before griddepcontrol.wait"},
+		{"read-only load before the wait", "	ld.global.u16 	%rs1, [%rd2];", "	ld.global.nc.u16 	%rs1, [%rd2];", "read-only-cache load"},
+		{"atomic before the wait", "	ld.global.u16 	%rs1, [%rd2];", "	atom.global.add.u32 	%r1, [%rd2], 1;", "atom.global.add.u32 before"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -273,6 +273,33 @@ MUSER_DEV uint32_t ld32a2(const uint8_t* p) {
 }
 
 // ---------------------------------------------------------------------------
+// Early launch (programmatic dependent launch, sm_90). In a graph pass the
+// engine lets a kernel's CTAs start while the kernels it waits for still
+// run (cu.KernelLaunch.Early), so that its launch and its first loads
+// overlap their last work. Every kernel therefore calls grid_wait before
+// it reads or writes anything another kernel of the pass reads or writes:
+// before it a kernel may only read what no kernel writes (the weights,
+// biases and norm weights, written when the model is bound) and must load
+// those with plain loads (a pointer without __restrict__, or prefetch_l2):
+// ptxas moves the read-only cache's loads (LDG.CONSTANT) below the wait.
+// grid_wait returns once those kernels have finished and their writes are
+// visible (at once when the launch has no early dependency), then lets
+// the kernels that wait for this one launch (launch_dependents). Every
+// kernel entry of the module holds it (TestArtifacts: checkEarlyWait).
+
+#ifdef MUSER_HOST_EMU
+MUSER_DEV void grid_wait() {}
+MUSER_DEV void prefetch_l2(const void*) {}
+#else
+MUSER_DEV void grid_wait() {
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+// prefetch_l2 brings the 128-byte line holding p into the L2 cache.
+MUSER_DEV void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+#endif
+
+// ---------------------------------------------------------------------------
 // Integer tensor-core products (exact: s8 × s8 summed in s32).
 //
 // m16n8k32 (one 32-value block): lane L, g = L/4, t = L%4;

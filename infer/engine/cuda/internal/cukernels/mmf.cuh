@@ -98,11 +98,13 @@ __device__ __forceinline__ void mmf_tile(const uint8_t* __restrict__ W, int rows
 	extern "C" __global__ void __launch_bounds__(256)                                               \
 	muser_mmf_##name(const uint8_t* __restrict__ W, int rows, int cols, const float* __restrict__ x, \
 	                 float* __restrict__ y, int n) {                                                \
+		grid_wait();                                                                            \
 		mmf_tile<WT, 4, 4, 8, 8>(W, rows, cols, x, y, n);                                       \
 	}                                                                                               \
 	extern "C" __global__ void __launch_bounds__(128)                                               \
 	muser_mmfv_##name(const uint8_t* __restrict__ W, int rows, int cols, const float* __restrict__ x, \
 	                  float* __restrict__ y, int n) {                                               \
+		grid_wait();                                                                            \
 		mmf_tile<WT, 8, 1, 1, 8>(W, rows, cols, x, y, n);                                       \
 	}
 

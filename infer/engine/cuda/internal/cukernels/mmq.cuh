@@ -307,9 +307,10 @@ template <class T> struct Geom {
 // MmvOut is the output a decode kernel's thread sums: thread tid < R·TOK
 // takes row r0 + crow, token t0 + ctok of the CTA's tile (crow = tid/TOK,
 // ctok = tid%TOK; mine when that output exists), with its epilogue's
-// operands bias[r] and res[t·rows + r] loaded when the kernel starts, so
-// that their memory latency passes while the products are computed rather
-// than after the last addition.
+// operands bias[r] and res[t·rows + r] loaded as soon as the kernel has
+// waited for its predecessors (grid_wait), so that their memory latency
+// passes while the products are computed rather than after the last
+// addition.
 struct MmvOut {
 	bool mine, hb, hx; // the output exists; bias, res not null
 	int crow, ctok, r, t;
@@ -365,10 +366,9 @@ MUSER_DEV int mmv_legacy_cb(int nb) { return nb <= 32 ? 32 : nb <= 64 ? 64 : 128
 // row in chunks of 128 blocks rather than four rows in chunks of 32.
 // Launch: grid (ceil(rows/R), ceil(n/8)), block 128.
 template <class T>
-__device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int rows, int cols,
-                                           const int8_t* __restrict__ aq, const float* __restrict__ ad,
-                                           const void* __restrict__ aext, float* y, int n,
-                                           const float* __restrict__ bias, const float* res) {
+__device__ __forceinline__ void mmv_legacy(const uint8_t* W, int rows, int cols, const int8_t* __restrict__ aq,
+                                           const float* __restrict__ ad, const void* __restrict__ aext, float* y,
+                                           int n, const float* __restrict__ bias, const float* res) {
 	using namespace mmv;
 	constexpr int IT = 4; // items per thread and chunk: 128 blocks × 4 lanes / 128 threads
 	__shared__ float P[128 * TOK]; // [block of the chunk][row][token]
@@ -378,14 +378,16 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int ro
 	const int nt = min(TOK, n - t0);
 	const int tid = threadIdx.x, q = tid & 3;
 	const size_t rowBytes = (size_t)nb * T::BYTES;
-	const MmvOut out = mmv_out(R, r0, t0, rows, nt, bias, res);
-	float acc = 0.0f;
-
-	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
-		const int cbn = min(CB, nb - kb0);
-		int blk[IT], row[IT];
-		bool ok[IT];
-		uint32_t wv[IT][2];
+	int blk[IT], row[IT], cbn = 0;
+	bool ok[IT];
+	uint32_t wv[IT][2], sr[IT][T::NF];
+	// load issues the weight loads of the chunk from block kb0: each
+	// item's two words, then the scales (f16 at bytes 0 and, for Q4_1 and
+	// Q5_1, 2 of a block: weights.cuh's scales), all before the first
+	// conversion (f16_to_f32 branches on the value, so it waits for the
+	// load).
+	auto load = [&](int kb0) {
+		cbn = min(CB, nb - kb0);
 #pragma unroll
 		for (int k = 0; k < IT; k++) {
 			const int bi = (tid >> 2) + 32 * k; // block-lane group: 32 per pass of the CTA
@@ -399,16 +401,22 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* __restrict__ W, int ro
 				wv[k][1] = T::word(wb, 2 * q + 1);
 			}
 		}
-		// The scales (f16 at bytes 0 and, for Q4_1 and Q5_1, 2 of a block:
-		// weights.cuh's scales), all loaded before the first conversion
-		// (f16_to_f32 branches on the value, so it waits for the load).
-		uint32_t sr[IT][T::NF];
 #pragma unroll
 		for (int k = 0; k < IT; k++) {
 			const uint8_t* wb = W + (size_t)(r0 + row[k]) * rowBytes + (size_t)(kb0 + blk[k]) * T::BYTES;
 #pragma unroll
 			for (int e = 0; e < T::NF; e++) sr[k][e] = ok[k] ? ld16(wb + 2 * e) : 0u;
 		}
+	};
+	// The first chunk's weights are read before grid_wait (they are
+	// immutable; W is not __restrict__ so that they are plain loads).
+	load(0);
+	grid_wait();
+	const MmvOut out = mmv_out(R, r0, t0, rows, nt, bias, res);
+	float acc = 0.0f;
+
+	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
+		if (kb0 > 0) load(kb0);
 		for (int tk = 0; tk < nt; tk++) {
 			const size_t t = t0 + tk;
 			int a[IT][2];
@@ -493,7 +501,7 @@ template <class T> MUSER_DEV void mmv_k_words(const uint8_t* wb, int s, uint32_t
 // loads are issued before the scales are converted (f16_to_f32 branches on
 // the value). Launch: grid (ceil(rows/R), ceil(n/8)), block 128.
 template <class T>
-__device__ __forceinline__ void mmv_k(const uint8_t* __restrict__ W, int rows, int cols,
+__device__ __forceinline__ void mmv_k(const uint8_t* W, int rows, int cols,
                                       const int8_t* __restrict__ aq, const float* __restrict__ ad,
                                       const void* __restrict__ aext, float* y, int n,
                                       const float* __restrict__ bias, const float* res) {
@@ -508,8 +516,25 @@ __device__ __forceinline__ void mmv_k(const uint8_t* __restrict__ W, int rows, i
 	const int tid = threadIdx.x, s = tid & 7, slot = tid >> 3;
 	const int blk = slot % CB, row = slot / CB;
 	const size_t rowBytes = (size_t)nb * T::BYTES;
-	const MmvOut out = mmv_out(R, r0, t0, rows, nt, bias, res);
 	const int* bs = (const int*)aext;
+	uint32_t wv[8];
+	// words loads this lane's weight words of the chunk from super-block
+	// kb0 (zeros outside the matrix).
+	auto words = [&](int kb0) {
+		const int b = kb0 + blk;
+		const bool ok = r0 + row < rows && blk < min(CB, nb - kb0);
+		if (ok) {
+			mmv_k_words<T>(W + (size_t)(r0 + row) * rowBytes + (size_t)b * T::BYTES, s, wv);
+		} else {
+#pragma unroll
+			for (int k = 0; k < 8; k++) wv[k] = 0;
+		}
+	};
+	// The first chunk's words are read before grid_wait (they are
+	// immutable; W is not __restrict__ so that they are plain loads).
+	words(0);
+	grid_wait();
+	const MmvOut out = mmv_out(R, r0, t0, rows, nt, bias, res);
 	float acc = 0.0f;
 
 	for (int kb0 = 0; kb0 < nb; kb0 += CB) {
@@ -517,13 +542,7 @@ __device__ __forceinline__ void mmv_k(const uint8_t* __restrict__ W, int rows, i
 		const int b = kb0 + blk;
 		const bool ok = r0 + row < rows && blk < cbn;
 		const uint8_t* wb = W + (size_t)(ok ? r0 + row : 0) * rowBytes + (size_t)(ok ? b : 0) * T::BYTES;
-		uint32_t wv[8];
-		if (ok) {
-			mmv_k_words<T>(wb, s, wv);
-		} else {
-#pragma unroll
-			for (int k = 0; k < 8; k++) wv[k] = 0;
-		}
+		if (kb0 > 0) words(kb0);
 		int a[TOK][8], as[TOK][GPL];
 		float da[TOK];
 #pragma unroll
@@ -609,7 +628,7 @@ __device__ __forceinline__ void mmv_k(const uint8_t* __restrict__ W, int rows, i
 // muser_add). res may be y.
 // Launch: grid (ceil(rows/R), ceil(n/8)), block 128; R is 4.
 template <class T>
-__device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows, int cols,
+__device__ __forceinline__ void mmv_rows(const uint8_t* W, int rows, int cols,
                                          const int8_t* __restrict__ aq, const float* __restrict__ ad,
                                          const void* __restrict__ aext, float* y, int n,
                                          const float* __restrict__ bias, const float* res) {
@@ -624,6 +643,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 	const int nb = cols / T::QK;
 	const size_t rowBytes = (size_t)nb * T::BYTES;
 	const int nb32 = cols / 32;
+	grid_wait();
 	const MmvOut out = mmv_out(R, r0, t0, rows, nt, bias, res);
 	float acc = 0.0f;
 
@@ -668,10 +688,11 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* __restrict__ W, int rows
 	muser_mmq_##name(const uint8_t* __restrict__ W, int rows, int cols, const int8_t* __restrict__ aq, \
 	                 const float* __restrict__ ad, const void* __restrict__ aext, float* __restrict__ y, \
 	                 int n) {                                                                          \
+		grid_wait();                                                                               \
 		mmq_tile<T>(W, rows, cols, aq, ad, aext, y, n);                                            \
 	}                                                                                                  \
 	extern "C" __global__ void __launch_bounds__(mmv::THREADS)                                         \
-	muser_mmv_##name(const uint8_t* __restrict__ W, int rows, int cols, const int8_t* __restrict__ aq, \
+	muser_mmv_##name(const uint8_t* W, int rows, int cols, const int8_t* __restrict__ aq,              \
 	                 const float* __restrict__ ad, const void* __restrict__ aext, float* y, int n,     \
 	                 const float* __restrict__ bias, const float* res) {                               \
 		if constexpr (T::FAM == FAM_LEGACY || T::FAM == FAM_LEGACY_MIN)                            \

@@ -53,6 +53,7 @@ extern "C" __global__ void __launch_bounds__(256)
 muser_quant_q8_0(const float* __restrict__ x, int n, int cols, int8_t* __restrict__ q,
                  float* __restrict__ d, int* __restrict__ sum, float* __restrict__ s1) {
 	const int t = blockIdx.x;
+	grid_wait();
 	if (t >= n) return;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int nb = cols / 32;
@@ -150,6 +151,7 @@ muser_quant_q8_k(const float* __restrict__ x, int n, int cols, int8_t* __restric
                  float* __restrict__ d, int* __restrict__ bsums) {
 	__shared__ q8k_scratch sc;
 	const int t = blockIdx.x;
+	grid_wait();
 	if (t >= n) return;
 	const int tid = threadIdx.x;
 	const int nb = cols / 256;
@@ -166,6 +168,7 @@ muser_quant_q8_k(const float* __restrict__ x, int n, int cols, int8_t* __restric
 // Launch: grid (ceil(count/256)), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_round_f16(const float* __restrict__ x, float* __restrict__ y, int count) {
+	grid_wait();
 	const int i = blockIdx.x * 256 + threadIdx.x;
 	if (i < count) y[i] = round_f16(x[i]);
 }
@@ -176,6 +179,7 @@ muser_round_f16(const float* __restrict__ x, float* __restrict__ y, int count) {
 // Launch: grid (ceil(count/256)), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_round_bf16(const float* __restrict__ x, float* __restrict__ y, int count) {
+	grid_wait();
 	const int i = blockIdx.x * 256 + threadIdx.x;
 	if (i < count) y[i] = bf16_to_f32(f32_to_bf16(x[i]));
 }

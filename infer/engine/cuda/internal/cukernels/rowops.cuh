@@ -157,6 +157,12 @@ MUSER_DEV void norm_out(const float* xr, float s, const float* __restrict__ w, f
 	}
 }
 
+// prefetch_lines brings the count floats at p (weights: read before
+// grid_wait) into the L2 cache, one 128-byte line per thread.
+MUSER_DEV void prefetch_lines(const float* p, int count) {
+	for (int c = threadIdx.x * 32; c < count + 31; c += blockDim.x * 32) prefetch_l2(p + min(c, count - 1));
+}
+
 // muser_rmsnorm sets dst[i][c] = (x[src][c]·s)·w[c] (kernels.RMSNorm) for
 // rows i < n of cols floats, where src = rowidx[i], or i when rowidx is
 // null (the final norm of the rows that want logits gathers them this way).
@@ -176,6 +182,8 @@ muser_rmsnorm(const float* x, const int* __restrict__ rowidx, float* dst, int n,
 	__shared__ int decided;
 	__shared__ q8k_scratch sc;
 	const int i = blockIdx.x;
+	prefetch_lines(w, cols);
+	grid_wait();
 	if (i >= n) return;
 	const int src = rowidx != nullptr ? rowidx[i] : i;
 	const float* xr = x + (size_t)src * cols;
@@ -198,6 +206,9 @@ muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, cons
 	__shared__ int decided;
 	__shared__ q8k_scratch sc;
 	const int i = blockIdx.x;
+	if (bias != nullptr) prefetch_lines(bias, cols);
+	prefetch_lines(w, cols);
+	grid_wait();
 	if (i >= n) return;
 	float* xr = x + (size_t)i * cols;
 	const float* orow = o + (size_t)i * cols;
@@ -222,6 +233,7 @@ muser_rmsnorm_heads(float* x, int n, int heads, int dim, int stride, const float
 	__shared__ float res;
 	__shared__ int decided;
 	const int i = blockIdx.x, h = blockIdx.y;
+	grid_wait();
 	if (i >= n || h >= heads) return;
 	float* xr = x + (size_t)i * stride + (size_t)h * dim;
 	const float s = rms_scale<256>(xr, dim, eps, sq, part, &res, &decided);
@@ -234,6 +246,7 @@ muser_rmsnorm_heads(float* x, int n, int heads, int dim, int stride, const float
 // Launch: grid (ceil(count/256)), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_add(const float* a, const float* b, float* dst, int count) {
+	grid_wait();
 	const int i = blockIdx.x * 256 + threadIdx.x;
 	if (i < count) dst[i] = f32add(a[i], b[i]);
 }
@@ -244,6 +257,7 @@ muser_add(const float* a, const float* b, float* dst, int count) {
 // Launch: grid (ceil(n·cols/256)), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_add_bias(float* x, const float* __restrict__ bias, int n, int cols) {
+	grid_wait();
 	const int i = blockIdx.x * 256 + threadIdx.x;
 	if (i < n * cols) x[i] = f32add(x[i], bias[i % cols]);
 }
@@ -254,6 +268,7 @@ muser_add_bias(float* x, const float* __restrict__ bias, int n, int cols) {
 // Launch: grid (ceil(count/256)), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_silu_mul(const float* gate, const float* up, float* dst, int count) {
+	grid_wait();
 	const int i = blockIdx.x * 256 + threadIdx.x;
 	if (i >= count) return;
 	const float g = gate[i];
@@ -275,6 +290,7 @@ muser_silu_mul_quant(const float* gate, const float* up, float* dst, int n, int 
                      float* __restrict__ qd, float* __restrict__ s1, int* __restrict__ bsums) {
 	__shared__ q8k_scratch sc;
 	const int t = blockIdx.x;
+	grid_wait();
 	if (t >= n) return;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int nb = cols / 32;
@@ -300,6 +316,7 @@ muser_silu_mul_quant(const float* gate, const float* up, float* dst, int n, int 
 extern "C" __global__ void __launch_bounds__(256)
 muser_rope(float* x, int n, int heads, int dim, int stride, int ropeDim, int neox, const float* __restrict__ cs) {
 	const int t = blockIdx.x;
+	grid_wait();
 	if (t >= n) return;
 	const int half = ropeDim / 2;
 	const float* c = cs + (size_t)t * ropeDim;
@@ -346,6 +363,7 @@ muser_rope_kv_store(float* q, float* k, const float* __restrict__ v, int n, int 
                     int ropeDim, int neox, const float* __restrict__ cs, const unsigned long long* __restrict__ kc,
                     const unsigned long long* __restrict__ vc, const int* __restrict__ pos, int f16) {
 	const int t = blockIdx.x;
+	grid_wait();
 	if (t >= n) return;
 	const int kvrow = kvheads * dim;
 	const float* c = cs + (size_t)t * ropeDim;
@@ -385,6 +403,7 @@ muser_kv_store_f16(const float* __restrict__ k, const float* __restrict__ v, int
                    const unsigned long long* __restrict__ kc, const unsigned long long* __restrict__ vc,
                    const int* __restrict__ pos) {
 	const int i = blockIdx.x;
+	grid_wait();
 	if (i >= n) return;
 	uint16_t* kd = (uint16_t*)kc[i] + (size_t)pos[i] * kvrow;
 	uint16_t* vd = (uint16_t*)vc[i] + (size_t)pos[i] * kvrow;
@@ -402,6 +421,7 @@ muser_kv_store_f32(const float* __restrict__ k, const float* __restrict__ v, int
                    const unsigned long long* __restrict__ kc, const unsigned long long* __restrict__ vc,
                    const int* __restrict__ pos) {
 	const int i = blockIdx.x;
+	grid_wait();
 	if (i >= n) return;
 	float* kd = (float*)kc[i] + (size_t)pos[i] * kvrow;
 	float* vd = (float*)vc[i] + (size_t)pos[i] * kvrow;
@@ -422,6 +442,7 @@ muser_kv_store_f32(const float* __restrict__ k, const float* __restrict__ v, int
 	muser_embed_##name(const uint8_t* __restrict__ W, int rows, int cols, const int* __restrict__ tokens, \
 	                   int n, float* __restrict__ x) {                                             \
 		const int i = blockIdx.x;                                                              \
+		grid_wait();                                                                           \
 		if (i >= n) return;                                                                    \
 		const int tok = tokens[i];                                                             \
 		if (tok < 0 || tok >= rows) return;                                                    \
@@ -448,6 +469,7 @@ MUSER_EMBED_Q(nvfp4, WNVFP4)
 	muser_embed_##name(const uint8_t* __restrict__ W, int rows, int cols, const int* __restrict__ tokens, \
 	                   int n, float* __restrict__ x) {                                             \
 		const int i = blockIdx.x;                                                              \
+		grid_wait();                                                                           \
 		if (i >= n) return;                                                                    \
 		const int tok = tokens[i];                                                             \
 		if (tok < 0 || tok >= rows) return;                                                    \

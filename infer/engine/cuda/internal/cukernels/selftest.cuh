@@ -10,6 +10,7 @@
 // Launch: grid (ceil(count/256)), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_test_exp32(const float* __restrict__ x, float* __restrict__ y, int count) {
+	grid_wait();
 	const int i = blockIdx.x * 256 + threadIdx.x;
 	if (i < count) y[i] = exp32(x[i]);
 }
@@ -25,6 +26,7 @@ extern "C" __global__ void __launch_bounds__(256)
 muser_test_f32_bits(unsigned base, int count, uint16_t* __restrict__ f16, uint16_t* __restrict__ bf16,
                     int8_t* __restrict__ ra, int* __restrict__ ni, float* __restrict__ r16,
                     float* __restrict__ ru) {
+	grid_wait();
 	const int i = blockIdx.x * 256 + threadIdx.x;
 	if (i >= count) return;
 	const float v = __uint_as_float(base + (unsigned)i);
@@ -41,6 +43,7 @@ muser_test_f32_bits(unsigned base, int count, uint16_t* __restrict__ f16, uint16
 // Launch: grid (256), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_test_small_tables(float* __restrict__ f16, float* __restrict__ ue) {
+	grid_wait();
 	const int i = blockIdx.x * 256 + threadIdx.x;
 	f16[i] = f16_to_f32((uint32_t)i);
 	if (i < 256) ue[i] = ue4m3_half((uint32_t)i);
