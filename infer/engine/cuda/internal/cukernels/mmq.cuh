@@ -683,6 +683,28 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* W, int rows, int cols,
 	mmv_store(acc, y, rows, out);
 }
 
+// MUSER_MMV_BOUNDS_<type> is the decode kernel's launch bounds: 128
+// threads and, for the 32-value types, the CTAs that must fit on one
+// multiprocessor at once, which caps the registers a thread may take
+// (65,536 per multiprocessor). That kernel takes 4 rows of the matrix
+// per CTA, so the gate and up products of the Qwen2.5-0.5B shape (4,864
+// rows) are 1,216 CTAs: with 8 CTAs a multiprocessor (64 registers) they
+// run on 132 multiprocessors in two waves, with 10 (48 registers) in
+// one; the output matrix's 37,984 CTAs keep more loads in flight. The
+// other kernels keep the compiler's choice (a bound would make them
+// spill, and a bound of one CTA lets it take more registers).
+#define MUSER_MMV_BOUNDS_q8_0 mmv::THREADS, 10
+#define MUSER_MMV_BOUNDS_q4_0 mmv::THREADS, 8
+#define MUSER_MMV_BOUNDS_q5_0 mmv::THREADS, 8
+#define MUSER_MMV_BOUNDS_q4_1 mmv::THREADS, 8
+#define MUSER_MMV_BOUNDS_q5_1 mmv::THREADS, 8
+#define MUSER_MMV_BOUNDS_q2_k mmv::THREADS
+#define MUSER_MMV_BOUNDS_q3_k mmv::THREADS
+#define MUSER_MMV_BOUNDS_q4_k mmv::THREADS
+#define MUSER_MMV_BOUNDS_q5_k mmv::THREADS
+#define MUSER_MMV_BOUNDS_q6_k mmv::THREADS
+#define MUSER_MMV_BOUNDS_nvfp4 mmv::THREADS
+
 #define MUSER_INT_MATMUL(name, T)                                                                          \
 	extern "C" __global__ void __launch_bounds__(mmq::THREADS)                                         \
 	muser_mmq_##name(const uint8_t* __restrict__ W, int rows, int cols, const int8_t* __restrict__ aq, \
@@ -691,7 +713,7 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* W, int rows, int cols,
 		grid_wait();                                                                               \
 		mmq_tile<T>(W, rows, cols, aq, ad, aext, y, n);                                            \
 	}                                                                                                  \
-	extern "C" __global__ void __launch_bounds__(mmv::THREADS)                                         \
+	extern "C" __global__ void __launch_bounds__(MUSER_MMV_BOUNDS_##name)                              \
 	muser_mmv_##name(const uint8_t* W, int rows, int cols, const int8_t* __restrict__ aq,              \
 	                 const float* __restrict__ ad, const void* __restrict__ aext, float* y, int n,     \
 	                 const float* __restrict__ bias, const float* res) {                               \
