@@ -77,17 +77,20 @@ MUSER_DEV float f16_to_f32(uint32_t h) {
 	return __uint_as_float(__float_as_uint(v) | sign);
 }
 
-// f16_to_f32_nb is f16_to_f32 (every input, NaN included) with the
-// finite values converted without branches: the f16's exponent and
-// mantissa shifted into a float32 are the value times 2^-112 (its
-// subnormals become float32 subnormals), so one exact multiplication by
-// 2^112 restores it (exact in every case: a power of two, no overflow,
-// no subnormal result but from a subnormal input scaled up).
+// f16_to_f32_nb is f16_to_f32 (every input, NaN included) without
+// branches: the f16's exponent and mantissa shifted into a float32 are
+// the value times 2^-112 (its subnormals become float32 subnormals), so
+// one exact multiplication by 2^112 restores a finite value (exact in
+// every case: a power of two, no subnormal result but from a subnormal
+// input scaled up); an infinity or NaN is built from its bits as
+// f16_to_f32 does, and a select picks one (the product overflows for
+// those, unused). The attention kernels convert whole K and V rows with
+// it, in straight-line code.
 MUSER_DEV float f16_to_f32_nb(uint32_t h) {
-	const uint32_t em = h & 0x7fffu;
-	if (em >= 0x7c00u) return f16_to_f32(h);
-	const float v = f32mul(__uint_as_float(em << 13), 0x1p112f);
-	return __uint_as_float(__float_as_uint(v) | ((h & 0x8000u) << 16));
+	const uint32_t em = h & 0x7fffu, sign = (h & 0x8000u) << 16, mant = h & 0x3ffu;
+	const uint32_t fin = __float_as_uint(f32mul(__uint_as_float(em << 13), 0x1p112f));
+	const uint32_t inf = 0x7f800000u | (mant << 13) | (mant != 0 ? 0x00400000u : 0u);
+	return __uint_as_float((em >= 0x7c00u ? inf : fin) | sign);
 }
 
 // f32_to_f16 is ggml.F32ToF16: round to nearest, ties to even; overflow to
