@@ -287,10 +287,10 @@ func printJSONLine(w io.Writer, v any) error {
 }
 
 func argmax(v []float32) int32 {
-	best := 0
+	best, bv := 0, v[0]
 	for i, x := range v {
-		if x > v[best] {
-			best = i
+		if x > bv {
+			best, bv = i, x
 		}
 	}
 	return int32(best)

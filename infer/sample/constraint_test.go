@@ -3,6 +3,7 @@ package sample
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -143,11 +144,36 @@ func TestArgmax(t *testing.T) {
 		{"allowed only", []float32{0.1, 3, -2, 2.9}, only(0, 2), 0},
 		{"nothing allowed", []float32{0.1, 3, -2, 2.9}, only(), -1},
 		{"allowed is -Inf", []float32{0.1, 3, -inf, 2.9}, only(2), -1},
+		{"NaN and -Inf before a finite", []float32{nan, -inf, -5, nan}, nil, 2},
+		{"NaN and -Inf before a finite, all allowed", []float32{nan, -inf, -5, nan}, only(0, 1, 2, 3), 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := Argmax(c.logits, c.allowed); got != c.want {
 				t.Errorf("Argmax = %d, want %d", got, c.want)
 			}
 		})
+	}
+}
+
+// TestArgmaxPaths: with no set (the register loop) and with every id
+// allowed (the filtered loop) Argmax picks the same id, over logits drawn
+// from a few values (ties), NaN and both infinities.
+func TestArgmaxPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := []float32{float32(math.NaN()), float32(math.Inf(-1)), float32(math.Inf(1)), -1, 0, 0.5, 2}
+	for n := 1; n <= 40; n++ {
+		all := NewTokenSet(n)
+		for id := range n {
+			all.Add(int32(id))
+		}
+		for range 50 {
+			l := make([]float32, n)
+			for i := range l {
+				l[i] = vals[rng.IntN(len(vals))]
+			}
+			if a, b := Argmax(l, nil), Argmax(l, all); a != b {
+				t.Fatalf("logits %v: Argmax with no set %d, with every id allowed %d", l, a, b)
+			}
+		}
 	}
 }

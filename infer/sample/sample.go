@@ -181,6 +181,9 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 // logit among allowed (nil: every id), ties to the lowest id, NaN
 // skipped; -1 when no allowed logit is above -Inf.
 func Argmax(logits []float32, allowed TokenSet) int32 {
+	if allowed == nil {
+		return argmaxAll(logits)
+	}
 	best := -1
 	for id, l := range logits {
 		if allowed != nil && !allowed.Has(int32(id)) {
@@ -192,6 +195,19 @@ func Argmax(logits []float32, allowed TokenSet) int32 {
 	}
 	if best < 0 || math.IsInf(float64(logits[best]), -1) {
 		return -1
+	}
+	return int32(best)
+}
+
+// argmaxAll is Argmax over every id: the running maximum stays in a
+// register (a NaN is never above it; starting from -Inf, a run of -Inf
+// and NaN leaves -1).
+func argmaxAll(logits []float32) int32 {
+	best, bv := -1, float32(math.Inf(-1))
+	for id, l := range logits {
+		if l > bv {
+			best, bv = id, l
+		}
 	}
 	return int32(best)
 }

@@ -644,6 +644,12 @@ func (r *run) layer(li int) {
 // w.logits in g's order) into their Logits.
 func (r *run) copyLogits(rows []engine.Row, g []int32, V int) {
 	w, m := &r.b.ws, len(g)
+	if m == 1 && len(rows[g[0]].Logits) >= V {
+		// One row (a decode step): straight into its logits, without a
+		// second copy through w.host.
+		r.err = r.c.CopyDtoH(f32Bytes(rows[g[0]].Logits[:V]), w.logits)
+		return
+	}
 	if cap(w.host) < m*V {
 		w.host = make([]float32, logitRows*V)
 	}
