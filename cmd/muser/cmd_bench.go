@@ -36,6 +36,8 @@ type benchOptions struct {
 	profile bool
 	graphs  bool
 	early   bool
+	// graphLayers is cuda.Options.GraphLayers.
+	graphLayers int
 	// Speculative decoding (cmd_bench_draft.go).
 	draft draftOptions
 	text  string
@@ -57,6 +59,7 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.profile, "profile", false, "with --device cuda: time every kernel (device events) and print where the time went, on stderr")
 	fs.BoolVar(&o.graphs, "cuda-graphs", true, "with --device cuda: run forward passes of at most 64 rows (decode) as CUDA graphs; =false launches every kernel from the host (the same kernels)")
+	fs.IntVar(&o.graphLayers, "cuda-graph-layers", cuda.DefaultGraphLayers, "with --device cuda and graphs: layers per graph launch (the GPU runs the first while the host records the next); at least the model's layers for one graph a pass")
 	fs.BoolVar(&o.early, "cuda-early-launch", true, "with --device cuda and graphs: let each kernel of a graph start while those it waits for finish (programmatic dependent launch); =false starts each only once they have ended (the same results)")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof), once the bench has succeeded")
 	o.draft.AddFlags(fs)
@@ -169,7 +172,7 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 // benchOn runs the benchmark o describes on the device kind:ordinal and
 // prints its result.
 func benchOn(ctx context.Context, env *cliEnv, o *benchOptions, kind string, ordinal int) error {
-	dev, closeDev, err := openDeviceWith(kind, ordinal, o.threads, cuda.Options{Profile: o.profile, NoGraphs: !o.graphs, NoEarlyLaunch: !o.early})
+	dev, closeDev, err := openDeviceWith(kind, ordinal, o.threads, cuda.Options{Profile: o.profile, NoGraphs: !o.graphs, NoEarlyLaunch: !o.early, GraphLayers: o.graphLayers})
 	if err != nil {
 		return err
 	}

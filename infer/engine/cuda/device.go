@@ -42,13 +42,26 @@ type Options struct {
 	// its predecessors' results before it reads or writes what they
 	// touch, so what they compute is the same either way.
 	NoEarlyLaunch bool
+	// GraphLayers is how many layers of a graph pass go into one graph
+	// launch (the first also holds the embedding, the last the output):
+	// the GPU runs the first layers while the host records the next. 0
+	// means DefaultGraphLayers; a value of at least the model's layers
+	// makes a pass one graph.
+	GraphLayers int
 }
+
+// DefaultGraphLayers is Options.GraphLayers's default: a 24-layer model's
+// decode step is six graph launches of about 60 kernels (on an H100, 4
+// layers a launch decoded 2% faster than 8 and 14% faster than one graph
+// a step: docs/benchmarks.md).
+const DefaultGraphLayers = 4
 
 // GraphRows is the most rows a forward pass may have to run as a CUDA
 // graph: decode steps, small mixed batches and speculative verification.
 const GraphRows = 64
 
-// maxGraphs bounds the graphs a model keeps instantiated.
+// maxGraphs bounds the graphs a model keeps instantiated for each graph
+// launch of a pass (Options.GraphLayers).
 const maxGraphs = 8
 
 // Launches counts how the kernels of the forward passes were launched
@@ -72,6 +85,7 @@ type Device struct {
 	prof   *profiler // nil unless Options.Profile
 	graphs bool      // run small passes as graphs (Options.NoGraphs, the driver)
 	early  bool      // graphs' kernels launch early (Options.NoEarlyLaunch, the driver)
+	glay   int       // layers per graph launch (Options.GraphLayers)
 
 	raised map[string]uint32 // the dynamic shared memory each function was allowed (device thread only)
 
@@ -132,6 +146,10 @@ func New(o Options) (*Device, error) {
 	err = dev.Do(func(c *cu.Ctx) error {
 		d.graphs = !o.NoGraphs && !o.Profile && c.Graphs()
 		d.early = d.graphs && !o.NoEarlyLaunch && c.EarlyLaunch()
+		d.glay = o.GraphLayers
+		if d.glay <= 0 {
+			d.glay = DefaultGraphLayers
+		}
 		m, err := c.LoadModule(img)
 		if err != nil {
 			return fmt.Errorf("loading the kernels' %s: %w", d.image, err)
@@ -154,6 +172,10 @@ func New(o Options) (*Device, error) {
 	}
 	return d, nil
 }
+
+// graphLaunches returns the graph launches of a graph pass over a model
+// of layers layers (Options.GraphLayers).
+func (d *Device) graphLaunches(layers int) int { return max(1, (layers+d.glay-1)/d.glay) }
 
 // Name returns "cuda:N NAME (sm_XY, cubin|ptx[, no graphs|, no early
 // launch])".

@@ -254,7 +254,7 @@ func (b *backend) Forward(ctx context.Context, rows []engine.Row) error {
 		var before cu.GraphStats
 		if b.d.graphs && p.n <= GraphRows {
 			if b.graphs == nil {
-				b.graphs = cu.NewGraphs(maxGraphs)
+				b.graphs = cu.NewGraphs(maxGraphs * b.d.graphLaunches(len(b.layers)))
 			}
 			r.graph, before = true, b.graphs.Stats()
 			b.rec, b.deps = b.rec[:0], b.deps[:0]
@@ -273,6 +273,10 @@ func (b *backend) Forward(ctx context.Context, rows []engine.Row) error {
 				r.err = ctx.Err()
 			}
 			r.layer(li)
+			if r.graph && (li+1)%b.d.glay == 0 && li+1 < len(b.layers) {
+				// This graph launch runs while the host records the next.
+				r.flush()
+			}
 		}
 		r.logits(rows)
 		if r.err == nil && b.d.prof != nil {

@@ -18,24 +18,41 @@ import (
 	"github.com/muserhq/muser/infer/kvcache"
 )
 
-var (
-	directOnce sync.Once
-	directDev  *Device
-	directErr  error
-)
+// extraGPU is one more handle on the test GPU, with other options,
+// opened once.
+type extraGPU struct {
+	once sync.Once
+	dev  *Device
+	err  error
+}
 
-// gpuDirect returns a second handle on the test GPU that launches every
-// kernel from the host (Options.NoGraphs).
-func gpuDirect(t testing.TB) *Device {
+// get opens x with o (the image as gpu's) on its first call and returns
+// it; what says how it differs, for the failure.
+func (x *extraGPU) get(t testing.TB, o Options, what string) *Device {
 	t.Helper()
 	gpu(t)
-	directOnce.Do(func() {
-		directDev, directErr = New(Options{PTX: os.Getenv("MUSER_CUDA_IMAGE") == "ptx", NoGraphs: true})
+	x.once.Do(func() {
+		o.PTX = os.Getenv("MUSER_CUDA_IMAGE") == "ptx"
+		x.dev, x.err = New(o)
 	})
-	if directErr != nil {
-		t.Fatalf("a second handle on the GPU, without graphs: %v", directErr)
+	if x.err != nil {
+		t.Fatalf("a second handle on the GPU, %s: %v", what, x.err)
 	}
-	return directDev
+	return x.dev
+}
+
+var directGPU, layeredGPU extraGPU
+
+// gpuDirect returns a handle on the test GPU that launches every kernel
+// from the host (Options.NoGraphs).
+func gpuDirect(t testing.TB) *Device {
+	return directGPU.get(t, Options{NoGraphs: true}, "without graphs")
+}
+
+// gpuLayered returns a handle on the test GPU whose graph passes launch
+// one graph per layer (Options.GraphLayers 1).
+func gpuLayered(t testing.TB) *Device {
+	return layeredGPU.get(t, Options{GraphLayers: 1}, "with a graph a layer")
 }
 
 // pair runs the same steps on a model of each device and requires the
@@ -121,8 +138,7 @@ func (p *pair) sameKV() {
 // and KV imported into a fresh sequence. The launch counts show that the
 // graph side ran graphs, reused them and set changed nodes.
 func TestGPUGraphsMatchDirect(t *testing.T) {
-	d := gpu(t)
-	if !d.graphs {
+	if d := gpu(t); !d.graphs {
 		t.Skipf("%s runs no graphs", d.Name())
 	}
 	dd := gpuDirect(t)
@@ -130,8 +146,15 @@ func TestGPUGraphsMatchDirect(t *testing.T) {
 		arch string
 		q    ggml.Type
 		kv   kvcache.DType
-	}{{"qwen2", ggml.TypeQ8_0, kvcache.DTypeF16}, {"qwen3", ggml.TypeQ4_K, kvcache.DTypeF16}, {"llama", ggml.TypeF16, kvcache.DTypeF32}} {
-		t.Run(fmt.Sprintf("%s/%s/%s", c.arch, c.q, c.kv), func(t *testing.T) {
+		d    *Device
+	}{
+		{"qwen2", ggml.TypeQ8_0, kvcache.DTypeF16, gpu(t)}, {"qwen3", ggml.TypeQ4_K, kvcache.DTypeF16, gpu(t)},
+		{"llama", ggml.TypeF16, kvcache.DTypeF32, gpu(t)},
+		// A graph launch a layer: passes split into several graphs.
+		{"qwen2", ggml.TypeQ8_0, kvcache.DTypeF16, gpuLayered(t)},
+	} {
+		d := c.d
+		t.Run(fmt.Sprintf("%s/%s/%s/%d-layer-graphs", c.arch, c.q, c.kv, d.glay), func(t *testing.T) {
 			path := enginetest.TinyModel(t, c.arch, c.q)
 			p := &pair{t: t, m: [2]*engine.Model{open(t, path, d, c.kv), open(t, path, dd, c.kv)}, rng: rand.New(rand.NewPCG(5, 6))}
 			p.V = p.m[0].Config().Vocab
@@ -180,8 +203,10 @@ func TestGPUGraphsMatchDirect(t *testing.T) {
 			}
 			passes := g.Passes - g0.Passes
 			runs := g.GraphRuns - g0.GraphRuns
-			if passes != x.Passes-x0.Passes || runs != passes-1 {
-				t.Errorf("%d passes with graphs, %d without; %d graph runs, want every pass but the 100-row one", passes, x.Passes-x0.Passes, runs)
+			per := int64(d.graphLaunches(p.m[0].Config().Layers))
+			if passes != x.Passes-x0.Passes || runs != per*(passes-1) {
+				t.Errorf("%d passes with graphs, %d without; %d graph runs, want %d for every pass but the 100-row one",
+					passes, x.Passes-x0.Passes, runs, per)
 			}
 			if built := g.GraphsBuilt - g0.GraphsBuilt; built < 2 || built >= runs {
 				t.Errorf("%d graphs built for %d graph runs, want at least 2 and some runs reusing one", built, runs)
