@@ -398,16 +398,36 @@ muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int d
 // (rounded to f16 for an f16 cache, zeros past dim). The tiled scores
 // kernel stages 64 queries per block where a decode row has a group's
 // few; this one reads each K row once and wastes no lanes.
+//
+// A decode step's context is often a few hundred keys, so the kernel is a
+// handful of warps whose time is latency: its K row is requested before
+// the queries are staged (two rounds to global memory instead of four),
+// and with an f16 cache and head dimension 64 the row is widened by a
+// loop through the thread's row of shared memory, whose code stays in the
+// instruction cache, instead of 64 conversions in straight-line code,
+// each of which a warp would fetch once and run once.
 template <bool F16, int DM>
 __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, int heads, int kvheads, int dim,
-                                                   const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
-                                                   float* __restrict__ S, int ld, float scale, float (*Qs)[128]) {
+                                                   const unsigned long long* __restrict__ kc, int m,
+                                                   float* __restrict__ S, int ld, float scale, float (*Qs)[128],
+                                                   float (*Ks)[68]) {
 	constexpr int HB = 8;
+	constexpr bool SH = F16 && DM == 64; // the row widened through shared memory
 	const int i = blockIdx.y, group = heads / kvheads, hch = (group + HB - 1) / HB;
 	const int kvh = blockIdx.z / hch, g0 = (blockIdx.z % hch) * HB, gn = min(HB, group - g0);
-	const int m = pos[i] + 1;
 	const int j = blockIdx.x * 128 + threadIdx.x;
 	const int kvrow = kvheads * dim;
+	const size_t e0 = (size_t)j * kvrow + (size_t)kvh * dim;
+	const unsigned long long kb = kc[i];
+	const unsigned short* k16 = (const unsigned short*)kb + e0;
+	const float* k32 = (const float*)kb + e0;
+	const bool vec = dim == DM && ((F16 ? (unsigned long long)k16 : (unsigned long long)k32) & 15) == 0;
+	// The row as 8 16-byte words, requested before the queries (SH).
+	uint4 raw[8];
+	if (SH && vec && j < m) {
+#pragma unroll
+		for (int u = 0; u < 8; u++) raw[u] = ((const uint4*)k16)[u];
+	}
 	// The queries: heads g0.. of the group, f16-rounded, zeros past dim.
 	for (int e = threadIdx.x; e < HB * DM; e += 128) {
 		const int x = e / DM, d = e % DM;
@@ -421,24 +441,49 @@ __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, 
 	__syncthreads();
 	if (j >= m) return;
 	float kr[DM];
-	{
-		const size_t e0 = (size_t)j * kvrow + (size_t)kvh * dim;
-		const unsigned short* k16 = (const unsigned short*)kc[i] + e0;
-		const float* k32 = (const float*)kc[i] + e0;
-		const bool vec = dim == DM && ((F16 ? (unsigned long long)k16 : (unsigned long long)k32) & 15) == 0;
-		if (vec) {
-			// Every load first, then the conversions (which would
-			// otherwise wait on each load in turn).
-			constexpr int NV = F16 ? DM / 8 : DM / 4, NB = 8; // 16-byte loads, in batches of 8
+	if (SH && vec) {
+		// The 128 raw bytes go to the upper half of the thread's row and
+		// are widened in place, word u to floats 8u..8u+7 (bytes 32u..
+		// 32u+31, below word u+1 at byte 144+16u for every u < 8).
+		float* kt = Ks[threadIdx.x];
+		uint4* rw = (uint4*)(kt + 32);
 #pragma unroll
-			for (int u0 = 0; u0 < NV; u0 += NB) {
-			uint4 raw[NB];
+		for (int u = 0; u < 8; u++) rw[u] = raw[u];
+#pragma unroll 1
+		for (int u = 0; u < 8; u++) {
+			const uint4 r = rw[u];
+			const unsigned w[4] = {r.x, r.y, r.z, r.w};
+			float f[8];
 #pragma unroll
-			for (int u = 0; u < NB; u++) raw[u] = F16 ? ((const uint4*)k16)[u0 + u] : ((const uint4*)k32)[u0 + u];
+			for (int c = 0; c < 4; c++) {
+				f[2 * c] = f16_to_f32_nb(w[c] & 0xffffu);
+				f[2 * c + 1] = f16_to_f32_nb(w[c] >> 16);
+			}
+			const float4 lo = {f[0], f[1], f[2], f[3]}, hi = {f[4], f[5], f[6], f[7]};
+			((float4*)kt)[2 * u] = lo;
+			((float4*)kt)[2 * u + 1] = hi;
+		}
+#pragma unroll
+		for (int d4 = 0; d4 < DM / 4; d4++) {
+			const float4 v = ((const float4*)kt)[d4];
+			kr[4 * d4] = v.x;
+			kr[4 * d4 + 1] = v.y;
+			kr[4 * d4 + 2] = v.z;
+			kr[4 * d4 + 3] = v.w;
+		}
+	} else if (vec) {
+		// Every load first, then the conversions (which would
+		// otherwise wait on each load in turn).
+		constexpr int NV = F16 ? DM / 8 : DM / 4, NB = 8; // 16-byte loads, in batches of 8
+#pragma unroll
+		for (int u0 = 0; u0 < NV; u0 += NB) {
+			uint4 rb[NB];
+#pragma unroll
+			for (int u = 0; u < NB; u++) rb[u] = F16 ? ((const uint4*)k16)[u0 + u] : ((const uint4*)k32)[u0 + u];
 #pragma unroll
 			for (int uu = 0; uu < NB; uu++) {
 				const int u = u0 + uu;
-				const unsigned w[4] = {raw[uu].x, raw[uu].y, raw[uu].z, raw[uu].w};
+				const unsigned w[4] = {rb[uu].x, rb[uu].y, rb[uu].z, rb[uu].w};
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
 					if (F16) {
@@ -449,11 +494,10 @@ __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, 
 					}
 				}
 			}
-			}
-		} else {
-#pragma unroll
-			for (int d = 0; d < DM; d++) kr[d] = d < dim ? (F16 ? f16_to_f32_nb(k16[d]) : k32[d]) : 0.0f;
 		}
+	} else {
+#pragma unroll
+		for (int d = 0; d < DM; d++) kr[d] = d < dim ? (F16 ? f16_to_f32_nb(k16[d]) : k32[d]) : 0.0f;
 	}
 	float* out = S + ((size_t)i * heads + kvh * group + g0) * ld + j;
 	for (int x = 0; x < gn; x++) {
@@ -487,9 +531,11 @@ __device__ __forceinline__ void attn_scores_rows(const float* __restrict__ q, in
                                                  const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
                                                  float* __restrict__ S, int ld, float scale) {
 	__shared__ __align__(16) float Qs[8][128];
-	if (blockIdx.x * 128 > pos[blockIdx.y]) return;
-	if (dim <= 64) attn_scores_rows_d<F16, 64>(q, heads, kvheads, dim, kc, pos, S, ld, scale, Qs);
-	else attn_scores_rows_d<F16, 128>(q, heads, kvheads, dim, kc, pos, S, ld, scale, Qs);
+	__shared__ __align__(16) float Ks[F16 ? 128 : 1][68];
+	const int m = pos[blockIdx.y] + 1;
+	if (blockIdx.x * 128 >= m) return;
+	if (dim <= 64) attn_scores_rows_d<F16, 64>(q, heads, kvheads, dim, kc, m, S, ld, scale, Qs, Ks);
+	else attn_scores_rows_d<F16, 128>(q, heads, kvheads, dim, kc, m, S, ld, scale, Qs, Ks);
 }
 
 extern "C" __global__ void __launch_bounds__(128)

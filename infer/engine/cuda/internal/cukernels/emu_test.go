@@ -208,7 +208,7 @@ func TestEmuEmbed(t *testing.T) { runEmbed(t, emu(t), allMatMulTypes) }
 
 func TestEmuRowOps(t *testing.T) {
 	runRowOps(t, emu(t), rowOpSizes{
-		n: 5, cols: []int{96, 1100, 1088, 512}, heads: [][2]int{{4, 64}, {2, 300}}, ffn: 560,
+		n: 5, cols: []int{96, 1100, 1088, 512, 4128}, heads: [][2]int{{4, 64}, {2, 300}}, ffn: 560,
 		ropeDim: [][3]int{{4, 64, 64}, {2, 128, 64}},
 	})
 }

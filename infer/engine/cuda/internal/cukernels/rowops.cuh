@@ -64,31 +64,34 @@ MUSER_DEV float rms_mean_eps(double sum, int cols, float eps) {
 // 1/float32(sqrt(float64(t))).
 MUSER_DEV float rms_inv(float t) { return muser_fdiv_rn(1.0f, __double2float_rn(muser_dsqrt_rn((double)t))); }
 
-// rms_scale returns, to every thread of the block, the RMSNorm scale of the
-// row xr of cols floats as kernels.RMSNorm computes it: squares rounded to
-// float32, summed in float64 in index order (one sequential chain), mean =
-// sum/cols, s = 1/float32(sqrt(float64(float32(mean + eps)))).
+// rms_scale_from returns, to every thread of the block, the RMSNorm scale
+// of the row xr of cols floats as kernels.RMSNorm computes it: squares
+// rounded to float32, summed in float64 in index order (one sequential
+// chain), mean = sum/cols, s = 1/float32(sqrt(float64(float32(mean +
+// eps)))). tree is the same squares summed in any other order.
 //
 // The chain runs at the latency of its additions (about 9 µs for 896
 // columns), so the block first sums the squares in parallel (sum_squares);
 // the chain lies within chain_margin of that sum, and rms_mean_eps is
 // monotone, so when both ends give the same float32 the chain gives it
-// too. Only when they differ (a float32 rounding boundary
+// too (lanes 0 and 1 of warp 0 take the two ends at once). Only when
+// they differ (a float32 rounding boundary
 // within about 1e-13 of the mean, or a NaN or infinity) does thread 0 run
 // the chain (chain_sum over shared chunks of CH squares). sq is shared
 // scratch of CH doubles, part of blockDim.x/32, res one shared float and
 // decided one shared int.
 template <int CH>
-__device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps, double* sq, double* part,
-                                           float* res, int* decided) {
+__device__ __forceinline__ float rms_scale_from(double tree, const float* xr, int cols, float eps, double* sq,
+                                                float* res, int* decided) {
 	const int tid = threadIdx.x, nt = blockDim.x;
-	const double tree = sum_squares(xr, cols, part);
-	if (tid == 0) {
+	if (tid < 32) {
 		const double m = chain_margin(tree, cols);
-		const float lo = rms_mean_eps(f64sub(tree, m), cols, eps);
-		const float hi = rms_mean_eps(f64add(tree, m), cols, eps);
-		*decided = lo == hi; // false for a NaN
-		if (lo == hi) *res = rms_inv(lo);
+		const float lo = rms_mean_eps(tid == 0 ? f64sub(tree, m) : f64add(tree, m), cols, eps);
+		const float hi = __shfl_sync(0xffffffffu, lo, 1);
+		if (tid == 0) {
+			*decided = lo == hi; // false for a NaN
+			if (lo == hi) *res = rms_inv(lo);
+		}
 	}
 	__syncthreads();
 	if (*decided) return *res;
@@ -106,6 +109,14 @@ __device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps,
 	if (tid == 0) *res = rms_inv(rms_mean_eps(sum, cols, eps));
 	__syncthreads();
 	return *res;
+}
+
+// rms_scale is rms_scale_from of the parallel sum of xr's squares.
+template <int CH>
+__device__ __forceinline__ float rms_scale(const float* xr, int cols, float eps, double* sq, double* part,
+                                           float* res, int* decided) {
+	const double tree = sum_squares(xr, cols, part);
+	return rms_scale_from<CH>(tree, xr, cols, eps, sq, res, decided);
 }
 
 // fused_quant names where a row operation quantizes the row it writes: q
@@ -160,7 +171,88 @@ MUSER_DEV void norm_out(const float* xr, float s, const float* __restrict__ w, f
 // prefetch_lines brings the count floats at p (weights: read before
 // grid_wait) into the L2 cache, one 128-byte line per thread.
 MUSER_DEV void prefetch_lines(const float* p, int count) {
+	if (count <= 0) return;
 	for (int c = threadIdx.x * 32; c < count + 31; c += blockDim.x * 32) prefetch_l2(p + min(c, count - 1));
+}
+
+// NormRegs is the most columns a thread of a 256-thread norm block holds
+// in registers (norm_row): rows of up to 256·NormRegs columns are loaded
+// once, in one round of loads, and normalized and quantized from there;
+// wider rows take the loops of rms_scale and norm_out. A norm of one
+// decode row is a single block whose time is the latency of its rounds
+// to memory. More registers a thread would cost a prefill's norms (a
+// block per row) their occupancy: 16 measured 0.4–2% slower there, 8
+// within 0.7% of the loops.
+constexpr int NormRegs = 8;
+
+// norm_row is muser_rmsnorm's and muser_add_rmsnorm's row i with its
+// columns c = threadIdx.x + 256k (k < PER) in registers: w's (and bias's,
+// when not null) are loaded before grid_wait (weights, plain loads), then
+// x's row rowidx[i] (i when rowidx is null), with o's added first when o
+// is not null (o = o + bias, x = x + o, x written back), then the scale
+// and dst = (x·s)·w, quantized into f. blockDim.x is 256.
+template <int PER>
+__device__ __forceinline__ void norm_row(float* x, const int* __restrict__ rowidx, const float* o,
+                                         const float* bias, const float* w, float* dr, int i, int n, int cols, float eps, const fused_quant& f,
+                                         double* sq, double* part, float* res, int* decided, q8k_scratch* sc) {
+	const int tid = threadIdx.x;
+	float wv[PER], bv[PER], xv[PER];
+#pragma unroll
+	for (int k = 0; k < PER; k++) {
+		const int c = tid + 256 * k;
+		wv[k] = c < cols ? w[c] : 0.0f;
+		bv[k] = c < cols && bias != nullptr ? bias[c] : 0.0f;
+	}
+	grid_wait();
+	if (i >= n) return;
+	float* xr = x + (size_t)(rowidx != nullptr ? rowidx[i] : i) * cols;
+	const float* orow = o != nullptr ? o + (size_t)i * cols : nullptr;
+	float ov[PER];
+#pragma unroll
+	for (int k = 0; k < PER; k++) {
+		const int c = tid + 256 * k;
+		xv[k] = c < cols ? xr[c] : 0.0f;
+		ov[k] = c < cols && orow != nullptr ? orow[c] : 0.0f;
+	}
+	if (orow != nullptr) {
+#pragma unroll
+		for (int k = 0; k < PER; k++) {
+			const int c = tid + 256 * k;
+			if (c >= cols) break;
+			float a = ov[k];
+			if (bias != nullptr) a = f32add(a, bv[k]);
+			xv[k] = f32add(xv[k], a);
+			xr[c] = xv[k];
+		}
+	}
+	// sum_squares's order, from the registers.
+	double acc = 0.0;
+#pragma unroll
+	for (int k = 0; k < PER; k++) {
+		if (tid + 256 * k >= cols) break;
+		acc = f64add(acc, (double)f32mul(xv[k], xv[k]));
+	}
+	for (int off = 16; off >= 1; off /= 2) acc = f64add(acc, __shfl_xor_sync(0xffffffffu, acc, off));
+	if ((tid & 31) == 0) part[tid >> 5] = acc;
+	__syncthreads();
+	double tree = 0.0;
+	for (int k = 0; k < 8; k++) tree = f64add(tree, part[k]);
+	const float s = rms_scale_from<1024>(tree, xr, cols, eps, sq, res, decided);
+	// A loop, not unrolled: its body (the quantizer) is fetched once,
+	// and the registers shift down a place a turn.
+#pragma unroll 1
+	for (int k = 0; k < PER; k++) {
+		const int c = tid + 256 * k;
+		if (c >= cols) break;
+		const float v = f32mul(f32mul(xv[0], s), wv[0]);
+		dr[c] = v;
+		fused_quant_at(f, v, c, sc);
+#pragma unroll
+		for (int j = 0; j + 1 < PER; j++) {
+			xv[j] = xv[j + 1];
+			wv[j] = wv[j + 1];
+		}
+	}
 }
 
 // muser_rmsnorm sets dst[i][c] = (x[src][c]·s)·w[c] (kernels.RMSNorm) for
@@ -171,41 +263,53 @@ MUSER_DEV void prefetch_lines(const float* p, int count) {
 // [n][cols], qd float [n][cols/32], s1 float [n][cols/32] when not null;
 // cols a multiple of 32), with bsums not null as muser_quant_q8_k (q, qd
 // float [n][cols/256], bsums int32 [n][cols/16]; cols a multiple of 256).
+// w is read before grid_wait (no __restrict__: see grid_wait).
 //
 // Launch: grid (n), block 256.
 extern "C" __global__ void __launch_bounds__(256)
-muser_rmsnorm(const float* x, const int* __restrict__ rowidx, float* dst, int n, int cols,
-              const float* __restrict__ w, float eps, int8_t* __restrict__ q, float* __restrict__ qd,
-              float* __restrict__ s1, int* __restrict__ bsums) {
+muser_rmsnorm(const float* x, const int* __restrict__ rowidx, float* dst, int n, int cols, const float* w, float eps,
+              int8_t* __restrict__ q, float* __restrict__ qd, float* __restrict__ s1, int* __restrict__ bsums) {
 	__shared__ double sq[1024], part[8];
 	__shared__ float res;
 	__shared__ int decided;
 	__shared__ q8k_scratch sc;
 	const int i = blockIdx.x;
+	const fused_quant f = fused_quant_row(q, qd, s1, bsums, i, cols);
+	float* dr = dst + (size_t)i * cols;
+	float* xm = const_cast<float*>(x); // norm_row writes x only when o is not null
+	if (cols <= 256 * 4) return norm_row<4>(xm, rowidx, nullptr, nullptr, w, dr, i, n, cols, eps, f, sq, part, &res, &decided, &sc);
+	if (cols <= 256 * NormRegs)
+		return norm_row<NormRegs>(xm, rowidx, nullptr, nullptr, w, dr, i, n, cols, eps, f, sq, part, &res, &decided, &sc);
 	prefetch_lines(w, cols);
 	grid_wait();
 	if (i >= n) return;
 	const int src = rowidx != nullptr ? rowidx[i] : i;
 	const float* xr = x + (size_t)src * cols;
 	const float s = rms_scale<1024>(xr, cols, eps, sq, part, &res, &decided);
-	norm_out(xr, s, w, dst + (size_t)i * cols, cols, fused_quant_row(q, qd, s1, bsums, i, cols), &sc);
+	norm_out(xr, s, w, dr, cols, f, &sc);
 }
 
 // muser_add_rmsnorm is the step after the attention output product
 // (infer/engine/cpu): o = o + bias (when bias is not null), x = x + o, then
 // dst = RMSNorm(x)·w, for rows i < n of cols floats. dst may be o. q, qd,
-// s1 and bsums quantize dst as in muser_rmsnorm.
+// s1 and bsums quantize dst as in muser_rmsnorm. bias and w are read
+// before grid_wait (no __restrict__: see grid_wait).
 //
 // Launch: grid (n), block 256.
 extern "C" __global__ void __launch_bounds__(256)
-muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, const float* __restrict__ w,
-                  float* dst, int n, int cols, float eps, int8_t* __restrict__ q, float* __restrict__ qd,
-                  float* __restrict__ s1, int* __restrict__ bsums) {
+muser_add_rmsnorm(float* x, const float* o, const float* bias, const float* w, float* dst, int n, int cols,
+                  float eps, int8_t* __restrict__ q, float* __restrict__ qd, float* __restrict__ s1,
+                  int* __restrict__ bsums) {
 	__shared__ double sq[1024], part[8];
 	__shared__ float res;
 	__shared__ int decided;
 	__shared__ q8k_scratch sc;
 	const int i = blockIdx.x;
+	const fused_quant f = fused_quant_row(q, qd, s1, bsums, i, cols);
+	float* dr = dst + (size_t)i * cols;
+	if (cols <= 256 * 4) return norm_row<4>(x, nullptr, o, bias, w, dr, i, n, cols, eps, f, sq, part, &res, &decided, &sc);
+	if (cols <= 256 * NormRegs)
+		return norm_row<NormRegs>(x, nullptr, o, bias, w, dr, i, n, cols, eps, f, sq, part, &res, &decided, &sc);
 	if (bias != nullptr) prefetch_lines(bias, cols);
 	prefetch_lines(w, cols);
 	grid_wait();
@@ -219,7 +323,7 @@ muser_add_rmsnorm(float* x, const float* o, const float* __restrict__ bias, cons
 	}
 	__syncthreads();
 	const float s = rms_scale<1024>(xr, cols, eps, sq, part, &res, &decided);
-	norm_out(xr, s, w, dst + (size_t)i * cols, cols, fused_quant_row(q, qd, s1, bsums, i, cols), &sc);
+	norm_out(xr, s, w, dr, cols, f, &sc);
 }
 
 // muser_rmsnorm_heads normalizes each head of each row in place, with one

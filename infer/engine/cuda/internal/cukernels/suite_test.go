@@ -593,16 +593,25 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 			sameBits(t, fmt.Sprintf("RMSNorm of gathered rows %v, %s", rowidx, shape), bytesF32(gathered), wg)
 		})
 	}
-	for _, cols := range []int{32, 128, 2048} {
+	// 32 and 128 columns: the norms' four registers a thread; 2048: 16;
+	// 8192: the loops of the widest rows.
+	for _, cols := range []int{32, 128, 2048, 8192} {
 		t.Run(fmt.Sprintf("rmsnorm/chain_decides/%d", cols), func(t *testing.T) {
 			x, eps := chainDecidesRow(t, cols)
 			rows := slices.Concat(x, wideFloats(rng, cols), x)
 			w := wideFloats(rng, cols)
-			var got, heads []byte
+			// AddRMSNorm of the same rows as a residual plus zero
+			// outputs: x + 0 is x, so the chain decides there too, after
+			// the kernel has written the sum it then reads back.
+			zeros := make([]float32, len(rows))
+			var got, added, sums, heads []byte
 			d.run(t, func(s *session) {
 				dx, dw, y := s.up(f32Bytes(rows)), s.up(f32Bytes(w)), s.alloc(4*len(rows))
 				s.launch(RMSNorm(dx, 0, y, dw, 3, cols, eps))
 				got = s.down(y, 4*len(rows))
+				ax, ao := s.up(f32Bytes(rows)), s.up(f32Bytes(zeros))
+				s.launch(AddRMSNorm(ax, ao, 0, dw, ao, 3, cols, eps))
+				added, sums = s.down(ao, 4*len(rows)), s.down(ax, 4*len(rows))
 				s.launch(RMSNormHeads(dx, 3, 1, cols, cols, dw, eps))
 				heads = s.down(dx, 4*len(rows))
 			})
@@ -610,8 +619,16 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 			for i := range 3 {
 				kernels.RMSNorm(want[i*cols:(i+1)*cols], rows[i*cols:(i+1)*cols], w, eps)
 			}
+			wsum := slices.Clone(rows)
+			kernels.Add(wsum, wsum, zeros) // −0 + 0 is +0
+			wadd := make([]float32, len(rows))
+			for i := range 3 {
+				kernels.RMSNorm(wadd[i*cols:(i+1)*cols], wsum[i*cols:(i+1)*cols], w, eps)
+			}
 			what := fmt.Sprintf("a row whose sequential sum alone decides the scale, %d columns, on %v", cols, d)
 			sameBits(t, "RMSNorm, "+what, bytesF32(got), want)
+			sameBits(t, "AddRMSNorm residual, "+what, bytesF32(sums), wsum)
+			sameBits(t, "AddRMSNorm, "+what, bytesF32(added), wadd)
 			sameBits(t, "per-head RMSNorm, "+what, bytesF32(heads), want)
 		})
 	}
