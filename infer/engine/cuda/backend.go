@@ -165,7 +165,7 @@ func (b *backend) Close() error {
 	}
 	b.closed = true
 	bufs := append(b.weights, b.ws.all()...)
-	stage := b.ws.stage
+	hosts := []*cu.HostBuf{b.ws.stage, b.ws.pinned}
 	b.weights, b.ws = nil, workspace{}
 	graphs := b.graphs
 	b.graphs, b.rec = nil, nil
@@ -178,8 +178,11 @@ func (b *backend) Close() error {
 				return err
 			}
 		}
-		if stage != nil {
-			if err := c.FreeHost(stage); err != nil {
+		for _, h := range hosts {
+			if h == nil {
+				continue
+			}
+			if err := c.FreeHost(h); err != nil {
 				return err
 			}
 		}

@@ -32,8 +32,13 @@ type workspace struct {
 	m      cu.DevicePtr // their maxima per 64 keys [n][heads][⌈ld/64⌉] (tiled attention)
 	mBytes int64
 	inv    cu.DevicePtr // the softmax's 1/sum [n][heads] (tiled attention)
-	host   []float32    // staging for logits
+	host   []float32    // staging for the logits of larger groups
 	hostH  []float32    // staging for hidden states
+	// pinned takes the logits of a group of at most pinnedLogitRows
+	// rows (a decode step's): a copy from device memory into pinned host
+	// memory runs at the bus's speed, into Go memory through the
+	// driver's own staging at a fraction of it. Allocated at first use.
+	pinned *cu.HostBuf
 }
 
 // all returns every allocation of w.
@@ -644,16 +649,27 @@ func (r *run) layer(li int) {
 	r.matmulAdd(&L.down, w.ffA, w.x, w.o, n)
 }
 
+// pinnedLogitRows is the most rows whose logits go through the pinned
+// buffer (workspace.pinned): a decode step's, up to 8 streams.
+const pinnedLogitRows = 8
+
+// queueLogits queues the copy of the first count floats of w.logits into
+// the pinned buffer, allocating it at first use.
+func (r *run) queueLogits(count int) {
+	w := &r.b.ws
+	if w.pinned == nil {
+		if w.pinned, r.err = r.c.HostAlloc(4 * pinnedLogitRows * r.b.cfg.Vocab); r.err != nil {
+			r.err = fmt.Errorf("pinned logits buffer: %w", r.err)
+			return
+		}
+	}
+	r.err = r.c.CopyDtoHAsync(w.pinned.Bytes()[:4*count], w.logits, r.c.Stream())
+}
+
 // copyLogits copies the logits of the rows of g (one logits group, in
-// w.logits in g's order) into their Logits.
+// w.logits in g's order, more than pinnedLogitRows) into their Logits.
 func (r *run) copyLogits(rows []engine.Row, g []int32, V int) {
 	w, m := &r.b.ws, len(g)
-	if m == 1 && len(rows[g[0]].Logits) >= V {
-		// One row (a decode step): straight into its logits, without a
-		// second copy through w.host.
-		r.err = r.c.CopyDtoH(f32Bytes(rows[g[0]].Logits[:V]), w.logits)
-		return
-	}
 	if cap(w.host) < m*V {
 		w.host = make([]float32, logitRows*V)
 	}
@@ -720,10 +736,24 @@ func (r *run) logits(rows []engine.Row) {
 		if r.err != nil {
 			return
 		}
+		pinned := out && m <= pinnedLogitRows
+		if pinned {
+			// Queued behind the product, so one wait covers both.
+			r.queueLogits(m * V)
+			if r.err != nil {
+				return
+			}
+		}
 		if r.err = r.c.Sync(r.c.Stream()); r.err != nil {
 			return
 		}
-		if out {
+		switch {
+		case pinned:
+			host := unsafe.Slice((*float32)(unsafe.Pointer(&w.pinned.Bytes()[0])), m*V)
+			for j, i := range g {
+				copy(rows[i].Logits, host[j*V:(j+1)*V])
+			}
+		case out:
 			r.copyLogits(rows, g, V)
 		}
 		r.hidden(rows, g)
