@@ -401,7 +401,8 @@ muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int d
 //
 // A decode step's context is often a few hundred keys, so the kernel is a
 // handful of warps whose time is latency: its K row is requested before
-// the queries are staged (two rounds to global memory instead of four),
+// the queries are staged (three rounds to global memory one after the
+// other, the position, the cache address and the row, instead of four),
 // and with an f16 cache and head dimension 64 the row is widened by a
 // loop through the thread's row of shared memory, whose code stays in the
 // instruction cache, instead of 64 conversions in straight-line code,
