@@ -667,15 +667,21 @@ func (r *run) queueLogits(count int) {
 }
 
 // copyLogits copies the logits of the rows of g (one logits group, in
-// w.logits in g's order, more than pinnedLogitRows) into their Logits.
-func (r *run) copyLogits(rows []engine.Row, g []int32, V int) {
+// w.logits in g's order) into their Logits: from the pinned buffer when
+// queueLogits has filled it (pinned), else through w.host.
+func (r *run) copyLogits(rows []engine.Row, g []int32, V int, pinned bool) {
 	w, m := &r.b.ws, len(g)
-	if cap(w.host) < m*V {
-		w.host = make([]float32, logitRows*V)
-	}
-	host := w.host[:m*V]
-	if r.err = r.c.CopyDtoH(f32Bytes(host), w.logits); r.err != nil {
-		return
+	var host []float32
+	if pinned {
+		host = unsafe.Slice((*float32)(unsafe.Pointer(&w.pinned.Bytes()[0])), m*V)
+	} else {
+		if cap(w.host) < m*V {
+			w.host = make([]float32, logitRows*V)
+		}
+		host = w.host[:m*V]
+		if r.err = r.c.CopyDtoH(f32Bytes(host), w.logits); r.err != nil {
+			return
+		}
 	}
 	for j, i := range g {
 		copy(rows[i].Logits, host[j*V:(j+1)*V])
@@ -747,14 +753,8 @@ func (r *run) logits(rows []engine.Row) {
 		if r.err = r.c.Sync(r.c.Stream()); r.err != nil {
 			return
 		}
-		switch {
-		case pinned:
-			host := unsafe.Slice((*float32)(unsafe.Pointer(&w.pinned.Bytes()[0])), m*V)
-			for j, i := range g {
-				copy(rows[i].Logits, host[j*V:(j+1)*V])
-			}
-		case out:
-			r.copyLogits(rows, g, V)
+		if out {
+			r.copyLogits(rows, g, V, pinned)
 		}
 		r.hidden(rows, g)
 	}
