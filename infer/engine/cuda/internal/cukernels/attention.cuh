@@ -114,11 +114,12 @@ MUSER_DEV AttnCTA attn_cta(const int* tiles, int heads, int kvheads) {
 	return c;
 }
 
-// attn_scores_max writes the maxima mx[a] of queries 4·tq + a over the
-// block's keys to M (attn_scores): the 16 threads of a query (the same
-// tid/16: one half of a warp; tid%16 = tk its keys) combine theirs by
+// attn_scores_max writes the maxima mx[a] of queries 4·tq + a over one
+// block of keys, blk, to M (attn_scores): the 16 threads of a query (the
+// same tid/16: one half of a warp; tid%16 = tk its keys) combine theirs by
 // shuffles xor 8, 4, 2, 1, which stay within the half, and thread tk = 0
-// writes them. Every thread of the block must call it.
+// writes them at M[rh·mb + blk], rh the query's row·heads + head (rh[qi],
+// −1 past the block's queries). Every thread of the block must call it.
 //
 // This maximum may be taken in any order: fmaxf returns its other operand
 // when one is NaN, and every value starts at −∞, so no value is ever NaN
@@ -127,8 +128,7 @@ MUSER_DEV AttnCTA attn_cta(const int* tiles, int heads, int kvheads) {
 // s_j − max only for s_j = ±0, to ±0, and Exp32(±0) = 1. That is the
 // CPU's maximum (kernels.Softmax) for rows without NaN; a row with a NaN
 // score has every e_j sum NaN and every weight NaN, on both sides.
-MUSER_DEV void attn_scores_max(float* __restrict__ M, float (&mx)[4], const AttnCTA& cta, int tq, int tk, int heads,
-                               int mb) {
+MUSER_DEV void attn_scores_max(float* __restrict__ M, float (&mx)[4], const int* rh, int tq, int tk, int mb, int blk) {
 #pragma unroll
 	for (int a = 0; a < 4; a++)
 #pragma unroll
@@ -136,26 +136,27 @@ MUSER_DEV void attn_scores_max(float* __restrict__ M, float (&mx)[4], const Attn
 	if (tk != 0) return;
 #pragma unroll
 	for (int a = 0; a < 4; a++) {
-		const int qi = 4 * tq + a;
-		if (qi < cta.nq) M[((size_t)cta.row(qi) * heads + cta.head(qi)) * mb + blockIdx.z] = mx[a];
+		const int r = rh[4 * tq + a];
+		if (r >= 0) M[(size_t)r * mb + blk] = mx[a];
 	}
 }
 
-// attn_stage_vec stages every lane group of a block's queries and keys at
-// once (attn_groups(dim) = 4) with 16-byte loads, where dim is a multiple
-// of 8 and the rows are 16-byte aligned (attn_scores checks): query x's
-// dimensions 4c..4c+3 (one float4) go to r = c of lane groups 0..3, key
-// x's 8 dimensions 8c..8c+7 (one uint4 of f16, or two float4) to r = 2c
-// and 2c+1. Each element gets the conversion of the scalar path
-// (round_f16_again for a query of an f16 cache, f16_to_f32_nb for an f16
-// key: the same values as f16_to_f32 for every input), zeros for a query
-// x with qoff[x] < 0 and a key past lastPos. Threads take x = e % 64,
-// so a warp's shared stores are 32 consecutive floats. Each thread issues
-// its loads before the first conversion.
+// attn_stage_q_vec and attn_stage_k_vec stage every lane group of a
+// block's queries and of its keys at once (attn_groups(dim) = 4) with
+// 16-byte loads, where dim is a multiple of 8 and the rows are 16-byte
+// aligned (attn_scores checks): query x's dimensions 4c..4c+3 (one float4)
+// go to r = c of lane groups 0..3, key x's 8 dimensions 8c..8c+7 (one
+// uint4 of f16, or two float4) to r = 2c and 2c+1. Each element gets the
+// conversion of the scalar path (round_f16_again for a query of an f16
+// cache, f16_to_f32_nb for an f16 key: the same values as f16_to_f32 for
+// every input), zeros for a query x with qoff[x] < 0 and a key past
+// lastPos. Threads take x = e % 64, so a warp's shared stores are 32
+// consecutive floats. Each thread issues its loads before the first
+// conversion. The queries are staged once for all the blocks of keys a
+// thread block takes, the keys once per block.
 template <bool F16>
-MUSER_DEV void attn_stage_vec(float* __restrict__ Qs, float* __restrict__ Ks, int rstride, const float* __restrict__ q,
-                              const int* qoff, const unsigned short* k16, const float* k32, size_t kcol, int kvrow,
-                              int j0, int lastPos, int dim) {
+MUSER_DEV void attn_stage_q_vec(float* __restrict__ Qs, int rstride, const float* __restrict__ q, const int* qoff,
+                                int dim) {
 	using namespace attn;
 	const int tid = threadIdx.x;
 	const int nq4 = dim / 4;
@@ -176,6 +177,13 @@ MUSER_DEV void attn_stage_vec(float* __restrict__ Qs, float* __restrict__ Ks, in
 			for (int g = 0; g < 4; g++) Qs[g * rstride + c * SLD + x] = F16 ? round_f16_again(a[g]) : a[g];
 		}
 	}
+}
+
+template <bool F16>
+MUSER_DEV void attn_stage_k_vec(float* __restrict__ Ks, int rstride, const unsigned short* k16, const float* k32,
+                                size_t kcol, int kvrow, int j0, int lastPos, int dim) {
+	using namespace attn;
+	const int tid = threadIdx.x;
 	const int nk8 = dim / 8;
 	for (int e0 = tid; e0 < SKB * nk8; e0 += 2 * 256) {
 		uint4 w[2][F16 ? 1 : 2];
@@ -216,66 +224,62 @@ MUSER_DEV void attn_stage_vec(float* __restrict__ Qs, float* __restrict__ Ks, in
 	}
 }
 
-// attn_scores: grid (ntiles, kvheads·ceil(group/gh), ceil((max pos + 1)/64)),
-// block 256, dynamic shared memory 2·attn_groups(dim)·attn_rows4(dim)·68·4
-// bytes.
+// attn_scores: grid (ntiles, kvheads·ceil(group/gh), ceil(⌈(max pos +
+// 1)/64⌉/nkb)), block 256, dynamic shared memory
+// 2·attn_groups(dim)·attn_rows4(dim)·68·4 bytes.
 //
-// A block computes the scores of its (up to) 64 queries against 64 keys,
-// a 4 × 4 register tile per thread (queries 4·(tid/16).., keys
-// 4·(tid%16)..). DotF16's lanes are l = i mod 16 and its tree adds lane
-// l+8 to l, then +4, +2, +1: so lanes g, g+4, g+8, g+12 (the dimensions
-// i ≡ g mod 4, "lane group g") reduce to one value c_g = (a_g + a_{g+8})
-// + (a_{g+4} + a_{g+12}), and the dot product is (c_0 + c_2) + (c_1 +
-// c_3). The kernel stages Q and K a lane group (or two, or four) at a
-// time, transposed ([r][query], [r][key] for i = 4r + g, zero past dim),
-// walks each lane's chain a_l (elements r = t, t+4, …, for l = g + 4t) in
-// order and applies the tree as the lanes complete.
+// A block computes the scores of its (up to) 64 queries against up to nkb
+// blocks of 64 keys (blocks blockIdx.z·nkb .. of the tile's keys 0 ..
+// its last position), one block of keys at a time, a 4 × 4 register tile
+// per thread (queries 4·(tid/16).., keys 4·(tid%16)..). DotF16's lanes are
+// l = i mod 16 and its tree adds lane l+8 to l, then +4, +2, +1: so lanes
+// g, g+4, g+8, g+12 (the dimensions i ≡ g mod 4, "lane group g") reduce
+// to one value c_g = (a_g + a_{g+8}) + (a_{g+4} + a_{g+12}), and the dot
+// product is (c_0 + c_2) + (c_1 + c_3). The kernel stages Q and K a lane
+// group (or two, or four) at a time, transposed ([r][query], [r][key] for
+// i = 4r + g, zero past dim), walks each lane's chain a_l (elements r =
+// t, t+4, …, for l = g + 4t) in order and applies the tree as the lanes
+// complete. Where all four lane groups are staged at once (attn_stage_q_vec),
+// the queries stay staged across the blocks of keys; for head dimension 64
+// and an f16 cache the chains' length is known to the compiler
+// (attn_scores_block's RC), so they are straight-line code (the f32
+// cache's chains, a multiplication and an addition a step, would not fit
+// the registers that way). A thread's four scores of a query go out
+// as one 16-byte store where all four keys are at or below the query's
+// position and ld is a multiple of 4.
 //
 // Unless M is null, the block also writes each of its queries' maximum
 // (fmaxf) of the scores it wrote, keys j ≤ the query's position, to
-// M[(row·heads + head)·attn_mb(ld) + blockIdx.z] (attn_scores_max): −∞ for
-// a query whose position is below all its keys. The softmax reads only
-// the blocks of keys 0..pos, each of which holds a key j0 ≤ pos and so a
-// score; blocks past a tile's last position return before writing
-// anything.
-template <bool F16>
-__device__ __forceinline__ void attn_scores(const float* __restrict__ q, int heads, int kvheads, int dim,
-                                            const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
-                                            const int* __restrict__ tiles, float* __restrict__ S, float* __restrict__ M,
-                                            int ld, float scale) {
+// M[(row·heads + head)·attn_mb(ld) + block of keys] (attn_scores_max): −∞
+// for a query whose position is below all the block's keys. The softmax
+// reads only the blocks of keys 0..pos, each of which holds a key j0 ≤
+// pos and so a score; blocks past a tile's last position are never
+// computed.
+template <bool F16, int RC>
+MUSER_DEV void attn_scores_block(const float* __restrict__ q, int dim, const unsigned short* k16, const float* k32,
+                                 size_t kcol, int kvrow, int j0, int blk, int lastPos, bool first, bool vec,
+                                 const int* qoff, const int* rh, const int* qp, float* __restrict__ S,
+                                 float* __restrict__ M, int ld, int mb, float scale, bool vout, float* Qs, float* Ks) {
 	using namespace attn;
-	MUSER_DYNAMIC_SMEM(smem);
-	const AttnCTA cta = attn_cta(tiles, heads, kvheads);
-	const int j0 = blockIdx.z * SKB;
-	const int lastPos = pos[cta.hi - 1];
-	if (j0 > lastPos) return;
-	const int nq = cta.nq;
-	const int kvrow = kvheads * dim;
 	const int tid = threadIdx.x;
-	const int R = attn_rows4(dim), G = attn_groups(dim);
-	float* Qs = smem;               // [G][R][SLD]
-	float* Ks = smem + G * R * SLD; // [G][R][SLD]
-	const unsigned short* k16 = (const unsigned short*)kc[cta.lo];
-	const float* k32 = (const float*)kc[cta.lo];
-
-	// Where query x's row of q starts (−1 past the block's queries).
-	__shared__ int qoff[QB];
-	if (tid < QB) qoff[tid] = tid < nq ? cta.row(tid) * heads * dim + cta.head(tid) * dim : -1;
-	__syncthreads();
+	const int R = RC ? RC : attn_rows4(dim), G = RC ? 4 : attn_groups(dim);
+	const bool V = RC ? true : vec; // every lane group staged at once, with 16-byte loads
 	const int tq = tid / 16, tk = tid % 16;
 	float cA[16], cB[16]; // (c_0 + c_2) and (c_1 + c_3) of the 16 scores
 	const int rstride = R * SLD;
-	// Every lane group staged at once with 16-byte loads (attn_stage_vec).
-	const bool vec = G == 4 && dim % 8 == 0 && ((unsigned long long)q & 15) == 0 &&
-	                 ((F16 ? (unsigned long long)k16 : (unsigned long long)k32) & 15) == 0;
 #pragma unroll
 	for (int g = 0; g < 4; g++) {
-		if (g == 0 && vec) {
-			attn_stage_vec<F16>(Qs, Ks, rstride, q, qoff, k16, k32, (size_t)cta.kvh * dim, kvrow, j0, lastPos, dim);
+		if (g == 0 && V) {
+			if (first) {
+				attn_stage_q_vec<F16>(Qs, rstride, q, qoff, dim);
+			} else {
+				__syncthreads(); // the previous block's keys are read no more
+			}
+			attn_stage_k_vec<F16>(Ks, rstride, k16, k32, kcol, kvrow, j0, lastPos, dim);
 			__syncthreads();
-		} else if (g % G == 0) {
+		} else if (!V && g % G == 0) {
 			// Stage lane groups g .. g+G-1.
-			if (g) __syncthreads();
+			if (g || !first) __syncthreads();
 			// Thread: staged dimensions dd = tid%32 + 32u (lane group
 			// gl = dd / R, r = dd % R) of queries and keys x = tid/32 + 8k.
 			// Eight loads in flight, then their conversions (f16_to_f32
@@ -296,7 +300,7 @@ __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int hea
 						if (qo >= 0) qraw[k] = q[(size_t)qo + i];
 						const int j = j0 + x;
 						if (j <= lastPos) {
-							const size_t e = (size_t)j * kvrow + (size_t)cta.kvh * dim + i;
+							const size_t e = (size_t)j * kvrow + kcol + i;
 							kraw[k] = F16 ? (unsigned)k16[e] : __float_as_uint(k32[e]);
 						}
 					}
@@ -315,20 +319,26 @@ __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int hea
 		const float* Kg = Ks + (g % G) * rstride + 4 * tk;
 		// The chains of lanes g+4t, t = 0..3: A = a_g + a_{g+8}, then
 		// B = a_{g+4} + a_{g+12}, c_g = A + B.
-		auto chain = [&](int t, float (&acc)[16]) {
+		auto step = [&](int r, float(&acc)[16]) {
+			const float4 qv = *(const float4*)(Qg + r * SLD);
+			const float4 kv = *(const float4*)(Kg + r * SLD);
+			const float qa[4] = {qv.x, qv.y, qv.z, qv.w}, ka[4] = {kv.x, kv.y, kv.z, kv.w};
+#pragma unroll
+			for (int a = 0; a < 4; a++)
+#pragma unroll
+				for (int b = 0; b < 4; b++) {
+					float& x = acc[4 * a + b];
+					x = F16 ? __fmaf_rn(ka[b], qa[a], x) : f32add(x, f32mul(ka[b], qa[a]));
+				}
+		};
+		auto chain = [&](int t, float(&acc)[16]) {
 #pragma unroll
 			for (int s = 0; s < 16; s++) acc[s] = 0.0f;
-			for (int r = t; r < R; r += 4) {
-				const float4 qv = *(const float4*)(Qg + r * SLD);
-				const float4 kv = *(const float4*)(Kg + r * SLD);
-				const float qa[4] = {qv.x, qv.y, qv.z, qv.w}, ka[4] = {kv.x, kv.y, kv.z, kv.w};
+			if constexpr (RC > 0) {
 #pragma unroll
-				for (int a = 0; a < 4; a++)
-#pragma unroll
-					for (int b = 0; b < 4; b++) {
-						float& x = acc[4 * a + b];
-						x = F16 ? __fmaf_rn(ka[b], qa[a], x) : f32add(x, f32mul(ka[b], qa[a]));
-					}
+				for (int r = t; r < RC; r += 4) step(r, acc);
+			} else {
+				for (int r = t; r < R; r += 4) step(r, acc);
 			}
 		};
 		float A[16], B[16], C[16];
@@ -350,43 +360,95 @@ __device__ __forceinline__ void attn_scores(const float* __restrict__ q, int hea
 		}
 	}
 	float mx[4]; // the maximum of each of the thread's queries' scores
+	const int j = j0 + 4 * tk;
 #pragma unroll
 	for (int a = 0; a < 4; a++) {
 		const int qi = 4 * tq + a;
 		mx[a] = attn_ninf();
-		if (qi >= nq) continue;
-		const int row = cta.row(qi);
-		float* out = S + ((size_t)row * heads + cta.head(qi)) * ld;
-		const int p = pos[row];
+		const int r = rh[qi];
+		if (r < 0) continue;
+		float* out = S + (size_t)r * ld + j;
+		const int p = qp[qi];
+		float s[4];
 #pragma unroll
-		for (int b = 0; b < 4; b++) {
-			const int j = j0 + 4 * tk + b;
-			if (j <= p) {
-				const float s = f32mul(f32add(cA[4 * a + b], cB[4 * a + b]), scale);
-				out[j] = s;
-				mx[a] = fmaxf(mx[a], s);
-			}
+		for (int b = 0; b < 4; b++) s[b] = f32mul(f32add(cA[4 * a + b], cB[4 * a + b]), scale);
+		if (vout && j + 3 <= p) {
+			*(float4*)out = float4{s[0], s[1], s[2], s[3]};
+#pragma unroll
+			for (int b = 0; b < 4; b++) mx[a] = fmaxf(mx[a], s[b]);
+		} else {
+#pragma unroll
+			for (int b = 0; b < 4; b++)
+				if (j + b <= p) {
+					out[b] = s[b];
+					mx[a] = fmaxf(mx[a], s[b]);
+				}
 		}
 	}
-	if (M) attn_scores_max(M, mx, cta, tq, tk, heads, attn_mb(ld));
+	if (M) attn_scores_max(M, mx, rh, tq, tk, mb, blk);
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+template <bool F16>
+__device__ __forceinline__ void attn_scores(const float* __restrict__ q, int heads, int kvheads, int dim,
+                                            const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
+                                            const int* __restrict__ tiles, float* __restrict__ S, float* __restrict__ M,
+                                            int ld, float scale, int nkb) {
+	using namespace attn;
+	MUSER_DYNAMIC_SMEM(smem);
+	const AttnCTA cta = attn_cta(tiles, heads, kvheads);
+	const int b0 = blockIdx.z * nkb; // the block's first block of keys
+	const int lastPos = pos[cta.hi - 1];
+	if (b0 * SKB > lastPos) return;
+	const int nb = min(nkb, lastPos / SKB - b0 + 1);
+	const int tid = threadIdx.x;
+	// Query x's row·heads + head (−1 past the block's queries), where its
+	// row of q starts, and its position.
+	__shared__ int rh[QB], qoff[QB], qp[QB];
+	if (tid < QB) {
+		const bool in = tid < cta.nq;
+		const int r = in ? cta.row(tid) * heads + cta.head(tid) : -1;
+		rh[tid] = r;
+		qoff[tid] = in ? r * dim : -1;
+		qp[tid] = in ? pos[cta.row(tid)] : -1;
+	}
+	__syncthreads();
+	const int R = attn_rows4(dim), G = attn_groups(dim);
+	float* Qs = smem;               // [G][R][SLD]
+	float* Ks = smem + G * R * SLD; // [G][R][SLD]
+	const unsigned short* k16 = (const unsigned short*)kc[cta.lo];
+	const float* k32 = (const float*)kc[cta.lo];
+	const bool vec = G == 4 && dim % 8 == 0 && ((unsigned long long)q & 15) == 0 &&
+	                 ((F16 ? (unsigned long long)k16 : (unsigned long long)k32) & 15) == 0;
+	const bool vout = (ld & 3) == 0 && ((unsigned long long)S & 15) == 0;
+	const int mb = attn_mb(ld), kvrow = kvheads * dim;
+	const size_t kcol = (size_t)cta.kvh * dim;
+	if (F16 && vec && dim == 64) {
+		for (int b = 0; b < nb; b++)
+			attn_scores_block<F16, 16>(q, dim, k16, k32, kcol, kvrow, (b0 + b) * SKB, b0 + b, lastPos, b == 0, true,
+			                           qoff, rh, qp, S, M, ld, mb, scale, vout, Qs, Ks);
+	} else {
+		for (int b = 0; b < nb; b++)
+			attn_scores_block<F16, 0>(q, dim, k16, k32, kcol, kvrow, (b0 + b) * SKB, b0 + b, lastPos, b == 0, vec,
+			                          qoff, rh, qp, S, M, ld, mb, scale, vout, Qs, Ks);
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2)
 muser_attn_scores_f16(const float* __restrict__ q, int heads, int kvheads, int dim,
                       const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
                       const int* __restrict__ tiles, float* __restrict__ S, float* __restrict__ M, int ld,
-                      float scale) {
+                      float scale, int nkb) {
 	grid_wait();
-	attn_scores<true>(q, heads, kvheads, dim, kc, pos, tiles, S, M, ld, scale);
+	attn_scores<true>(q, heads, kvheads, dim, kc, pos, tiles, S, M, ld, scale, nkb);
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, 2)
 muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int dim,
                       const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
                       const int* __restrict__ tiles, float* __restrict__ S, float* __restrict__ M, int ld,
-                      float scale) {
+                      float scale, int nkb) {
 	grid_wait();
-	attn_scores<false>(q, heads, kvheads, dim, kc, pos, tiles, S, M, ld, scale);
+	attn_scores<false>(q, heads, kvheads, dim, kc, pos, tiles, S, M, ld, scale, nkb);
 }
 // attn_scores_rows: grid (ceil((max pos + 1)/128), n, kvheads·ceil(group/8)),
 // block 128: the scores of a batch whose tiles are single rows (decode),

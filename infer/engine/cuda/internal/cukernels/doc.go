@@ -166,8 +166,8 @@
 //	muser_rope_kv_store      p q, p k, p v, i n, i heads, i kvheads, i dim, i ropeDim, i neox,
 //	                         p cs, p kc, p vc, p pos, i f16                 n, 256
 //	muser_attn_scores_f16, _f32
-//	                         p q, i heads, i kvheads, i dim, p kc, p pos, p tiles, p S, p M|0, i ld, f scale
-//	                         ntiles × kvheads·⌈group/gh⌉ × ⌈(max pos+1)/64⌉, 256,
+//	                         p q, i heads, i kvheads, i dim, p kc, p pos, p tiles, p S, p M|0, i ld, f scale, i nkb
+//	                         ntiles × kvheads·⌈group/gh⌉ × ⌈⌈(max pos+1)/64⌉/nkb⌉, 256 (nkb blocks of 64 keys a block),
 //	                         shared 2·G·⌈dim/4⌉·68·4 bytes (G = 4, 2 or 1 lane groups, as fit in 48 KiB)
 //	muser_attn_scores_rows_f16, _f32
 //	                         p q, i heads, i kvheads, i dim, p kc, p pos, p S, i ld, f scale

@@ -221,6 +221,13 @@ func TestEmuAttention(t *testing.T) {
 		batchOf([3]int{0, 0, 20}, [3]int{1, 40, 3}, [3]int{2, 70, 1}, [3]int{3, 0, 1}))
 	runAttention(t, e, []attnCase{{"group over a block", 32, 2, 256}, {"group over 64", 160, 2, 16}}, batchOf([3]int{0, 0, 2}, [3]int{1, 40, 1}))
 	runAttention(t, e, []attnCase{{"gqa across key blocks", 4, 2, 64}}, emuTiledBatch)
+	// Three blocks of keys a thread block (a tile's four blocks over two
+	// thread blocks, the second computing one), scores stored one float
+	// at a time (an odd row of scratch), at head dimensions 64 (the
+	// straight-line chains of an f16 cache) and 72.
+	b := emuTiledBatch
+	b.keyBlocks, b.oddLD = 3, true
+	runAttention(t, e, []attnCase{{"gqa across key blocks", 4, 2, 64}, {"mha dim 72", 2, 2, 72}}, b)
 }
 
 // emuTiledBatch: tiles of several rows whose positions cross the scores

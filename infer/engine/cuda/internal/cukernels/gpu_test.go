@@ -264,7 +264,15 @@ func TestGPURowOps(t *testing.T) { runRowOps(t, gpu(t, ""), gpuRowOpSizes) }
 
 func TestGPURoPEKVStore(t *testing.T) { runRoPEKVStore(t, gpu(t, "")) }
 
-func TestGPUAttention(t *testing.T) { runAttention(t, gpu(t, ""), attnCases, gpuAttnBatch) }
+func TestGPUAttention(t *testing.T) {
+	g := gpu(t, "")
+	runAttention(t, g, attnCases, gpuAttnBatch)
+	// Three blocks of keys a scores thread block (the long decode row's
+	// 24 blocks over eight), each score stored alone (an odd scratch row).
+	b := gpuAttnBatch
+	b.keyBlocks, b.oddLD = 3, true
+	runAttention(t, g, attnCases, b)
+}
 
 func TestGPUDecodeSoftmax(t *testing.T) {
 	runDecodeSoftmax(t, gpu(t, ""), []int{1, 7, 8, 513, 1100, 5000, 8192, 32768})

@@ -57,7 +57,7 @@ var (
 	intMatVecParams   = []Param{Ptr, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, Ptr, Ptr}
 	floatMatMulParams = []Param{Ptr, I32, I32, Ptr, Ptr, I32}
 	embedParams       = []Param{Ptr, I32, I32, Ptr, I32, Ptr}
-	scoresParams      = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, I32, F32}
+	scoresParams      = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, I32, F32, I32}
 	wsumParams        = []Param{Ptr, Ptr, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32}
 	wsumRowsParams    = []Param{Ptr, I32, Ptr, Ptr, Ptr, I32, I32, I32}
 	scoresRowsParams  = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, I32, F32}
@@ -704,6 +704,7 @@ func (r RoPEKVStore) Launch() (Launch, error) {
 const (
 	attnQB    = 64
 	attnSKB   = 64
+	attnSKBN  = 4 // the most blocks of keys a thread block of the tiled scores kernel takes
 	attnSLD   = 68
 	attnSMemF = 12288
 	attnWKT   = 32
@@ -714,6 +715,14 @@ const (
 
 	attnRowsScoresDim = 128 // the largest head dimension of the decode scores kernel
 )
+
+// attnScoresBlocksPer is how many blocks of 64 keys one thread block of
+// the tiled scores kernel takes (its nkb), for a grid of ctas thread
+// blocks at one block of keys each: up to 4, which stages a block's
+// queries once for four blocks of keys, while the grid keeps at least
+// about 2,048 thread blocks (8 waves of an H100's 132 multiprocessors at
+// 2 blocks each; the blocks past a tile's last position return at once).
+func attnScoresBlocksPer(ctas int) int { return max(1, min(attnSKBN, ctas/2048)) }
 
 // MaxAttnDim is the largest head dimension the attention kernels take.
 const MaxAttnDim = 352
@@ -785,6 +794,10 @@ type Attention struct {
 	S                   DevPtr
 	LD                  int
 	M, Inv              DevPtr
+	// KeyBlocks, if positive, is how many blocks of 64 keys one thread
+	// block of the tiled scores kernel takes (at most 4); zero lets the
+	// grid's size decide. It never changes a result.
+	KeyBlocks int
 }
 
 // AttnMaxBlocks is the row of Attention.M for scores of row ld: one
@@ -831,9 +844,14 @@ func (a Attention) Launches() ([3]Launch, error) {
 	gh := min(group, qc)
 	hy := a.KVHeads * ceilDiv(group, gh)
 	var err error
-	ls[0], err = launch(sk, [3]int{a.NTiles, hy, ceilDiv(a.MaxPos+1, attnSKB)}, 256, attnScoresShared(a.Dim),
+	blocks := ceilDiv(a.MaxPos+1, attnSKB)
+	nkb := attnScoresBlocksPer(a.NTiles * hy * blocks)
+	if a.KeyBlocks > 0 {
+		nkb = min(a.KeyBlocks, attnSKBN)
+	}
+	ls[0], err = launch(sk, [3]int{a.NTiles, hy, ceilDiv(blocks, nkb)}, 256, attnScoresShared(a.Dim),
 		p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.Tiles), p(a.S), p(m), i32(a.LD),
-		f32(AttnScale(a.Dim)))
+		f32(AttnScale(a.Dim)), i32(nkb))
 	if err != nil {
 		return ls, err
 	}

@@ -352,6 +352,31 @@ func TestAttentionLaunches(t *testing.T) {
 		t.Errorf("scratch arguments: scores M %v, softmax M %v Inv %v, weighted sum Inv %v, want 8, 8, 9, 9",
 			ls[0].Args[8], ls[1].Args[1], ls[1].Args[2], ls[2].Args[1])
 	}
+	// Blocks of keys per scores thread block (the last argument): one for
+	// a small grid, four for a prefill chunk's, as asked by KeyBlocks.
+	for _, tc := range []struct {
+		ntiles, maxPos, keyBlocks int
+		nkb                       int32
+		z                         uint32
+	}{
+		{3, 8, 0, 1, 1},
+		{228, 8191, 0, 4, 32}, // 2,048 rows of an 8,192-token prefill: 58,368 thread blocks at one block of keys
+		{12, 8191, 0, 1, 128}, // 96 rows at depth: 3,072 thread blocks, too few to share out
+		{24, 8191, 0, 3, 43},  // 6,144 thread blocks
+		{3, 700, 3, 3, 4},     // ⌈⌈701/64⌉/3⌉
+		{3, 700, 9, 4, 3},     // at most 4
+	} {
+		b := a
+		b.N, b.NTiles, b.MaxPos, b.LD, b.KeyBlocks = 9*tc.ntiles, tc.ntiles, tc.maxPos, tc.maxPos+1, tc.keyBlocks
+		bl, err := b.Launches()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bl[0].Args[11]; got != tc.nkb || bl[0].Grid[2] != tc.z {
+			t.Errorf("%d tiles to position %d, KeyBlocks %d: scores take %v blocks of keys over grid z %d, want %d over %d",
+				tc.ntiles, tc.maxPos, tc.keyBlocks, got, bl[0].Grid[2], tc.nkb, tc.z)
+		}
+	}
 	if AttnMaxBlocks(12) != 1 || AttnMaxBlocks(64) != 1 || AttnMaxBlocks(65) != 2 {
 		t.Errorf("AttnMaxBlocks(12, 64, 65) = %d, %d, %d, want 1, 1, 2", AttnMaxBlocks(12), AttnMaxBlocks(64), AttnMaxBlocks(65))
 	}

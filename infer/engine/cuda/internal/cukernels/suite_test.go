@@ -981,9 +981,15 @@ type attnCase struct {
 // (element 0: +Inf, element 1: −Inf), which makes scores infinite and
 // some rows' softmax NaN; their V rows there and at position 0 get f16
 // subnormals, −0 and the smallest normal in elements 2..5.
+//
+// keyBlocks is passed to Attention.KeyBlocks (0: the launch decides); with
+// oddLD the scores' scratch rows have an odd length, so the scores kernel
+// stores them one float at a time.
 type attnBatch struct {
-	seq, pos []int
-	inf      map[int][]int
+	seq, pos  []int
+	inf       map[int][]int
+	keyBlocks int
+	oddLD     bool
 }
 
 // batchOf builds a batch from runs of consecutive positions.
@@ -1011,6 +1017,9 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 	nseq := slices.Max(seq) + 1
 	maxPos := slices.Max(pos)
 	ld := (maxPos + 4) &^ 3
+	if batch.oddLD {
+		ld = (maxPos + 2) | 1
+	}
 	for _, c := range cases {
 		for _, f16 := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/f16=%v", c.name, f16), func(t *testing.T) {
@@ -1088,7 +1097,8 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 							Q: s.up(f32Bytes(q)), Out: s.alloc(4 * n * Q), KC: s.up(u64Bytes(kc)), VC: s.up(u64Bytes(vc)),
 							Pos: s.up(i32s(pos)), Tiles: s.up(i32s(tl)), NTiles: len(tiles) - 1, MaxPos: maxPos,
 							S: s.alloc(4 * n * c.heads * ld), LD: ld,
-							M: s.up(poisonF32(n * c.heads * AttnMaxBlocks(ld))), Inv: s.up(poisonF32(n * c.heads))}
+							M: s.up(poisonF32(n * c.heads * AttnMaxBlocks(ld))), Inv: s.up(poisonF32(n * c.heads)),
+							KeyBlocks: batch.keyBlocks}
 						ls, err := a.Launches()
 						for _, l := range ls {
 							s.launch(l, err)
@@ -1098,8 +1108,8 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 					if skipped {
 						continue
 					}
-					what := fmt.Sprintf("attention output, %d heads over %d of dim %d, f16 cache %v, one-row tiles %v, rows at positions %v, on %v (index = row·heads·dim + head·dim + d)",
-						c.heads, c.kvheads, c.dim, f16, oneRowTiles, pos, d)
+					what := fmt.Sprintf("attention output, %d heads over %d of dim %d, f16 cache %v, one-row tiles %v, rows at positions %v, scores row %d, key blocks %d, on %v (index = row·heads·dim + head·dim + d)",
+						c.heads, c.kvheads, c.dim, f16, oneRowTiles, pos, ld, batch.keyBlocks, d)
 					if len(batch.inf) == 0 {
 						sameBits(t, what, bytesF32(got), want)
 					} else {
