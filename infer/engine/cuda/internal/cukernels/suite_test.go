@@ -1020,9 +1020,16 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 	if batch.oddLD {
 		ld = (maxPos + 2) | 1
 	}
+	variant := "" // names the forced key blocks and the odd row in the subtests
+	if batch.keyBlocks > 0 {
+		variant += fmt.Sprintf("/key-blocks=%d", batch.keyBlocks)
+	}
+	if batch.oddLD {
+		variant += "/odd-ld"
+	}
 	for _, c := range cases {
 		for _, f16 := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/f16=%v", c.name, f16), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/f16=%v%s", c.name, f16, variant), func(t *testing.T) {
 				Q, kvrow := c.heads*c.dim, c.kvheads*c.dim
 				q := make([]float32, n*Q)
 				for i := range q {
