@@ -333,6 +333,37 @@ MUSER_DEV void mma_k16(int c[4], const uint32_t a[2], uint32_t b) {
 }
 #endif
 
+// ---------------------------------------------------------------------------
+// Asynchronous copies from global to shared memory (cp.async): a thread
+// issues them, commits them as a group, and later waits for its groups;
+// the copies of other threads are visible after that wait and a barrier.
+// cp_async16 copies 16 bytes (both addresses 16-byte aligned), cp_async4
+// 4 (both 4-byte aligned); with ok false they write zeros and read nothing.
+
+#ifdef MUSER_HOST_EMU
+MUSER_DEV void cp_async16(void* dst, const void* src, bool ok) {
+	if (ok) memcpy(dst, src, 16);
+	else memset(dst, 0, 16);
+}
+MUSER_DEV void cp_async4(void* dst, const void* src, bool ok) {
+	if (ok) memcpy(dst, src, 4);
+	else memset(dst, 0, 4);
+}
+MUSER_DEV void cp_async_commit() {}
+MUSER_DEV void cp_async_wait_all() {}
+#else
+MUSER_DEV void cp_async16(void* dst, const void* src, bool ok) {
+	const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
+}
+MUSER_DEV void cp_async4(void* dst, const void* src, bool ok) {
+	const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(ok ? 4 : 0) : "memory");
+}
+MUSER_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+MUSER_DEV void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+#endif
+
 // MUSER_DYNAMIC_SMEM declares a kernel's dynamic shared memory as a float
 // array (the host emulator defines its own).
 #ifndef MUSER_DYNAMIC_SMEM

@@ -18,8 +18,8 @@ type DevPtr uint64
 // address), an int32, a uint32 or a float32 (manifest_test.go checks
 // every builder's arguments against the PTX parameter list). A launch
 // with Shared over 48 KiB needs the function's maximum dynamic shared
-// memory raised first (cuFuncSetAttribute); no builder asks for more
-// than 48 KiB for the head dimensions of current models (up to 188).
+// memory raised first (cuFuncSetAttribute), as the tiled integer
+// products' do (mmqShared: up to 81 KiB, for Q6_K).
 type Launch struct {
 	Kernel      string
 	Grid, Block [3]uint32
@@ -425,9 +425,30 @@ func (m MatMul) launch(decode bool) (Launch, error) {
 			}
 			return launch("muser_mmv_"+t.name, [3]int{ceilDiv(m.Rows, r), ceilDiv(m.N, 8), 1}, 128, 0, append(args, p(m.Bias), p(m.Res))...)
 		}
-		return launch("muser_mmq_"+t.name, [3]int{ceilDiv(m.Rows, 64), ceilDiv(m.N, 64), 1}, 128, 0, args...)
+		return launch("muser_mmq_"+t.name, [3]int{ceilDiv(m.Rows, 64), ceilDiv(m.N, 64), 1}, 128, mmqShared(m.Type), args...)
 	}
 	return Launch{}, &LaunchError{Kernel: op, Err: ErrType}
+}
+
+// mmqShared is the dynamic shared memory of the tiled integer product of
+// weight type t (mmq.cuh's Geom<T>::DYN): per stage of SB blocks (4 of 32
+// values, 2 of 64, 1 of 256), two buffers of 64 rows' raw weight bytes
+// (the 16-byte chunks covering a row's SB blocks), two of 64 tokens'
+// activations and one of 64 rows' decoded weights, a row of KS values
+// padded by 16 bytes.
+func mmqShared(t ggml.Type) int {
+	qk := t.BlockSize()
+	bytes, _ := t.RowSize(qk)
+	sb := 1
+	switch qk {
+	case 32:
+		sb = 4
+	case 64:
+		sb = 2
+	}
+	ksp := sb*qk + 16
+	raw := (sb*bytes + 30) / 16 * 16
+	return 2*64*raw + 2*64*ksp + 64*ksp
 }
 
 // mmvKRows is the number of rows a CTA of the K-quants' decode kernel

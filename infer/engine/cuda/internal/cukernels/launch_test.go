@@ -91,20 +91,21 @@ func TestMatMulLaunch(t *testing.T) {
 		kernel string
 		grid   [3]uint32
 		block  uint32
+		shared uint32
 	}{
-		{"q8_0 decode", MatMul{Type: ggml.TypeQ8_0, Rows: 896, Cols: 896, N: 1}, "muser_mmv_q8_0", [3]uint32{224, 1, 1}, 128},
-		{"q8_0 decode 8", MatMul{Type: ggml.TypeQ8_0, Rows: 897, Cols: 896, N: 8}, "muser_mmv_q8_0", [3]uint32{225, 1, 1}, 128},
-		{"q8_0 prefill", MatMul{Type: ggml.TypeQ8_0, Rows: 4864, Cols: 896, N: 2048}, "muser_mmq_q8_0", [3]uint32{76, 32, 1}, 128},
-		{"q8_0 ragged", MatMul{Type: ggml.TypeQ8_0, Rows: 151936, Cols: 896, N: 77}, "muser_mmq_q8_0", [3]uint32{2374, 2, 1}, 128},
-		{"q4_k decode", MatMul{Type: ggml.TypeQ4_K, Rows: 2048, Cols: 8192, N: 3}, "muser_mmv_q4_k", [3]uint32{2048, 1, 1}, 128},
-		{"q4_k decode short rows", MatMul{Type: ggml.TypeQ4_K, Rows: 512, Cols: 512, N: 1}, "muser_mmv_q4_k", [3]uint32{64, 1, 1}, 128},
-		{"q6_k decode partial chunk", MatMul{Type: ggml.TypeQ6_K, Rows: 513, Cols: 1536, N: 8}, "muser_mmv_q6_k", [3]uint32{257, 1, 1}, 128},
-		{"q6_k prefill", MatMul{Type: ggml.TypeQ6_K, Rows: 1000, Cols: 1024, N: 9}, "muser_mmq_q6_k", [3]uint32{16, 1, 1}, 128},
-		{"nvfp4 decode", MatMul{Type: ggml.TypeNVFP4, Rows: 10, Cols: 64, N: 2}, "muser_mmv_nvfp4", [3]uint32{3, 1, 1}, 128},
-		{"f16 decode", MatMul{Type: ggml.TypeF16, Rows: 896, Cols: 896, N: 4}, "muser_mmfv_f16", [3]uint32{112, 1, 1}, 128},
-		{"f16 prefill", MatMul{Type: ggml.TypeF16, Rows: 896, Cols: 896, N: 100}, "muser_mmf_f16", [3]uint32{28, 4, 1}, 256},
-		{"bf16 prefill", MatMul{Type: ggml.TypeBF16, Rows: 33, Cols: 7, N: 33}, "muser_mmf_bf16", [3]uint32{2, 2, 1}, 256},
-		{"f32 decode", MatMul{Type: ggml.TypeF32, Rows: 5, Cols: 3, N: 1}, "muser_mmfv_f32", [3]uint32{1, 1, 1}, 128},
+		{"q8_0 decode", MatMul{Type: ggml.TypeQ8_0, Rows: 896, Cols: 896, N: 1}, "muser_mmv_q8_0", [3]uint32{224, 1, 1}, 128, 0},
+		{"q8_0 decode 8", MatMul{Type: ggml.TypeQ8_0, Rows: 897, Cols: 896, N: 8}, "muser_mmv_q8_0", [3]uint32{225, 1, 1}, 128, 0},
+		{"q8_0 prefill", MatMul{Type: ggml.TypeQ8_0, Rows: 4864, Cols: 896, N: 2048}, "muser_mmq_q8_0", [3]uint32{76, 32, 1}, 128, 2*64*160 + 3*64*144}, // raw rows of 10 chunks: 4 blocks of 34 bytes from any even byte
+		{"q8_0 ragged", MatMul{Type: ggml.TypeQ8_0, Rows: 151936, Cols: 896, N: 77}, "muser_mmq_q8_0", [3]uint32{2374, 2, 1}, 128, 2*64*160 + 3*64*144},
+		{"q4_k decode", MatMul{Type: ggml.TypeQ4_K, Rows: 2048, Cols: 8192, N: 3}, "muser_mmv_q4_k", [3]uint32{2048, 1, 1}, 128, 0},
+		{"q4_k decode short rows", MatMul{Type: ggml.TypeQ4_K, Rows: 512, Cols: 512, N: 1}, "muser_mmv_q4_k", [3]uint32{64, 1, 1}, 128, 0},
+		{"q6_k decode partial chunk", MatMul{Type: ggml.TypeQ6_K, Rows: 513, Cols: 1536, N: 8}, "muser_mmv_q6_k", [3]uint32{257, 1, 1}, 128, 0},
+		{"q6_k prefill", MatMul{Type: ggml.TypeQ6_K, Rows: 1000, Cols: 1024, N: 9}, "muser_mmq_q6_k", [3]uint32{16, 1, 1}, 128, 2*64*240 + 3*64*272}, // a 210-byte super-block in 15 chunks
+		{"nvfp4 decode", MatMul{Type: ggml.TypeNVFP4, Rows: 10, Cols: 64, N: 2}, "muser_mmv_nvfp4", [3]uint32{3, 1, 1}, 128, 0},
+		{"f16 decode", MatMul{Type: ggml.TypeF16, Rows: 896, Cols: 896, N: 4}, "muser_mmfv_f16", [3]uint32{112, 1, 1}, 128, 0},
+		{"f16 prefill", MatMul{Type: ggml.TypeF16, Rows: 896, Cols: 896, N: 100}, "muser_mmf_f16", [3]uint32{28, 4, 1}, 256, 0},
+		{"bf16 prefill", MatMul{Type: ggml.TypeBF16, Rows: 33, Cols: 7, N: 33}, "muser_mmf_bf16", [3]uint32{2, 2, 1}, 256, 0},
+		{"f32 decode", MatMul{Type: ggml.TypeF32, Rows: 5, Cols: 3, N: 1}, "muser_mmfv_f32", [3]uint32{1, 1, 1}, 128, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,9 +114,9 @@ func TestMatMulLaunch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l.Kernel != tc.kernel || l.Grid != tc.grid || l.Block != [3]uint32{tc.block, 1, 1} || l.Shared != 0 {
-				t.Errorf("got %s grid %v block %v shared %d, want %s grid %v block [%d 1 1] shared 0",
-					l.Kernel, l.Grid, l.Block, l.Shared, tc.kernel, tc.grid, tc.block)
+			if l.Kernel != tc.kernel || l.Grid != tc.grid || l.Block != [3]uint32{tc.block, 1, 1} || l.Shared != tc.shared {
+				t.Errorf("got %s grid %v block %v shared %d, want %s grid %v block [%d 1 1] shared %d",
+					l.Kernel, l.Grid, l.Block, l.Shared, tc.kernel, tc.grid, tc.block, tc.shared)
 			}
 			ni := len(l.Args) - 1 // n is last, before the decode kernels' bias and res
 			if tc.m.Epilogue() {

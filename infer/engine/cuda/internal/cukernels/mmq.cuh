@@ -45,27 +45,46 @@ template <class T> struct Geom {
 	static constexpr int KSP = KS + 16;              // padded row: conflict-free fragment loads
 	static constexpr int NIX = T::NI > 0 ? T::NI : 1; // integer scales per block in smem
 	static constexpr int NDA = T::FAM == FAM_K ? 1 : KS / 32; // activation scales per stage
+	// A row's raw weight bytes of a stage, as the 16-byte chunks that
+	// cover them (the stage's first byte anywhere in its chunk).
+	static constexpr int RAW = (SB * T::BYTES + 30) / 16 * 16;
+	// Dynamic shared memory: raw weights [2][BM][RAW], activations
+	// [2][BN][KSP], decoded weights [BM][KSP] (launch.go's mmqShared).
+	static constexpr int DYN = 2 * BM * RAW + 2 * BN * KSP + BM * KSP;
 };
 } // namespace mmq
 
 // mmq_tile computes the CTA tile (blockIdx.x: 64 rows, blockIdx.y: 64
-// tokens). Launch: grid (ceil(rows/64), ceil(n/64)), block 128.
+// tokens). Launch: grid (ceil(rows/64), ceil(n/64)), block 128, dynamic
+// shared memory Geom<T>::DYN bytes.
+//
+// The columns go in stages of SB blocks. A stage's bytes come in by
+// asynchronous copies while the previous stage is computed: each row's
+// weight blocks as the raw 16-byte chunks that cover them (a block starts
+// on any even byte), the activations and their scales as they are; once
+// they have landed the threads decode the raw weights into int8 rows and
+// scales (T::word and T::scales read shared memory as they read global
+// memory), issue the next stage's copies, and run the tensor-core
+// products and the epilogue. Two buffers of raw weights and activations
+// alternate; the decoded weights have one.
 template <class T>
 __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows, int cols,
                                          const int8_t* __restrict__ aq, const float* __restrict__ ad,
                                          const void* __restrict__ aext, float* __restrict__ y, int n) {
 	using namespace mmq;
 	using Gm = Geom<T>;
-	constexpr int SB = Gm::SB, KS = Gm::KS, KSP = Gm::KSP, NIX = Gm::NIX, NDA = Gm::NDA;
+	constexpr int SB = Gm::SB, KS = Gm::KS, KSP = Gm::KSP, NIX = Gm::NIX, NDA = Gm::NDA, RAW = Gm::RAW;
 	constexpr int WPB = T::QK / 4; // 32-bit words per block
 
-	__shared__ __align__(16) int8_t As[BM * KSP];
-	__shared__ __align__(16) int8_t Bs[BN * KSP];
+	MUSER_DYNAMIC_SMEM(dsm);
+	uint8_t* Raw = (uint8_t*)dsm;                // [2][BM][RAW]
+	int8_t* Bs2 = (int8_t*)(Raw + 2 * BM * RAW); // [2][BN][KSP]
+	int8_t* As = Bs2 + 2 * BN * KSP;             // [BM][KSP]
 	__shared__ float Af[BM * SB * T::NF];
 	__shared__ int Ai[BM * SB * NIX];
-	__shared__ float Bd[BN * NDA];
-	__shared__ float Bx[T::FAM == FAM_LEGACY_MIN ? BN * NDA : 1];
-	__shared__ int Bb[T::FAM == FAM_K ? BN * 16 : 1];
+	__shared__ __align__(16) float Bd2[2][BN * NDA];
+	__shared__ __align__(16) float Bx2[2][T::FAM == FAM_LEGACY_MIN ? BN * NDA : 1];
+	__shared__ __align__(16) int Bb2[2][T::FAM == FAM_K ? BN * 16 : 1];
 
 	const int r0 = blockIdx.x * BM, t0 = blockIdx.y * BN;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -74,6 +93,72 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 	const int nb = cols / T::QK;
 	const size_t rowBytes = (size_t)nb * T::BYTES;
 	const int nb32 = cols / 32;
+	const int nst = (nb + SB - 1) / SB;
+
+	// issue starts the copies of stage st into buffer buf.
+	auto issue = [&](int st, int buf) {
+		const int kb = st * SB, sbn = min(SB, nb - kb);
+		for (int it = tid; it < BM * (RAW / 16); it += THREADS) {
+			const int row = it / (RAW / 16), c = it % (RAW / 16), r = r0 + row;
+			const size_t start = (size_t)r * rowBytes + (size_t)kb * T::BYTES;
+			const size_t src = (start & ~(size_t)15) + 16 * (size_t)c;
+			const bool ok = r < rows && src < start + (size_t)sbn * T::BYTES;
+			cp_async16(Raw + (buf * BM + row) * RAW + 16 * c, ok ? W + src : W, ok);
+		}
+		const int k0 = kb * T::QK;
+		int8_t* Bs = Bs2 + buf * BN * KSP;
+		for (int it = tid; it < BN * (KS / 16); it += THREADS) {
+			const int tok = it / (KS / 16), c = it % (KS / 16), t = t0 + tok, k = k0 + 16 * c;
+			const bool ok = t < n && k < cols;
+			cp_async16(&Bs[tok * KSP + 16 * c], ok ? aq + (size_t)t * cols + k : aq, ok);
+		}
+		if constexpr (T::FAM == FAM_K) {
+			for (int it = tid; it < BN; it += THREADS) {
+				const int t = t0 + it;
+				cp_async4(&Bd2[buf][it], t < n ? ad + (size_t)t * nb + kb : ad, t < n);
+			}
+			const int* bs = (const int*)aext;
+			for (int it = tid; it < BN * 4; it += THREADS) {
+				const int tok = it / 4, t = t0 + tok;
+				cp_async16(&Bb2[buf][4 * it], t < n ? bs + (size_t)t * (cols / 16) + kb * 16 + 4 * (it % 4) : bs, t < n);
+			}
+		} else {
+			const int u0 = k0 / 32;
+			for (int it = tid; it < BN * NDA; it += THREADS) {
+				const int tok = it / NDA, u = it % NDA, t = t0 + tok;
+				const bool ok = t < n && u0 + u < nb32;
+				const size_t o = ok ? (size_t)t * nb32 + u0 + u : 0;
+				cp_async4(&Bd2[buf][it], ad + o, ok);
+				if constexpr (T::FAM == FAM_LEGACY_MIN) cp_async4(&Bx2[buf][it], (const float*)aext + o, ok);
+			}
+		}
+		cp_async_commit();
+	};
+	// decode turns stage st's raw weights in buffer buf into As, Af, Ai.
+	auto decode = [&](int st, int buf) {
+		const int kb = st * SB, sbn = min(SB, nb - kb);
+		auto block = [&](int row, int blk) {
+			const size_t start = (size_t)(r0 + row) * rowBytes + (size_t)kb * T::BYTES;
+			return Raw + (buf * BM + row) * RAW + (int)(start & 15) + blk * T::BYTES;
+		};
+		for (int it = tid; it < BM * SB * WPB; it += THREADS) {
+			const int row = it / (SB * WPB), rem = it % (SB * WPB), blk = rem / WPB, w = rem % WPB;
+			uint32_t v = 0;
+			if (r0 + row < rows && blk < sbn) v = T::word(block(row, blk), w);
+			*(uint32_t*)&As[row * KSP + blk * T::QK + 4 * w] = v;
+		}
+		for (int it = tid; it < BM * SB; it += THREADS) {
+			const int row = it / SB, blk = it % SB;
+			float* f = &Af[it * T::NF];
+			int* iv = &Ai[it * NIX];
+			if (r0 + row < rows && blk < sbn) {
+				T::scales(block(row, blk), f, iv);
+			} else {
+				for (int k = 0; k < T::NF; k++) f[k] = 0.0f;
+				for (int k = 0; k < NIX; k++) iv[k] = 0;
+			}
+		}
+	};
 
 	float acc[MI][NI][4];
 #pragma unroll
@@ -83,55 +168,20 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 #pragma unroll
 			for (int e = 0; e < 4; e++) acc[mi][ni][e] = 0.0f;
 
-	for (int kb = 0; kb < nb; kb += SB) {
-		const int sbn = min(SB, nb - kb);
-		// Weights: decode every word of the stage's blocks.
-		for (int it = tid; it < BM * SB * WPB; it += THREADS) {
-			const int row = it / (SB * WPB), rem = it % (SB * WPB), blk = rem / WPB, w = rem % WPB;
-			const int r = r0 + row;
-			uint32_t v = 0;
-			if (r < rows && blk < sbn) v = T::word(W + (size_t)r * rowBytes + (size_t)(kb + blk) * T::BYTES, w);
-			*(uint32_t*)&As[row * KSP + blk * T::QK + 4 * w] = v;
-		}
-		for (int it = tid; it < BM * SB; it += THREADS) {
-			const int row = it / SB, blk = it % SB, r = r0 + row;
-			float* f = &Af[it * T::NF];
-			int* iv = &Ai[it * NIX];
-			if (r < rows && blk < sbn) {
-				T::scales(W + (size_t)r * rowBytes + (size_t)(kb + blk) * T::BYTES, f, iv);
-			} else {
-				for (int k = 0; k < T::NF; k++) f[k] = 0.0f;
-				for (int k = 0; k < NIX; k++) iv[k] = 0;
-			}
-		}
-		// Activations: 16 bytes at a time.
-		const int k0 = kb * T::QK;
-		for (int it = tid; it < BN * (KS / 16); it += THREADS) {
-			const int tok = it / (KS / 16), c = it % (KS / 16), t = t0 + tok, k = k0 + 16 * c;
-			uint4 v = make_uint4(0, 0, 0, 0);
-			if (t < n && k < cols) v = *(const uint4*)(aq + (size_t)t * cols + k);
-			*(uint4*)&Bs[tok * KSP + 16 * c] = v;
-		}
-		if constexpr (T::FAM == FAM_K) {
-			for (int it = tid; it < BN; it += THREADS) {
-				const int t = t0 + it;
-				Bd[it] = t < n ? ad[(size_t)t * nb + kb] : 0.0f;
-			}
-			const int* bs = (const int*)aext;
-			for (int it = tid; it < BN * 16; it += THREADS) {
-				const int tok = it / 16, t = t0 + tok;
-				Bb[it] = t < n ? bs[(size_t)t * (cols / 16) + kb * 16 + it % 16] : 0;
-			}
-		} else {
-			const int u0 = k0 / 32;
-			for (int it = tid; it < BN * NDA; it += THREADS) {
-				const int tok = it / NDA, u = it % NDA, t = t0 + tok;
-				const bool ok = t < n && u0 + u < nb32;
-				Bd[it] = ok ? ad[(size_t)t * nb32 + u0 + u] : 0.0f;
-				if constexpr (T::FAM == FAM_LEGACY_MIN) Bx[it] = ok ? ((const float*)aext)[(size_t)t * nb32 + u0 + u] : 0.0f;
-			}
-		}
+	issue(0, 0);
+	for (int st = 0; st < nst; st++) {
+		const int cur = st & 1, kb = st * SB, sbn = min(SB, nb - kb);
+		cp_async_wait_all();
+		__syncthreads(); // stage st has landed; stage st-1's products are done
+		decode(st, cur);
+		if (st + 1 < nst) issue(st + 1, cur ^ 1);
 		__syncthreads();
+		const int8_t* Bs = Bs2 + cur * BN * KSP;
+		const float* Bd = Bd2[cur];
+		const float* Bx = Bx2[cur];
+		const int* Bb = Bb2[cur];
+		(void)Bx;
+		(void)Bb;
 
 		if constexpr (T::FAM == FAM_LEGACY || T::FAM == FAM_LEGACY_MIN) {
 			for (int u = 0; u < sbn; u++) {
@@ -277,7 +327,6 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 						acc[mi][ni][e] = f32add(acc[mi][ni][e], p);
 					}
 		}
-		__syncthreads();
 	}
 
 #pragma unroll
@@ -705,8 +754,24 @@ __device__ __forceinline__ void mmv_rows(const uint8_t* W, int rows, int cols,
 #define MUSER_MMV_BOUNDS_q6_k mmv::THREADS
 #define MUSER_MMV_BOUNDS_nvfp4 mmv::THREADS
 
+// The tiled products' launch bounds: four CTAs a multiprocessor for the
+// 32- and 64-value types (at most 128 registers; their shared memory,
+// about 52 KiB a CTA, lets four fit), two for the K-quants (about 87 KiB
+// of shared memory a CTA).
+#define MUSER_MMQ_BOUNDS_q8_0 mmq::THREADS, 4
+#define MUSER_MMQ_BOUNDS_q4_0 mmq::THREADS, 4
+#define MUSER_MMQ_BOUNDS_q5_0 mmq::THREADS, 4
+#define MUSER_MMQ_BOUNDS_q4_1 mmq::THREADS, 4
+#define MUSER_MMQ_BOUNDS_q5_1 mmq::THREADS, 4
+#define MUSER_MMQ_BOUNDS_q2_k mmq::THREADS, 2
+#define MUSER_MMQ_BOUNDS_q3_k mmq::THREADS, 2
+#define MUSER_MMQ_BOUNDS_q4_k mmq::THREADS, 2
+#define MUSER_MMQ_BOUNDS_q5_k mmq::THREADS, 2
+#define MUSER_MMQ_BOUNDS_q6_k mmq::THREADS, 2
+#define MUSER_MMQ_BOUNDS_nvfp4 mmq::THREADS, 4
+
 #define MUSER_INT_MATMUL(name, T)                                                                          \
-	extern "C" __global__ void __launch_bounds__(mmq::THREADS)                                         \
+	extern "C" __global__ void __launch_bounds__(MUSER_MMQ_BOUNDS_##name)                              \
 	muser_mmq_##name(const uint8_t* __restrict__ W, int rows, int cols, const int8_t* __restrict__ aq, \
 	                 const float* __restrict__ ad, const void* __restrict__ aext, float* __restrict__ y, \
 	                 int n) {                                                                          \
