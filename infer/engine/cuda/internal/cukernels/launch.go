@@ -425,6 +425,12 @@ func (m MatMul) launch(decode bool) (Launch, error) {
 			}
 			return launch("muser_mmv_"+t.name, [3]int{ceilDiv(m.Rows, r), ceilDiv(m.N, 8), 1}, 128, 0, append(args, p(m.Bias), p(m.Res))...)
 		}
+		// The tiled kernel copies weights and activations 16 bytes at a
+		// time, activation scales 4.
+		if m.W%16 != 0 || m.Acts.Q%16 != 0 || m.Acts.D%4 != 0 || m.Acts.Ext%16 != 0 {
+			return Launch{}, shapeErr(op, "weights at %#x, activations at %#x, %#x, %#x: want 16-byte aligned (4 for the scales)",
+				m.W, m.Acts.Q, m.Acts.D, m.Acts.Ext)
+		}
 		return launch("muser_mmq_"+t.name, [3]int{ceilDiv(m.Rows, 64), ceilDiv(m.N, 64), 1}, 128, mmqShared(m.Type), args...)
 	}
 	return Launch{}, &LaunchError{Kernel: op, Err: ErrType}

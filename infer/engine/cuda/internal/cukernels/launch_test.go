@@ -84,7 +84,7 @@ func TestSampleLaunchesCoverEveryKernel(t *testing.T) {
 }
 
 func TestMatMulLaunch(t *testing.T) {
-	b := ActBufs{Q: 1, D: 2, Ext: 3, X: 4}
+	b := ActBufs{Q: 0x100, D: 0x204, Ext: 0x300, X: 0x400}
 	tests := []struct {
 		name   string
 		m      MatMul
@@ -109,7 +109,7 @@ func TestMatMulLaunch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.m.Acts, tc.m.W, tc.m.Y = b, 10, 20
+			tc.m.Acts, tc.m.W, tc.m.Y = b, 0x1000, 0x2000
 			l, err := tc.m.Launch()
 			if err != nil {
 				t.Fatal(err)
@@ -145,6 +145,9 @@ func TestMatMulLaunchErrors(t *testing.T) {
 		{"activation type", MatMul{Type: ggml.TypeQ8_K, Rows: 10, Cols: 256, N: 1}, ErrType},
 		{"bias on the tiled kernel", MatMul{Type: ggml.TypeQ8_0, Rows: 10, Cols: 64, N: 9, Bias: 5}, ErrShape},
 		{"residual on a float type", MatMul{Type: ggml.TypeF16, Rows: 10, Cols: 64, N: 1, Res: 5}, ErrShape},
+		{"tiled weights off 16 bytes", MatMul{Type: ggml.TypeQ8_0, Rows: 10, Cols: 64, N: 9, W: 0x1008}, ErrShape},
+		{"tiled activations off 16 bytes", MatMul{Type: ggml.TypeQ4_K, Rows: 10, Cols: 256, N: 9, W: 0x1000,
+			Acts: ActBufs{Q: 0x2000, D: 0x3000, Ext: 0x4004}}, ErrShape},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
