@@ -171,7 +171,7 @@ func (o *gpuOps) launch(l Launch) error {
 	if !ok {
 		return fmt.Errorf("kernel %s not loaded", l.Kernel)
 	}
-	if l.Shared > 48<<10 {
+	if l.Shared > 0 { // the default 48 KiB counts static shared memory too
 		if err := o.c.SetMaxDynamicShared(f, int(l.Shared)); err != nil {
 			return err
 		}

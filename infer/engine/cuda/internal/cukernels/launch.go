@@ -17,9 +17,11 @@ type DevPtr uint64
 // the arguments in the kernel's parameter order, each a uint64 (a device
 // address), an int32, a uint32 or a float32 (manifest_test.go checks
 // every builder's arguments against the PTX parameter list). A launch
-// with Shared over 48 KiB needs the function's maximum dynamic shared
-// memory raised first (cuFuncSetAttribute), as the tiled integer
-// products' do (mmqShared: up to 81 KiB, for Q6_K).
+// whose Shared and the kernel's static shared memory together pass 48 KiB
+// needs the function's maximum dynamic shared memory raised first
+// (cuFuncSetAttribute), as the tiled integer products' do (mmqShared: 47
+// KiB beside 4 KiB of static tables for Q8_0, up to 81 KiB for Q6_K); the
+// backend raises it for every launch with dynamic shared memory.
 type Launch struct {
 	Kernel      string
 	Grid, Block [3]uint32
