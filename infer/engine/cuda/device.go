@@ -230,7 +230,7 @@ func (d *Device) Bind(w *engine.Weights, kv kvcache.DType) (engine.Backend, erro
 // raised to l.Shared for any launch that has some (on the device's
 // thread): the default 48 KiB counts the kernel's static shared memory
 // too, so a dynamic size under 48 KiB can still be over it (the tiled
-// Q8_0 product's 47 KiB beside its 4 KiB of tables).
+// Q8_0 product's 47 KiB beside its 3 KiB of static tables).
 func (d *Device) function(c *cu.Ctx, l cukernels.Launch) (cu.Function, error) {
 	f, ok := d.fns[l.Kernel]
 	if !ok {

@@ -20,7 +20,7 @@ type DevPtr uint64
 // whose Shared and the kernel's static shared memory together pass 48 KiB
 // needs the function's maximum dynamic shared memory raised first
 // (cuFuncSetAttribute), as the tiled integer products' do (mmqShared: 47
-// KiB beside 4 KiB of static tables for Q8_0, up to 81 KiB for Q6_K); the
+// KiB beside 3 KiB of static tables for Q8_0, up to 81 KiB for Q6_K); the
 // backend raises it for every launch with dynamic shared memory.
 type Launch struct {
 	Kernel      string
