@@ -93,7 +93,9 @@
 //     ⌈cols/256⌉ thread blocks (Q8_0: eight 32-value blocks each) or
 //     cols/256 (Q8_K: one super-block each).
 //   - mmq.cuh: muser_mmq_<type> (tiles of 64 rows × 64 tokens, 4 warps of
-//     32 × 32, tensor cores) and muser_mmv_<type> (up to 8 tokens: every
+//     32 × 32, tensor cores; each stage's raw weights, activations and
+//     scales copied in by cp.async while the stage before computes) and
+//     muser_mmv_<type> (up to 8 tokens: every
 //     block's product in parallel into shared memory, four lanes a block
 //     for the 32-value types and eight a super-block for the K-quants,
 //     then one thread per output adds them in
@@ -145,7 +147,8 @@
 //	muser_quant_q8_k         p x, i n, i cols, p q, p d, p bsums            n×(cols/256), 256
 //	muser_round_f16, _bf16   p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_mmq_<type>         p W, i rows, i cols, p q, p d, p ext|0, p y, i n
-//	                                                     ⌈rows/64⌉×⌈n/64⌉, 128
+//	                                                     ⌈rows/64⌉×⌈n/64⌉, 128,
+//	                         shared Geom<T>::DYN bytes (mmqShared: 47 KiB for Q8_0 … 81 KiB for Q6_K)
 //	muser_mmv_<type>         as mmq, p bias|0, p res|0   ⌈rows/R⌉×⌈n/8⌉, 128 (R 4 for NVFP4; 32-value
 //	                         types: 4, 2, 1 for rows of ≤ 32, ≤ 64, more blocks; K-quants: 16, 8, 4,
 //	                         2, 1 for rows of 1, 2, ≤ 4, ≤ 8, more super-blocks)
