@@ -236,22 +236,35 @@ MUSER_DEV float i2f_small(int i) { return f32sub(__int_as_float(0x4b400000 + i),
 #define MUSER_EXP32_POLY11 0x1p+00
 #define MUSER_EXP32_MAX 0x1.62e43p+06f
 
+// muser_exp32_k holds Exp32's float64 constants whose low 32 bits are not
+// zero (the others, 0.5 and 1, are immediate operands) in the constant
+// bank, where the float64 multiplies and adds take them as operands.
+// Written as literals, each was moved into a uniform register pair again
+// before every use: two moves a constant, a quarter of the prefill
+// softmax's instructions.
+__constant__ double muser_exp32_k[12] = {
+	MUSER_EXP32_LOG2E, MUSER_EXP32_LN2HI, MUSER_EXP32_LN2LO,
+	MUSER_EXP32_POLY0, MUSER_EXP32_POLY1, MUSER_EXP32_POLY2, MUSER_EXP32_POLY3, MUSER_EXP32_POLY4,
+	MUSER_EXP32_POLY5, MUSER_EXP32_POLY6, MUSER_EXP32_POLY7, MUSER_EXP32_POLY8,
+};
+
 MUSER_DEV float exp32(float x) {
 	if (x != x) return x;
 	if (x > MUSER_EXP32_MAX) return __uint_as_float(0x7f800000u);
 	if (x < -104.0f) return 0.0f;
 	double xd = (double)x;
-	double k = floor(f64add(f64mul(xd, MUSER_EXP32_LOG2E), 0.5));
-	double r = f64sub(f64sub(xd, f64mul(k, MUSER_EXP32_LN2HI)), f64mul(k, MUSER_EXP32_LN2LO));
-	double p = MUSER_EXP32_POLY0;
-	p = f64add(f64mul(p, r), MUSER_EXP32_POLY1);
-	p = f64add(f64mul(p, r), MUSER_EXP32_POLY2);
-	p = f64add(f64mul(p, r), MUSER_EXP32_POLY3);
-	p = f64add(f64mul(p, r), MUSER_EXP32_POLY4);
-	p = f64add(f64mul(p, r), MUSER_EXP32_POLY5);
-	p = f64add(f64mul(p, r), MUSER_EXP32_POLY6);
-	p = f64add(f64mul(p, r), MUSER_EXP32_POLY7);
-	p = f64add(f64mul(p, r), MUSER_EXP32_POLY8);
+	const double* c = muser_exp32_k;
+	double k = floor(f64add(f64mul(xd, c[0]), 0.5));
+	double r = f64sub(f64sub(xd, f64mul(k, c[1])), f64mul(k, c[2]));
+	double p = c[3];
+	p = f64add(f64mul(p, r), c[4]);
+	p = f64add(f64mul(p, r), c[5]);
+	p = f64add(f64mul(p, r), c[6]);
+	p = f64add(f64mul(p, r), c[7]);
+	p = f64add(f64mul(p, r), c[8]);
+	p = f64add(f64mul(p, r), c[9]);
+	p = f64add(f64mul(p, r), c[10]);
+	p = f64add(f64mul(p, r), c[11]);
 	p = f64add(f64mul(p, r), MUSER_EXP32_POLY9);
 	p = f64add(f64mul(p, r), MUSER_EXP32_POLY10);
 	p = f64add(f64mul(p, r), MUSER_EXP32_POLY11);
