@@ -213,6 +213,13 @@ MUSER_DEV float cpu_f32mul(float a, float b) {
 // magnitude.
 MUSER_DEV float i2f_small(int i) { return f32sub(__int_as_float(0x4b400000 + i), 12582912.0f); }
 
+// I2F_BIAS is the integer whose bits are the float32 1.5·2^23. A tensor-core
+// product accumulated onto it (mma_k32 and mma_k16 with c0 = I2F_BIAS) yields
+// 0x4b400000 + i exactly, the integer add of i2f_small done by the tensor
+// core; i2f_biased finishes the conversion.
+constexpr int I2F_BIAS = 0x4b400000;
+MUSER_DEV float i2f_biased(int d) { return f32sub(__int_as_float(d), 12582912.0f); }
+
 // ---------------------------------------------------------------------------
 // Exp32 (infer/kernels/vec.go): e^x rounded to float32, computed with float64
 // multiplications and additions only. The constants are the Go ones, written
@@ -328,21 +335,21 @@ MUSER_DEV void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0
 
 #ifdef MUSER_HOST_EMU
 // The host emulator (testdata/hostemu) provides the warp-wide products.
-MUSER_DEV void mma_k32(int c[4], const uint32_t a[4], const uint32_t b[2]) { muser_emu_mma(c, a, b, 32); }
-MUSER_DEV void mma_k16(int c[4], const uint32_t a[2], uint32_t b) { muser_emu_mma(c, a, &b, 16); }
+MUSER_DEV void mma_k32(int c[4], const uint32_t a[4], const uint32_t b[2], int c0) { muser_emu_mma(c, a, b, 32, c0); }
+MUSER_DEV void mma_k16(int c[4], const uint32_t a[2], uint32_t b, int c0) { muser_emu_mma(c, a, &b, 16, c0); }
 #else
-MUSER_DEV void mma_k32(int c[4], const uint32_t a[4], const uint32_t b[2]) {
+MUSER_DEV void mma_k32(int c[4], const uint32_t a[4], const uint32_t b[2], int c0) {
 	asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
 	             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
 	             : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-	             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
+	             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c0));
 }
 
-MUSER_DEV void mma_k16(int c[4], const uint32_t a[2], uint32_t b) {
+MUSER_DEV void mma_k16(int c[4], const uint32_t a[2], uint32_t b, int c0) {
 	asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 "
 	             "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};"
 	             : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-	             : "r"(a[0]), "r"(a[1]), "r"(b), "r"(0));
+	             : "r"(a[0]), "r"(a[1]), "r"(b), "r"(c0));
 }
 #endif
 

@@ -205,13 +205,13 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 #pragma unroll
 					for (int ni = 0; ni < NI; ni++) {
 						int c[4];
-						mma_k32(c, a[mi], b[ni]);
+						mma_k32(c, a[mi], b[ni], I2F_BIAS);
 #pragma unroll
 						for (int e = 0; e < 4; e++) {
 							const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);
 							const int tok = wn * WN + ni * 8 + 2 * tq + (e & 1);
 							const float* f = &Af[(row * SB + u) * T::NF];
-							float p = f32mul(f32mul(f[0], Bd[tok * NDA + u]), i2f_small(c[e]));
+							float p = f32mul(f32mul(f[0], Bd[tok * NDA + u]), i2f_biased(c[e]));
 							if constexpr (T::FAM == FAM_LEGACY_MIN) p = f32add(p, f32mul(f[1 % T::NF], Bx[tok * NDA + u]));
 							acc[mi][ni][e] = f32add(acc[mi][ni][e], p);
 						}
@@ -233,13 +233,13 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 #pragma unroll
 					for (int ni = 0; ni < NI; ni++) {
 						int c[4];
-						mma_k16(c, a[mi], b[ni]);
+						mma_k16(c, a[mi], b[ni], I2F_BIAS);
 #pragma unroll
 						for (int e = 0; e < 4; e++) {
 							const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);
 							const int tok = wn * WN + ni * 8 + 2 * tq + (e & 1);
 							const float ws = Af[(row * SB + u / 4) * T::NF + u % 4];
-							const float p = f32mul(f32mul(ws, Bd[tok * NDA + u / 2]), i2f_small(c[e]));
+							const float p = f32mul(f32mul(ws, Bd[tok * NDA + u / 2]), i2f_biased(c[e]));
 							acc[mi][ni][e] = f32add(acc[mi][ni][e], p);
 						}
 					}
@@ -275,7 +275,7 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 #pragma unroll
 						for (int ni = 0; ni < NI; ni++) {
 							int c[4];
-							mma_k32(c, a[mi], b[ni]);
+							mma_k32(c, a[mi], b[ni], 0);
 #pragma unroll
 							for (int e = 0; e < 4; e++) {
 								const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);
@@ -297,7 +297,7 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 #pragma unroll
 						for (int ni = 0; ni < NI; ni++) {
 							int c[4];
-							mma_k16(c, a[mi], b[ni]);
+							mma_k16(c, a[mi], b[ni], 0);
 #pragma unroll
 							for (int e = 0; e < 4; e++) {
 								const int row = wm * WM + mi * 16 + g + 8 * (e >> 1);

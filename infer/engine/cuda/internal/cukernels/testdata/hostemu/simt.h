@@ -114,11 +114,11 @@ static inline int __reduce_add_sync(unsigned mask, int v) {
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 
-// muser_emu_mma is mma.sync m16n8k<k> s8×s8→s32 with C = 0, from the
+// muser_emu_mma is mma.sync m16n8k<k> s8×s8→s32 with every C element c0, from the
 // fragment layout the PTX ISA documents (common.cuh restates it): lane
 // 4g+t holds rows g and g+8 of A at k 4t..4t+3 (and +16 for k = 32), and
 // column g of B at the same k; it receives C rows g, g+8, columns 2t, 2t+1.
-static inline void muser_emu_mma(int c[4], const uint32_t* a, const uint32_t* b, int k) {
+static inline void muser_emu_mma(int c[4], const uint32_t* a, const uint32_t* b, int k, int c0) {
 	Warp* w = t_warp;
 	const int lane = t_lane;
 	const int na = k / 8, nb = k / 16; // registers of A and B
@@ -137,7 +137,7 @@ static inline void muser_emu_mma(int c[4], const uint32_t* a, const uint32_t* b,
 	const int g = lane / 4, t = lane % 4;
 	for (int e = 0; e < 4; e++) {
 		const int r = g + 8 * (e >> 1), col = 2 * t + (e & 1);
-		int sum = 0;
+		int sum = c0;
 		for (int kk = 0; kk < k; kk++) sum += A(r, kk) * B(kk, col);
 		c[e] = sum;
 	}
