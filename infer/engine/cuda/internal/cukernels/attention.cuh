@@ -148,8 +148,8 @@ MUSER_DEV void attn_scores_max(float* __restrict__ M, float (&mx)[4], const int*
 // go to r = c of lane groups 0..3, key x's 8 dimensions 8c..8c+7 (one
 // uint4 of f16, or two float4) to r = 2c and 2c+1. Each element gets the
 // conversion of the scalar path (round_f16_again for a query of an f16
-// cache, f16_to_f32_nb for an f16 key: the same values as f16_to_f32 for
-// every input), zeros for a query x with qoff[x] < 0 and a key past
+// cache, f16_to_f32_arith for an f16 key: the values of f16_to_f32 for
+// every input but a NaN), zeros for a query x with qoff[x] < 0 and a key past
 // lastPos. Threads take x = e % 64, so a warp's shared stores are 32
 // consecutive floats. Each thread issues its loads before the first
 // conversion. The queries are staged once for all the blocks of keys a
@@ -208,8 +208,8 @@ MUSER_DEV void attn_stage_k_vec(float* __restrict__ Ks, int rstride, const unsig
 				const unsigned hw[4] = {w[u][0].x, w[u][0].y, w[u][0].z, w[u][0].w};
 #pragma unroll
 				for (int t = 0; t < 4; t++) {
-					k[2 * t] = f16_to_f32_nb(hw[t] & 0xffffu);
-					k[2 * t + 1] = f16_to_f32_nb(hw[t] >> 16);
+					k[2 * t] = f16_to_f32_arith(hw[t] & 0xffffu);
+					k[2 * t + 1] = f16_to_f32_arith(hw[t] >> 16);
 				}
 			} else {
 #pragma unroll
@@ -519,8 +519,8 @@ __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, 
 			float f[8];
 #pragma unroll
 			for (int c = 0; c < 4; c++) {
-				f[2 * c] = f16_to_f32_nb(w[c] & 0xffffu);
-				f[2 * c + 1] = f16_to_f32_nb(w[c] >> 16);
+				f[2 * c] = f16_to_f32_arith(w[c] & 0xffffu);
+				f[2 * c + 1] = f16_to_f32_arith(w[c] >> 16);
 			}
 			const float4 lo = {f[0], f[1], f[2], f[3]}, hi = {f[4], f[5], f[6], f[7]};
 			((float4*)kt)[2 * u] = lo;
@@ -550,8 +550,8 @@ __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, 
 #pragma unroll
 				for (int c = 0; c < 4; c++) {
 					if (F16) {
-						kr[8 * u + 2 * c] = f16_to_f32_nb(w[c] & 0xffffu);
-						kr[8 * u + 2 * c + 1] = f16_to_f32_nb(w[c] >> 16);
+						kr[8 * u + 2 * c] = f16_to_f32_arith(w[c] & 0xffffu);
+						kr[8 * u + 2 * c + 1] = f16_to_f32_arith(w[c] >> 16);
 					} else {
 						kr[4 * u + c] = __uint_as_float(w[c]);
 					}
@@ -560,7 +560,7 @@ __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, 
 		}
 	} else {
 #pragma unroll
-		for (int d = 0; d < DM; d++) kr[d] = d < dim ? (F16 ? f16_to_f32_nb(k16[d]) : k32[d]) : 0.0f;
+		for (int d = 0; d < DM; d++) kr[d] = d < dim ? (F16 ? f16_to_f32_arith(k16[d]) : k32[d]) : 0.0f;
 	}
 	float* out = S + ((size_t)i * heads + kvh * group + g0) * ld + j;
 	for (int x = 0; x < gn; x++) {
@@ -824,7 +824,7 @@ muser_attn_softmax8(float* S, const float* __restrict__ M, float* __restrict__ I
 // for an f16 cache (kernels.RoundF16s).
 template <bool F16> MUSER_DEV float attn_weight(float e, float inv) {
 	const float w = f32mul(e, inv);
-	return F16 ? round_f16_unit(w) : w;
+	return F16 ? round_f16_arith(w) : w;
 }
 
 // attn_wsum: grid (ntiles, kvheads·ceil(group/gh), ceil(dim/64)), block
@@ -919,7 +919,7 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, const flo
 		float* Vs = smem + b * BUF;
 		float* Ws = Vs + KT * WDB;
 #pragma unroll
-		for (int k = 0; k < VN; k++) Vs[tid + 128 * k] = F16 ? f16_to_f32_nb(rv[k]) : __uint_as_float(rv[k]);
+		for (int k = 0; k < VN; k++) Vs[tid + 128 * k] = F16 ? f16_to_f32_arith(rv[k]) : __uint_as_float(rv[k]);
 		const int lim = wm - j0 - wj; // rw[k], k < lim, are exponentials
 #pragma unroll
 		for (int k = 0; k < WN; k++) Ws[(wj + k) * WLD + wx] = k < lim ? attn_weight<F16>(rw[k], wiv) : 0.0f;
@@ -1063,7 +1063,7 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int 
 	auto stage = [&](const Raw& r, int b) {
 #pragma unroll
 		for (int d = 0; d < DB; d++)
-			Vs[b][d][st] = F16 ? f16_to_f32_nb((r.v[d / 2] >> (16 * (d % 2))) & 0xffffu) : __uint_as_float(r.v[d % VW]);
+			Vs[b][d][st] = F16 ? f16_to_f32_arith((r.v[d / 2] >> (16 * (d % 2))) & 0xffffu) : __uint_as_float(r.v[d % VW]);
 #pragma unroll
 		for (int x = 0; x < HB; x++) Ws[b][x][st] = r.w[x];
 	};

@@ -77,22 +77,6 @@ MUSER_DEV float f16_to_f32(uint32_t h) {
 	return __uint_as_float(__float_as_uint(v) | sign);
 }
 
-// f16_to_f32_nb is f16_to_f32 (every input, NaN included) without
-// branches: the f16's exponent and mantissa shifted into a float32 are
-// the value times 2^-112 (its subnormals become float32 subnormals), so
-// one exact multiplication by 2^112 restores a finite value (exact in
-// every case: a power of two, no subnormal result but from a subnormal
-// input scaled up); an infinity or NaN is built from its bits as
-// f16_to_f32 does, and a select picks one (the product overflows for
-// those, unused). The attention kernels convert whole K and V rows with
-// it, in straight-line code.
-MUSER_DEV float f16_to_f32_nb(uint32_t h) {
-	const uint32_t em = h & 0x7fffu, sign = (h & 0x8000u) << 16, mant = h & 0x3ffu;
-	const uint32_t fin = __float_as_uint(f32mul(__uint_as_float(em << 13), 0x1p112f));
-	const uint32_t inf = 0x7f800000u | (mant << 13) | (mant != 0 ? 0x00400000u : 0u);
-	return __uint_as_float((em >= 0x7c00u ? inf : fin) | sign);
-}
-
 // f32_to_f16 is ggml.F32ToF16: round to nearest, ties to even; overflow to
 // infinity; subnormals kept; every NaN becomes 0x7E00 with the input's sign.
 MUSER_DEV uint32_t f32_to_f16(float f) {
@@ -134,22 +118,31 @@ MUSER_DEV float round_f16_again(float x) {
 	return round_f16(x);
 }
 
-// round_f16_unit is round_f16 without its branches for x in (0, 1], where
-// the attention's weights lie: below 2^-14 (the f16 subnormals, spaced
-// 2^-24) x + 0.5 rounds to the float32 grid of [0.5, 1), spaced 2^-24,
-// ties to even (0.5 is an even multiple of 2^-24), and subtracting 0.5 is
-// exact; from 2^-14 to 1 (f16 normals, 10 fraction bits) adding 0xfff plus
-// the lowest kept bit to the float32's bits and clearing the 13 dropped
-// bits rounds to nearest, ties to even (a carry moves to the next binade,
-// as it should; nothing reaches infinity). Any other x (zeros, NaN,
-// negatives, above 1) takes round_f16.
-MUSER_DEV float round_f16_unit(float x) {
-	if (!(x > 0.0f && x <= 1.0f)) return round_f16(x);
-	const uint32_t u = __float_as_uint(x);
-	const float nrm = __uint_as_float((u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu);
-	const float sub = f32sub(f32add(x, 0.5f), 0.5f);
-	return x < 0x1p-14f ? sub : nrm;
+// f16_to_f32_arith and round_f16_arith are f16_to_f32 and round_f16 for
+// values that only feed float arithmetic (the attention's keys, values and
+// weights): the conversion instructions, cvt.f32.f16 and cvt.rn.f16.f32
+// (no .ftz: subnormals kept; ties to even; overflow to infinity), give the
+// same bits for every input that is not a NaN (the GPU primitives test
+// sweeps every f16 and every float32). A NaN's payload may differ, which
+// no result shows: the GPU's float arithmetic returns one canonical NaN
+// whatever NaN it is given. The host emulator takes the definitions.
+#ifdef MUSER_HOST_EMU
+MUSER_DEV float f16_to_f32_arith(uint32_t h) { return f16_to_f32(h); }
+MUSER_DEV float round_f16_arith(float x) { return round_f16(x); }
+#else
+MUSER_DEV float f16_to_f32_arith(uint32_t h) {
+	float f;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+	return f;
 }
+MUSER_DEV float round_f16_arith(float x) {
+	unsigned short h;
+	float f;
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+	return f;
+}
+#endif
 
 // bf16_to_f32 is ggml.BF16ToF32.
 MUSER_DEV float bf16_to_f32(uint32_t h) { return __uint_as_float((h & 0xffffu) << 16); }

@@ -187,7 +187,7 @@
 //	muser_test_exp32         p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni, p r16, p ru
 //	                                                                        ⌈count/256⌉, 256
-//	muser_test_small_tables  p f16, p ue                                    256, 256
+//	muser_test_small_tables  p f16, p f16a, p ue                            256, 256
 //
 // For the attention, group = heads/kvheads, gh = min(group,
 // AttnQueries(dim)) (64); the batch-of-rows ABI (kc, vc, pos, tiles, S, and

@@ -179,7 +179,7 @@ var emuMatMulCases = map[string][]mmCase{
 }
 
 // TestEmuF32Bits checks the scalar conversions on windows of float32 bits
-// around the edges of round_f16_again's and round_f16_unit's shortcuts
+// around the edges of round_f16_again's shortcut and of the conversions
 // (the f16 normal exponents' ends, the smallest f16 subnormal, zero, one,
 // infinity and NaN, both signs); the GPU test sweeps all 2^32.
 func TestEmuF32Bits(t *testing.T) {

@@ -304,17 +304,26 @@ func TestGPUPTXImage(t *testing.T) {
 func TestGPUPrimitives(t *testing.T) {
 	g := gpu(t, "")
 	t.Run("tables", func(t *testing.T) {
-		var f16, ue []byte
+		var f16, f16a, ue []byte
 		g.run(t, func(s *session) {
-			a, b := s.alloc(4*65536), s.alloc(4*256)
-			s.launch(SelfTestSmallTables(a, b))
-			f16, ue = s.down(a, 4*65536), s.down(b, 4*256)
+			a, b, c := s.alloc(4*65536), s.alloc(4*65536), s.alloc(4*256)
+			s.launch(SelfTestSmallTables(a, b, c))
+			f16, f16a, ue = s.down(a, 4*65536), s.down(b, 4*65536), s.down(c, 4*256)
 		})
 		want := make([]float32, 65536)
 		for h := range want {
 			want[h] = ggml.F16ToF32(uint16(h))
 		}
 		sameBits(t, "f16_to_f32 of every f16 (ggml.F16ToF32)", bytesF32(f16), want)
+		// The conversion instruction: the same bits but for NaNs, which
+		// must stay NaNs (their payloads are free).
+		arith := bytesF32(f16a)
+		for h, w := range want {
+			if w != w && arith[h] != arith[h] {
+				arith[h] = w
+			}
+		}
+		sameBits(t, "f16_to_f32_arith of every f16 (ggml.F16ToF32 but NaN payloads)", arith, want)
 		wue := make([]float32, 256)
 		for x := range wue {
 			wue[x] = ggml.UE4M3Half(byte(x))

@@ -184,18 +184,6 @@ func TestHostTables(t *testing.T) {
 	}
 }
 
-func TestHostF16NoBranch(t *testing.T) {
-	out := bytesU32(runHostemu(t, "f16nb", filepath.Join(t.TempDir(), "out")))
-	if len(out) != 65536 {
-		t.Fatalf("got %d values, want 65536", len(out))
-	}
-	for h := range 65536 {
-		if want := math.Float32bits(ggml.F16ToF32(uint16(h))); out[h] != want {
-			t.Errorf("f16_to_f32_nb(%#04x): got %#08x, want %#08x", h, out[h], want)
-		}
-	}
-}
-
 // hostTypes are the quantized weight types the device code decodes.
 var hostTypes = []ggml.Type{
 	ggml.TypeQ8_0, ggml.TypeQ4_0, ggml.TypeQ5_0, ggml.TypeQ4_1, ggml.TypeQ5_1,

@@ -113,7 +113,7 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_attn_wsum_rows_f32", Params: wsumRowsParams},
 		{Name: "muser_test_exp32", Params: []Param{Ptr, Ptr, I32}, SelfTest: true},
 		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
-		{Name: "muser_test_small_tables", Params: []Param{Ptr, Ptr}, SelfTest: true},
+		{Name: "muser_test_small_tables", Params: []Param{Ptr, Ptr, Ptr}, SelfTest: true},
 	}
 	for _, t := range intTypes {
 		ks = append(ks,
@@ -951,7 +951,8 @@ func SelfTestExp32(x, y DevPtr, count int) (Launch, error) {
 // bits base+i, i < count: f16 (uint16 [count], ggml.F32ToF16), bf16
 // (uint16, ggml.F32ToBF16), ra (int8, kernels' roundAway), ni (int32,
 // kernels' nearestInt), r16 and ru (float32, the attention's roundings of
-// its queries and of its weights, both ggml.F16ToF32(ggml.F32ToF16)).
+// its queries and of its weights, both ggml.F16ToF32(ggml.F32ToF16), ru's
+// NaN payloads free).
 func SelfTestF32Bits(base uint32, count int, f16, bf16, ra, ni, r16, ru DevPtr) (Launch, error) {
 	const k = "muser_test_f32_bits"
 	if err := positive(k, count); err != nil {
@@ -960,9 +961,10 @@ func SelfTestF32Bits(base uint32, count int, f16, bf16, ra, ni, r16, ru DevPtr) 
 	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, base, i32(count), p(f16), p(bf16), p(ra), p(ni), p(r16), p(ru))
 }
 
-// SelfTestSmallTables returns the launch that fills f16 (float [65536],
-// ggml.F16ToF32 of every f16) and ue (float [256], NVFP4's UE4M3 scales
+// SelfTestSmallTables returns the launch that fills f16 and f16a (float
+// [65536]: ggml.F16ToF32 of every f16, by the definition and by the
+// conversion instruction) and ue (float [256], NVFP4's UE4M3 scales
 // halved).
-func SelfTestSmallTables(f16, ue DevPtr) (Launch, error) {
-	return launch("muser_test_small_tables", [3]int{256, 1, 1}, 256, 0, p(f16), p(ue))
+func SelfTestSmallTables(f16, f16a, ue DevPtr) (Launch, error) {
+	return launch("muser_test_small_tables", [3]int{256, 1, 1}, 256, 0, p(f16), p(f16a), p(ue))
 }

@@ -67,7 +67,7 @@ func sampleLaunches(t *testing.T) []Launch {
 	}
 	add(SelfTestExp32(1, 2, 100))
 	add(SelfTestF32Bits(0x3f800000, 100, 1, 2, 3, 4, 5, 6))
-	add(SelfTestSmallTables(1, 2))
+	add(SelfTestSmallTables(1, 2, 3))
 	return ls
 }
 

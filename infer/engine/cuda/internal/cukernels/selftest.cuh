@@ -19,8 +19,8 @@ muser_test_exp32(const float* __restrict__ x, float* __restrict__ y, int count) 
 // f16[i] = f32_to_f16 (ggml.F32ToF16), bf16[i] = f32_to_bf16
 // (ggml.F32ToBF16), ra[i] = round_away (kernels.roundAway), ni[i] =
 // nearest_int (kernels.nearestInt, the 1.5·2^23 trick; NaN as on amd64),
-// r16[i] = round_f16_again and ru[i] = round_f16_unit (both
-// ggml.F16ToF32(ggml.F32ToF16)).
+// r16[i] = round_f16_again and ru[i] = round_f16_arith (both
+// ggml.F16ToF32(ggml.F32ToF16); the latter's NaN payloads are free).
 // Launch: grid (ceil(count/256)), block 256.
 extern "C" __global__ void __launch_bounds__(256)
 muser_test_f32_bits(unsigned base, int count, uint16_t* __restrict__ f16, uint16_t* __restrict__ bf16,
@@ -35,16 +35,18 @@ muser_test_f32_bits(unsigned base, int count, uint16_t* __restrict__ f16, uint16
 	ra[i] = (int8_t)round_away(v);
 	ni[i] = nearest_int(v);
 	r16[i] = round_f16_again(v);
-	ru[i] = round_f16_unit(v);
+	ru[i] = round_f16_arith(v);
 }
 
-// muser_test_small_tables sets f16[h] = f16_to_f32(h) (ggml.F16ToF32) for
-// every h < 65536 and ue[x] = ue4m3_half(x) (NVFP4 scales) for x < 256.
+// muser_test_small_tables sets f16[h] = f16_to_f32(h) (ggml.F16ToF32) and
+// f16a[h] = f16_to_f32_arith(h) for every h < 65536, and ue[x] =
+// ue4m3_half(x) (NVFP4 scales) for x < 256.
 // Launch: grid (256), block 256.
 extern "C" __global__ void __launch_bounds__(256)
-muser_test_small_tables(float* __restrict__ f16, float* __restrict__ ue) {
+muser_test_small_tables(float* __restrict__ f16, float* __restrict__ f16a, float* __restrict__ ue) {
 	grid_wait();
 	const int i = blockIdx.x * 256 + threadIdx.x;
 	f16[i] = f16_to_f32((uint32_t)i);
+	f16a[i] = f16_to_f32_arith((uint32_t)i);
 	if (i < 256) ue[i] = ue4m3_half((uint32_t)i);
 }

@@ -6,7 +6,6 @@
 //   hostemu prims  <in: u32 float bits ×N> <out: ×N records of 5 u32:
 //                  f32_to_f16, f32_to_bf16, round_away, nearest_int, exp32 bits>
 //   hostemu tables <out: 65536 f16_to_f32 bits, then 256 ue4m3_half bits>
-//   hostemu f16nb <out: 65536 f16_to_f32_nb bits>
 //   hostemu deq    <type> <blocks> <in: block bytes> <out: float bits>
 //   hostemu dot    <type> <rows> <cols> <n> <w> <q: int8 [n][cols]> <d: float> <ext> <out: float [n][rows]>
 //
@@ -114,12 +113,6 @@ int main(int argc, char** argv) {
 			out[5 * i + 4] = __float_as_uint(exp32(v));
 		}
 		writeFile(argv[3], out.data(), out.size() * 4);
-		return 0;
-	}
-	if (mode == "f16nb" && argc == 3) {
-		std::vector<uint32_t> out(65536);
-		for (uint32_t h = 0; h < 65536; h++) out[h] = __float_as_uint(f16_to_f32_nb(h));
-		writeFile(argv[2], out.data(), out.size() * 4);
 		return 0;
 	}
 	if (mode == "tables" && argc == 3) {
