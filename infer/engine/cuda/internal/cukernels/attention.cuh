@@ -877,12 +877,16 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, const flo
 	const unsigned short* v16 = (const unsigned short*)vc[cta.lo];
 	const float* v32 = (const float*)vc[cta.lo];
 	// This thread's staging: V elements (position 2k + tid/64, dimension
-	// tid%64) and weights (query tid/2, positions 16·(tid%2) + k).
+	// tid%64) and weights (query tid%64, positions 16·(tid/64) + k: a
+	// warp's 32 queries at one position, so its transposed stores meet no
+	// bank twice). With the scores' rows 16-byte aligned a thread loads its
+	// 16 weights as four float4 where all 16 exist.
 	const int vj = tid / 64, vd = d0 + tid % 64;
 	const bool vok = vd < dim;
 	const size_t vstep = (size_t)2 * kvrow;
 	const size_t vbase = (size_t)vj * kvrow + (size_t)cta.kvh * dim + (vok ? vd : 0);
-	const int wx = tid / 2, wj = 16 * (tid % 2);
+	const int wx = tid % 64, wj = 16 * (tid / 64);
+	const bool wvec = (ld & 3) == 0 && ((unsigned long long)S & 15) == 0;
 	int wm = 0; // positions the staged weight row has
 	const float* wrow = S;
 	float wiv = 0.0f; // its float32(1/sum)
@@ -905,8 +909,19 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, const flo
 		}
 		const float* w = wrow + j0;
 		const int lim = wm - j0 - wj; // weights w[k], k < lim, exist
+		if (wvec && lim >= WN) {
 #pragma unroll
-		for (int k = 0; k < WN; k++) rw[k] = k < lim ? w[k] : 0.0f;
+			for (int k = 0; k < WN / 4; k++) {
+				const float4 f = ((const float4*)w)[k];
+				rw[4 * k] = f.x;
+				rw[4 * k + 1] = f.y;
+				rw[4 * k + 2] = f.z;
+				rw[4 * k + 3] = f.w;
+			}
+		} else {
+#pragma unroll
+			for (int k = 0; k < WN; k++) rw[k] = k < lim ? w[k] : 0.0f;
+		}
 	};
 	float y[8][4];
 #pragma unroll
