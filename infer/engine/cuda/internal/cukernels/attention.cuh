@@ -282,9 +282,8 @@ MUSER_DEV void attn_scores_block(const float* __restrict__ q, int dim, const uns
 			if (g || !first) __syncthreads();
 			// Thread: staged dimensions dd = tid%32 + 32u (lane group
 			// gl = dd / R, r = dd % R) of queries and keys x = tid/32 + 8k.
-			// Eight loads in flight, then their conversions (f16_to_f32
-			// and round_f16 branch, which would otherwise wait on each
-			// load in turn).
+			// Eight loads in flight, then their conversions (round_f16
+			// branches, which would otherwise wait on each load in turn).
 			for (int dd = tid % 32; dd < G * R; dd += 32) {
 				const int gl = dd / R, r = dd - gl * R;
 				const int i = 4 * r + g + gl;
@@ -310,7 +309,7 @@ MUSER_DEV void attn_scores_block(const float* __restrict__ q, int dim, const uns
 #pragma unroll
 				for (int k = 0; k < 8; k++) {
 					qd[8 * k] = F16 ? round_f16_again(qraw[k]) : qraw[k];
-					kd[8 * k] = F16 ? f16_to_f32(kraw[k]) : __uint_as_float(kraw[k]);
+					kd[8 * k] = F16 ? f16_to_f32_arith(kraw[k]) : __uint_as_float(kraw[k]);
 				}
 			}
 			__syncthreads();

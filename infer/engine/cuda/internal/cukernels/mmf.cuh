@@ -25,11 +25,17 @@
 
 enum { MMF_F32 = 0, MMF_F16 = 1, MMF_BF16 = 2 };
 
-template <int WT>
+// mmf_weight is element i of W as a float32 (ggml.F16ToF32 and
+// ggml.BF16ToF32: the embedding lookup stores it as it is); with ARITH, for
+// the products, an f16 widens with f16_to_f32_arith (the same bits but a
+// NaN's payload, which their arithmetic never shows).
+template <int WT, bool ARITH = false>
 MUSER_DEV float mmf_weight(const uint8_t* W, size_t i) {
 	if constexpr (WT == MMF_F32) return ((const float*)W)[i];
-	else if constexpr (WT == MMF_F16) return f16_to_f32(((const uint16_t*)W)[i]);
-	else return bf16_to_f32(((const uint16_t*)W)[i]);
+	else if constexpr (WT == MMF_F16) {
+		const uint32_t h = ((const uint16_t*)W)[i];
+		return ARITH ? f16_to_f32_arith(h) : f16_to_f32(h);
+	} else return bf16_to_f32(((const uint16_t*)W)[i]);
 }
 
 // mmf_tile: CTA of 16·GR·GT threads computes BR = GR·TR rows × BT = GT·TT
@@ -53,7 +59,7 @@ __device__ __forceinline__ void mmf_tile(const uint8_t* __restrict__ W, int rows
 		const int kc = min(KC, cols - c0);
 		for (int it = tid; it < BR * KC; it += THREADS) {
 			const int row = it / KC, c = it % KC, r = r0 + row;
-			Ws[c][row] = (r < rows && c < kc) ? mmf_weight<WT>(W, (size_t)r * cols + c0 + c) : 0.0f;
+			Ws[c][row] = (r < rows && c < kc) ? mmf_weight<WT, true>(W, (size_t)r * cols + c0 + c) : 0.0f;
 		}
 		for (int it = tid; it < BT * KC; it += THREADS) {
 			const int tok = it / KC, c = it % KC, t = t0 + tok;

@@ -407,7 +407,7 @@ MUSER_DEV int mmv_legacy_cb(int nb) { return nb <= 32 ? 32 : nb <= 64 ? 64 : 128
 // consecutive blocks of one row, 8·BYTES contiguous bytes, per load) and
 // every weight load of a chunk issued before the first is used: each
 // thread takes 4 (row, block) items of a chunk, loads their words, then
-// their scales (converted only then: f16_to_f32 branches on the value),
+// their scales (converted only then, when their loads have landed),
 // then adds its two words' dp4a sums; the block's integer sum is the four
 // lanes' (shuffles: exact in any order), from which lane 0 computes p as
 // mmv_rows does. A CTA takes R = 128/CB rows and chunks of CB blocks
@@ -433,8 +433,7 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* W, int rows, int cols,
 	// load issues the weight loads of the chunk from block kb0: each
 	// item's two words, then the scales (f16 at bytes 0 and, for Q4_1 and
 	// Q5_1, 2 of a block: weights.cuh's scales), all before the first
-	// conversion (f16_to_f32 branches on the value, so it waits for the
-	// load).
+	// conversion (which waits for its load).
 	auto load = [&](int kb0) {
 		cbn = min(CB, nb - kb0);
 #pragma unroll
@@ -490,8 +489,8 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* W, int rows, int cols,
 				isum += __shfl_xor_sync(0xffffffffu, isum, 2);
 				if (ok[k] && q == 0) {
 					// Converted here, after the activations' loads are issued.
-					float p = f32mul(f32mul(f16_to_f32(sr[k][0]), da[k]), i2f_small(isum));
-					if constexpr (T::FAM == FAM_LEGACY_MIN) p = f32add(p, f32mul(f16_to_f32(sr[k][1 % T::NF]), dx[k]));
+					float p = f32mul(f32mul(f16_to_f32_arith(sr[k][0]), da[k]), i2f_small(isum));
+					if constexpr (T::FAM == FAM_LEGACY_MIN) p = f32add(p, f32mul(f16_to_f32_arith(sr[k][1 % T::NF]), dx[k]));
 					P[(blk[k] * R + row[k]) * TOK + tk] = p;
 				}
 			}
@@ -547,8 +546,8 @@ template <class T> MUSER_DEV void mmv_k_words(const uint8_t* wb, int s, uint32_t
 // R = 16/CB rows and chunks of CB super-blocks (mmv_k_cb), so the short
 // rows of a small model's products (two or six super-blocks) keep all 128
 // threads busy and spread over many CTAs. Weight, activation and block-sum
-// loads are issued before the scales are converted (f16_to_f32 branches on
-// the value). Launch: grid (ceil(rows/R), ceil(n/8)), block 128.
+// loads are issued before the scales are converted (each conversion waits
+// for its load). Launch: grid (ceil(rows/R), ceil(n/8)), block 128.
 template <class T>
 __device__ __forceinline__ void mmv_k(const uint8_t* W, int rows, int cols,
                                       const int8_t* __restrict__ aq, const float* __restrict__ ad,

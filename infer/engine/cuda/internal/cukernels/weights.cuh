@@ -8,12 +8,17 @@
 //               the CPU's unpacked.u: Q8_0 q; Q4_0 q-8; Q5_0 q-16; Q4_1,
 //               Q5_1, Q2_K, Q4_K, Q5_K q; Q3_K q-4·(1-h); Q6_K q-32; NVFP4
 //               the doubled E2M1 value;
-//   scales(b, f, i)  the block's float fields (f16 widened exactly, or
-//               NVFP4's UE4M3 scales) into f[0..NF) and integer scales and
-//               mins into i[0..NI).
+//   scales(b, f, i)  the block's float fields (f16 widened, or NVFP4's
+//               UE4M3 scales) into f[0..NF) and integer scales and mins
+//               into i[0..NI).
 //
 // deq<T>(b, y) decodes a block to floats as ggml.Dequantize does (the
 // embedding lookup).
+//
+// A block's f16 fields only ever feed float arithmetic (the products'
+// epilogues, the dequantization's multiplications), so they widen with
+// f16_to_f32_arith: one instruction, the bits of ggml.F16ToF32 for every
+// field that is not a NaN.
 //
 // Blocks start on 2-byte boundaries (every block size is even), so 32-bit
 // reads are made with ld32a2.
@@ -69,7 +74,7 @@ MUSER_DEV float ue4m3_half(uint32_t x) {
 struct WQ8_0 {
 	static constexpr int QK = 32, BYTES = 34, FAM = FAM_LEGACY, NF = 1, NI = 0;
 	static MUSER_DEV uint32_t word(const uint8_t* b, int w) { return ld32a2(b + 2 + 4 * w); }
-	static MUSER_DEV void scales(const uint8_t* b, float* f, int*) { f[0] = f16_to_f32(ld16(b)); }
+	static MUSER_DEV void scales(const uint8_t* b, float* f, int*) { f[0] = f16_to_f32_arith(ld16(b)); }
 };
 
 struct WQ4_0 {
@@ -78,7 +83,7 @@ struct WQ4_0 {
 		const uint32_t x = ld32a2(b + 2 + 4 * (w & 3));
 		return __vsub4(w < 4 ? nib_lo(x) : nib_hi(x), 0x08080808u);
 	}
-	static MUSER_DEV void scales(const uint8_t* b, float* f, int*) { f[0] = f16_to_f32(ld16(b)); }
+	static MUSER_DEV void scales(const uint8_t* b, float* f, int*) { f[0] = f16_to_f32_arith(ld16(b)); }
 };
 
 struct WQ5_0 {
@@ -89,7 +94,7 @@ struct WQ5_0 {
 		const uint32_t lo = w < 4 ? nib_lo(x) : nib_hi(x);
 		return __vsub4(lo | bit4_of_bytes((qh >> (4 * w)) & 0xfu), 0x10101010u);
 	}
-	static MUSER_DEV void scales(const uint8_t* b, float* f, int*) { f[0] = f16_to_f32(ld16(b)); }
+	static MUSER_DEV void scales(const uint8_t* b, float* f, int*) { f[0] = f16_to_f32_arith(ld16(b)); }
 };
 
 struct WQ4_1 {
@@ -99,8 +104,8 @@ struct WQ4_1 {
 		return w < 4 ? nib_lo(x) : nib_hi(x);
 	}
 	static MUSER_DEV void scales(const uint8_t* b, float* f, int*) {
-		f[0] = f16_to_f32(ld16(b));
-		f[1] = f16_to_f32(ld16(b + 2));
+		f[0] = f16_to_f32_arith(ld16(b));
+		f[1] = f16_to_f32_arith(ld16(b + 2));
 	}
 };
 
@@ -113,8 +118,8 @@ struct WQ5_1 {
 		return lo | bit4_of_bytes((qh >> (4 * w)) & 0xfu);
 	}
 	static MUSER_DEV void scales(const uint8_t* b, float* f, int*) {
-		f[0] = f16_to_f32(ld16(b));
-		f[1] = f16_to_f32(ld16(b + 2));
+		f[0] = f16_to_f32_arith(ld16(b));
+		f[1] = f16_to_f32_arith(ld16(b + 2));
 	}
 };
 
@@ -130,8 +135,8 @@ struct WQ4_K {
 		return in < 32 ? nib_lo(x) : nib_hi(x);
 	}
 	static MUSER_DEV void scales(const uint8_t* b, float* f, int* i) {
-		f[0] = f16_to_f32(ld16(b));
-		f[1] = f16_to_f32(ld16(b + 2));
+		f[0] = f16_to_f32_arith(ld16(b));
+		f[1] = f16_to_f32_arith(ld16(b + 2));
 		for (int g = 0; g < 8; g++) scale_min_k4(g, b + 4, &i[g], &i[8 + g]);
 	}
 };
@@ -145,8 +150,8 @@ struct WQ5_K {
 		return (in < 32 ? nib_lo(x) : nib_hi(x)) | (h << 4);
 	}
 	static MUSER_DEV void scales(const uint8_t* b, float* f, int* i) {
-		f[0] = f16_to_f32(ld16(b));
-		f[1] = f16_to_f32(ld16(b + 2));
+		f[0] = f16_to_f32_arith(ld16(b));
+		f[1] = f16_to_f32_arith(ld16(b + 2));
 		for (int g = 0; g < 8; g++) scale_min_k4(g, b + 4, &i[g], &i[8 + g]);
 	}
 };
@@ -161,7 +166,7 @@ struct WQ6_K {
 		return __vsub4(lo | (hi << 4), 0x20202020u);
 	}
 	static MUSER_DEV void scales(const uint8_t* b, float* f, int* i) {
-		f[0] = f16_to_f32(ld16(b + 208));
+		f[0] = f16_to_f32_arith(ld16(b + 208));
 		for (int g = 0; g < 16; g++) i[g] = (int)(int8_t)b[192 + g];
 	}
 };
@@ -173,8 +178,8 @@ struct WQ2_K {
 		return (ld32a2(b + 16 + h * 32 + l) >> (2 * s)) & 0x03030303u;
 	}
 	static MUSER_DEV void scales(const uint8_t* b, float* f, int* i) {
-		f[0] = f16_to_f32(ld16(b + 80));
-		f[1] = f16_to_f32(ld16(b + 82));
+		f[0] = f16_to_f32_arith(ld16(b + 80));
+		f[1] = f16_to_f32_arith(ld16(b + 82));
 		for (int g = 0; g < 16; g++) {
 			i[g] = b[g] & 15;
 			i[16 + g] = b[g] >> 4;
@@ -192,7 +197,7 @@ struct WQ3_K {
 	}
 	static MUSER_DEV void scales(const uint8_t* b, float* f, int* i) {
 		const uint32_t km1 = 0x03030303u, km2 = 0x0f0f0f0fu;
-		f[0] = f16_to_f32(ld16(b + 108));
+		f[0] = f16_to_f32_arith(ld16(b + 108));
 		const uint32_t a0 = ld32a2(b + 96), a1 = ld32a2(b + 100), tmp = ld32a2(b + 104);
 		const uint32_t aux[4] = {
 			(a0 & km2) | (((tmp >> 0) & km1) << 4),
@@ -235,12 +240,12 @@ struct WNVFP4 {
 template <class T> MUSER_DEV void deq(const uint8_t* b, float* y);
 
 template <> MUSER_DEV void deq<WQ8_0>(const uint8_t* b, float* y) {
-	const float d = f16_to_f32(ld16(b));
+	const float d = f16_to_f32_arith(ld16(b));
 	for (int j = 0; j < 32; j++) y[j] = f32mul(__int2float_rn((int)(int8_t)b[2 + j]), d);
 }
 
 template <> MUSER_DEV void deq<WQ4_0>(const uint8_t* b, float* y) {
-	const float d = f16_to_f32(ld16(b));
+	const float d = f16_to_f32_arith(ld16(b));
 	for (int j = 0; j < 16; j++) {
 		y[j] = f32mul(__int2float_rn((int)(b[2 + j] & 15) - 8), d);
 		y[j + 16] = f32mul(__int2float_rn((int)(b[2 + j] >> 4) - 8), d);
@@ -248,7 +253,7 @@ template <> MUSER_DEV void deq<WQ4_0>(const uint8_t* b, float* y) {
 }
 
 template <> MUSER_DEV void deq<WQ4_1>(const uint8_t* b, float* y) {
-	const float d = f16_to_f32(ld16(b)), m = f16_to_f32(ld16(b + 2));
+	const float d = f16_to_f32_arith(ld16(b)), m = f16_to_f32_arith(ld16(b + 2));
 	for (int j = 0; j < 16; j++) {
 		y[j] = f32add(f32mul(__int2float_rn(b[4 + j] & 15), d), m);
 		y[j + 16] = f32add(f32mul(__int2float_rn(b[4 + j] >> 4), d), m);
@@ -256,7 +261,7 @@ template <> MUSER_DEV void deq<WQ4_1>(const uint8_t* b, float* y) {
 }
 
 template <> MUSER_DEV void deq<WQ5_0>(const uint8_t* b, float* y) {
-	const float d = f16_to_f32(ld16(b));
+	const float d = f16_to_f32_arith(ld16(b));
 	const uint32_t qh = ld32a2(b + 2);
 	for (int j = 0; j < 16; j++) {
 		const int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
@@ -266,7 +271,7 @@ template <> MUSER_DEV void deq<WQ5_0>(const uint8_t* b, float* y) {
 }
 
 template <> MUSER_DEV void deq<WQ5_1>(const uint8_t* b, float* y) {
-	const float d = f16_to_f32(ld16(b)), m = f16_to_f32(ld16(b + 2));
+	const float d = f16_to_f32_arith(ld16(b)), m = f16_to_f32_arith(ld16(b + 2));
 	const uint32_t qh = ld32a2(b + 4);
 	for (int j = 0; j < 16; j++) {
 		const int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
@@ -276,7 +281,7 @@ template <> MUSER_DEV void deq<WQ5_1>(const uint8_t* b, float* y) {
 }
 
 template <> MUSER_DEV void deq<WQ2_K>(const uint8_t* b, float* y) {
-	const float d = f16_to_f32(ld16(b + 80)), dmin = f16_to_f32(ld16(b + 82));
+	const float d = f16_to_f32_arith(ld16(b + 80)), dmin = f16_to_f32_arith(ld16(b + 82));
 	for (int n = 0; n < 2; n++)
 		for (int j = 0; j < 4; j++)
 			for (int half = 0; half < 2; half++) {
@@ -289,7 +294,7 @@ template <> MUSER_DEV void deq<WQ2_K>(const uint8_t* b, float* y) {
 }
 
 template <> MUSER_DEV void deq<WQ3_K>(const uint8_t* b, float* y) {
-	const float dAll = f16_to_f32(ld16(b + 108));
+	const float dAll = f16_to_f32_arith(ld16(b + 108));
 	float dummy[1];
 	int sc[16];
 	WQ3_K::scales(b, dummy, sc); // sc[i] = scale - 32
@@ -308,7 +313,7 @@ template <> MUSER_DEV void deq<WQ3_K>(const uint8_t* b, float* y) {
 }
 
 template <> MUSER_DEV void deq<WQ4_K>(const uint8_t* b, float* y) {
-	const float d = f16_to_f32(ld16(b)), dmin = f16_to_f32(ld16(b + 2));
+	const float d = f16_to_f32_arith(ld16(b)), dmin = f16_to_f32_arith(ld16(b + 2));
 	for (int c = 0; c < 4; c++) {
 		int sc, m;
 		scale_min_k4(2 * c, b + 4, &sc, &m);
@@ -324,7 +329,7 @@ template <> MUSER_DEV void deq<WQ4_K>(const uint8_t* b, float* y) {
 }
 
 template <> MUSER_DEV void deq<WQ5_K>(const uint8_t* b, float* y) {
-	const float d = f16_to_f32(ld16(b)), dmin = f16_to_f32(ld16(b + 2));
+	const float d = f16_to_f32_arith(ld16(b)), dmin = f16_to_f32_arith(ld16(b + 2));
 	const uint8_t* qh = b + 16;
 	for (int c = 0; c < 4; c++) {
 		int sc, m;
@@ -344,7 +349,7 @@ template <> MUSER_DEV void deq<WQ5_K>(const uint8_t* b, float* y) {
 }
 
 template <> MUSER_DEV void deq<WQ6_K>(const uint8_t* b, float* y) {
-	const float d = f16_to_f32(ld16(b + 208));
+	const float d = f16_to_f32_arith(ld16(b + 208));
 	for (int n = 0; n < 2; n++) {
 		const uint8_t* ql = b + 64 * n;
 		const uint8_t* qh = b + 128 + 32 * n;
