@@ -119,9 +119,9 @@ MUSER_DEV float round_f16_again(float x) {
 }
 
 // f16_to_f32_arith and round_f16_arith are f16_to_f32 and round_f16 for
-// values that only feed float arithmetic (the attention's keys, values and
-// weights): the conversion instructions, cvt.f32.f16 and cvt.rn.f16.f32
-// (no .ftz: subnormals kept; ties to even; overflow to infinity), give the
+// values that only feed float arithmetic (attention K, V and weights; the
+// weights' f16 scales, F16 weights): cvt.f32.f16 and cvt.rn.f16.f32 (no
+// .ftz: subnormals kept; ties to even; overflow to infinity) give the
 // same bits for every input that is not a NaN (the GPU primitives test
 // sweeps every f16 and every float32). A NaN's payload may differ, which
 // no result shows: the GPU's float arithmetic returns one canonical NaN
