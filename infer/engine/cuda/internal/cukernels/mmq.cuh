@@ -54,6 +54,25 @@ template <class T> struct Geom {
 };
 } // namespace mmq
 
+// each_item calls f(it) for it = tid, tid + TH, … below N: the tiled
+// products' loops over a stage's copies and decoding. With UNROLL the
+// compiler unrolls them (N and TH are constants; the block has TH
+// threads, so tid < TH) and computes each item's indices without a
+// division; the K-quants keep a loop, whose registers they need for
+// their products.
+template <int N, int TH, bool UNROLL, class F> MUSER_DEV void each_item(int tid, F&& f) {
+	if constexpr (UNROLL) {
+#pragma unroll
+		for (int k = 0; k < (N + TH - 1) / TH; k++) {
+			const int it = tid + k * TH;
+			if (N % TH == 0 || it < N) f(it);
+		}
+	} else {
+#pragma unroll 1
+		for (int it = tid; it < N; it += TH) f(it);
+	}
+}
+
 // mmq_tile computes the CTA tile (blockIdx.x: 64 rows, blockIdx.y: 64
 // tokens). Launch: grid (ceil(rows/64), ceil(n/64)), block 128, dynamic
 // shared memory Geom<T>::DYN bytes.
@@ -75,6 +94,7 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 	using Gm = Geom<T>;
 	constexpr int SB = Gm::SB, KS = Gm::KS, KSP = Gm::KSP, NIX = Gm::NIX, NDA = Gm::NDA, RAW = Gm::RAW;
 	constexpr int WPB = T::QK / 4; // 32-bit words per block
+	constexpr bool UN = T::FAM == FAM_LEGACY || T::FAM == FAM_LEGACY_MIN; // each_item unrolls
 
 	MUSER_DYNAMIC_SMEM(dsm);
 	uint8_t* Raw = (uint8_t*)dsm;                // [2][BM][RAW]
@@ -98,66 +118,73 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 	// issue starts the copies of stage st into buffer buf.
 	auto issue = [&](int st, int buf) {
 		const int kb = st * SB, sbn = min(SB, nb - kb);
-		for (int it = tid; it < BM * (RAW / 16); it += THREADS) {
+		each_item<BM * (RAW / 16), THREADS, UN>(tid, [&](int it) {
 			const int row = it / (RAW / 16), c = it % (RAW / 16), r = r0 + row;
 			const size_t start = (size_t)r * rowBytes + (size_t)kb * T::BYTES;
 			const size_t src = (start & ~(size_t)15) + 16 * (size_t)c;
 			const bool ok = r < rows && src < start + (size_t)sbn * T::BYTES;
 			cp_async16(Raw + (buf * BM + row) * RAW + 16 * c, ok ? W + src : W, ok);
-		}
+		});
 		const int k0 = kb * T::QK;
 		int8_t* Bs = Bs2 + buf * BN * KSP;
-		for (int it = tid; it < BN * (KS / 16); it += THREADS) {
+		each_item<BN * (KS / 16), THREADS, UN>(tid, [&](int it) {
 			const int tok = it / (KS / 16), c = it % (KS / 16), t = t0 + tok, k = k0 + 16 * c;
 			const bool ok = t < n && k < cols;
 			cp_async16(&Bs[tok * KSP + 16 * c], ok ? aq + (size_t)t * cols + k : aq, ok);
-		}
+		});
 		if constexpr (T::FAM == FAM_K) {
-			for (int it = tid; it < BN; it += THREADS) {
+			each_item<BN, THREADS, UN>(tid, [&](int it) {
 				const int t = t0 + it;
 				cp_async4(&Bd2[buf][it], t < n ? ad + (size_t)t * nb + kb : ad, t < n);
-			}
+			});
 			const int* bs = (const int*)aext;
-			for (int it = tid; it < BN * 4; it += THREADS) {
+			each_item<BN * 4, THREADS, UN>(tid, [&](int it) {
 				const int tok = it / 4, t = t0 + tok;
 				cp_async16(&Bb2[buf][4 * it], t < n ? bs + (size_t)t * (cols / 16) + kb * 16 + 4 * (it % 4) : bs, t < n);
-			}
+			});
 		} else {
 			const int u0 = k0 / 32;
-			for (int it = tid; it < BN * NDA; it += THREADS) {
+			each_item<BN * NDA, THREADS, UN>(tid, [&](int it) {
 				const int tok = it / NDA, u = it % NDA, t = t0 + tok;
 				const bool ok = t < n && u0 + u < nb32;
 				const size_t o = ok ? (size_t)t * nb32 + u0 + u : 0;
 				cp_async4(&Bd2[buf][it], ad + o, ok);
 				if constexpr (T::FAM == FAM_LEGACY_MIN) cp_async4(&Bx2[buf][it], (const float*)aext + o, ok);
-			}
+			});
 		}
 		cp_async_commit();
 	};
 	// decode turns stage st's raw weights in buffer buf into As, Af, Ai.
+	// An item is 8 words of one block of one row (the whole block of a
+	// 32-value type), its offsets computed once for the 8; the block's
+	// scales go with its first item.
 	auto decode = [&](int st, int buf) {
 		const int kb = st * SB, sbn = min(SB, nb - kb);
-		auto block = [&](int row, int blk) {
-			const size_t start = (size_t)(r0 + row) * rowBytes + (size_t)kb * T::BYTES;
-			return Raw + (buf * BM + row) * RAW + (int)(start & 15) + blk * T::BYTES;
-		};
-		for (int it = tid; it < BM * SB * WPB; it += THREADS) {
-			const int row = it / (SB * WPB), rem = it % (SB * WPB), blk = rem / WPB, w = rem % WPB;
-			uint32_t v = 0;
-			if (r0 + row < rows && blk < sbn) v = T::word(block(row, blk), w);
-			*(uint32_t*)&As[row * KSP + blk * T::QK + 4 * w] = v;
-		}
-		for (int it = tid; it < BM * SB; it += THREADS) {
-			const int row = it / SB, blk = it % SB;
-			float* f = &Af[it * T::NF];
-			int* iv = &Ai[it * NIX];
-			if (r0 + row < rows && blk < sbn) {
-				T::scales(block(row, blk), f, iv);
-			} else {
-				for (int k = 0; k < T::NF; k++) f[k] = 0.0f;
-				for (int k = 0; k < NIX; k++) iv[k] = 0;
+		each_item<BM * SB * (WPB / 8), THREADS, UN>(tid, [&](int it) {
+			const int row = it / (SB * (WPB / 8)), rem = it % (SB * (WPB / 8));
+			const int blk = rem / (WPB / 8), w0 = 8 * (rem % (WPB / 8));
+			// The row's first byte of the stage sits at start mod 16 of its
+			// chunks (only the low bits of start matter, so 32 bits do).
+			const uint32_t start = (uint32_t)(r0 + row) * (uint32_t)rowBytes + (uint32_t)kb * T::BYTES;
+			const uint8_t* b = Raw + (buf * BM + row) * RAW + (int)(start & 15) + blk * T::BYTES;
+			const bool ok = r0 + row < rows && blk < sbn;
+			uint32_t v[8];
+#pragma unroll
+			for (int j = 0; j < 8; j++) v[j] = ok ? T::word(b, w0 + j) : 0u;
+			uint4* dst = (uint4*)&As[row * KSP + blk * T::QK + 4 * w0];
+			dst[0] = make_uint4(v[0], v[1], v[2], v[3]);
+			dst[1] = make_uint4(v[4], v[5], v[6], v[7]);
+			if (w0 == 0) {
+				float* f = &Af[(row * SB + blk) * T::NF];
+				int* iv = &Ai[(row * SB + blk) * NIX];
+				if (ok) {
+					T::scales(b, f, iv);
+				} else {
+					for (int k = 0; k < T::NF; k++) f[k] = 0.0f;
+					for (int k = 0; k < NIX; k++) iv[k] = 0;
+				}
 			}
-		}
+		});
 	};
 
 	float acc[MI][NI][4];
