@@ -450,6 +450,7 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* W, int rows, int cols,
 	__shared__ float P[128 * TOK]; // [block of the chunk][row][token]
 	const int nb = cols / 32;
 	const int CB = mmv_legacy_cb(nb), R = 128 / CB;
+	const int LCB = 31 - __clz(CB); // CB is a power of two: items split by shifts
 	const int r0 = blockIdx.x * R, t0 = blockIdx.y * TOK;
 	const int nt = min(TOK, n - t0);
 	const int tid = threadIdx.x, q = tid & 3;
@@ -466,8 +467,8 @@ __device__ __forceinline__ void mmv_legacy(const uint8_t* W, int rows, int cols,
 #pragma unroll
 		for (int k = 0; k < IT; k++) {
 			const int bi = (tid >> 2) + 32 * k; // block-lane group: 32 per pass of the CTA
-			blk[k] = bi % CB;
-			row[k] = bi / CB;
+			blk[k] = bi & (CB - 1);
+			row[k] = bi >> LCB;
 			ok[k] = r0 + row[k] < rows && blk[k] < cbn;
 			wv[k][0] = wv[k][1] = 0;
 			if (ok[k]) {
@@ -589,7 +590,7 @@ __device__ __forceinline__ void mmv_k(const uint8_t* W, int rows, int cols,
 	const int r0 = blockIdx.x * R, t0 = blockIdx.y * TOK;
 	const int nt = min(TOK, n - t0);
 	const int tid = threadIdx.x, s = tid & 7, slot = tid >> 3;
-	const int blk = slot % CB, row = slot / CB;
+	const int blk = slot & (CB - 1), row = slot >> (31 - __clz(CB)); // CB: a power of two
 	const size_t rowBytes = (size_t)nb * T::BYTES;
 	const int* bs = (const int*)aext;
 	uint32_t wv[8];
