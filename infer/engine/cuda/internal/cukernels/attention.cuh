@@ -18,11 +18,13 @@
 // attn::QB = 64 queries, so a tile holds at most 64/gh rows (launch.go's
 // AttnTiles builds them); how rows are cut into tiles never changes a
 // result. S is scratch: row i, head h's scores at S[(i·heads + h)·ld + j],
-// ld > every pos[i]. The tiled kernels have two more scratch buffers: M,
-// float [n][heads][mb] with mb = attn_mb(ld) = ⌈ld/64⌉, the scores
-// kernel's maximum of each row and head's scores in each block of 64 keys
-// (M[(i·heads + h)·mb + j/64]), and Inv, float [n·heads], the softmax's
-// float32(1/sum) of each row and head (Inv[i·heads + h]).
+// ld > every pos[i]. M is scratch too: float [n][heads][mb] with mb =
+// attn_mb(ld) = ⌈ld/64⌉, the scores kernels' maximum of each row and
+// head's scores in each block of 64 keys (M[(i·heads + h)·mb + j/64]),
+// and for the decode kernels the softmax's float64 sums per block of
+// attn::RSP = 1,024 positions after them (part, [n][heads][pl], pl ≥
+// ⌈ld/1,024⌉). The tiled kernels have one more, Inv, float [n·heads],
+// the softmax's float32(1/sum) of each row and head (Inv[i·heads + h]).
 //
 // # Order of operations (per row i, head h, its KV head h/group)
 //
@@ -37,11 +39,13 @@
 //
 // Softmax is mx = max_j s_j, e_j = Exp32(s_j − mx), sum = Σ e_j in float64
 // (8 chains, j into chain j mod 8, then the tree +4, +2, +1), s_j =
-// e_j·float32(1/sum). The decode path computes it in one kernel
-// (muser_attn_softmax); the tiled path splits it over its three: the
-// scores kernel takes the maximum over each of its blocks of 64 keys (M),
-// muser_attn_softmax8 the maximum of those, the e_j (into S) and
-// float32(1/sum) (Inv), and the weighted sum multiplies each e_j by
+// e_j·float32(1/sum). Both paths split it over their three kernels: the
+// scores kernel takes the maximum over each of its blocks of 64 keys (M);
+// the tiled path's muser_attn_softmax8 the maximum of those, the e_j (into
+// S) and float32(1/sum) (Inv); the decode path's muser_attn_softmax_part
+// the maximum and the e_j of 1,024 positions a block, with their sum,
+// and its weighted sum forms float32(1/sum) from those sums
+// (attn_rows_inv); each weighted sum multiplies each e_j by
 // float32(1/sum) (and rounds it to f16) as it stages the weights.
 //
 // scale is float32(1/sqrt(float64(dim))), passed by the host.
@@ -65,7 +69,7 @@ constexpr int SMEMF = 12288; // floats of shared memory the scores kernel may st
 constexpr int WKT = 32;      // positions per weighted-sum tile
 constexpr int WDB = 64;      // dimensions per weighted-sum block
 constexpr int WLD = 68;      // padded row of the staged weights
-constexpr int SMT = 512;     // threads of the decode softmax
+constexpr int RSP = 1024;    // positions per block of the decode softmax
 constexpr int RCH = 256;     // positions per chunk of the decode weighted sum
 constexpr int RWT = 288;     // threads of the decode weighted sum (a chain warp, 256 staging)
 } // namespace attn
@@ -458,7 +462,11 @@ muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int d
 // tree +8, +4, +2, +1, against the block's queries staged in shared memory
 // (rounded to f16 for an f16 cache, zeros past dim). The tiled scores
 // kernel stages 64 queries per block where a decode row has a group's
-// few; this one reads each K row once and wastes no lanes.
+// few; this one reads each K row once and wastes no lanes. It writes each
+// head's maximum per 64 keys to M as the tiled kernel does (warp
+// shuffles, then the two warps of a block of keys): threads past the
+// row's position compute nothing but stay for those shuffles and the
+// barrier.
 //
 // A decode step's context is often a few hundred keys, so the kernel is a
 // handful of warps whose time is latency: its K row is requested before
@@ -471,13 +479,14 @@ muser_attn_scores_f32(const float* __restrict__ q, int heads, int kvheads, int d
 template <bool F16, int DM>
 __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, int heads, int kvheads, int dim,
                                                    const unsigned long long* __restrict__ kc, int m,
-                                                   float* __restrict__ S, int ld, float scale, float (*Qs)[128],
-                                                   float (*Ks)[68]) {
+                                                   float* __restrict__ S, float* __restrict__ M, int ld, float scale,
+                                                   float (*Qs)[128], float (*Ks)[68], float (*Wm)[4]) {
 	constexpr int HB = 8;
 	constexpr bool SH = F16 && DM == 64; // the row widened through shared memory
 	const int i = blockIdx.y, group = heads / kvheads, hch = (group + HB - 1) / HB;
 	const int kvh = blockIdx.z / hch, g0 = (blockIdx.z % hch) * HB, gn = min(HB, group - g0);
 	const int j = blockIdx.x * 128 + threadIdx.x;
+	const bool live = j < m; // the others stay for the maxima's shuffles and barrier
 	const int kvrow = kvheads * dim;
 	const size_t e0 = (size_t)j * kvrow + (size_t)kvh * dim;
 	const unsigned long long kb = kc[i];
@@ -486,7 +495,7 @@ __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, 
 	const bool vec = dim == DM && ((F16 ? (unsigned long long)k16 : (unsigned long long)k32) & 15) == 0;
 	// The row as 8 16-byte words, requested before the queries (SH).
 	uint4 raw[8];
-	if (SH && vec && j < m) {
+	if (SH && vec && live) {
 #pragma unroll
 		for (int u = 0; u < 8; u++) raw[u] = ((const uint4*)k16)[u];
 	}
@@ -501,9 +510,10 @@ __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, 
 		Qs[x][d] = v;
 	}
 	__syncthreads();
-	if (j >= m) return;
 	float kr[DM];
-	if (SH && vec) {
+	if (!live) {
+		// No key: the thread takes part in the maxima only.
+	} else if (SH && vec) {
 		// The 128 raw bytes go to the upper half of the thread's row and
 		// are widened in place, word u to floats 8u..8u+7 (bytes 32u..
 		// 32u+31, below word u+1 at byte 144+16u for every u < 8).
@@ -561,195 +571,191 @@ __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, 
 #pragma unroll
 		for (int d = 0; d < DM; d++) kr[d] = d < dim ? (F16 ? f16_to_f32_arith(k16[d]) : k32[d]) : 0.0f;
 	}
-	float* out = S + ((size_t)i * heads + kvh * group + g0) * ld + j;
+	const size_t rh = (size_t)i * heads + kvh * group + g0; // row·heads + head of x = 0
+	float* out = S + rh * ld + j;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	for (int x = 0; x < gn; x++) {
-		float acc[16];
+		float sc = attn_ninf();
+		if (live) {
+			float acc[16];
 #pragma unroll
-		for (int l = 0; l < 16; l++) acc[l] = 0.0f;
-		const float4* qx = (const float4*)Qs[x];
+			for (int l = 0; l < 16; l++) acc[l] = 0.0f;
+			const float4* qx = (const float4*)Qs[x];
 #pragma unroll
-		for (int d4 = 0; d4 < DM / 4; d4++) {
-			const float4 qv = qx[d4];
-			const float qa[4] = {qv.x, qv.y, qv.z, qv.w};
+			for (int d4 = 0; d4 < DM / 4; d4++) {
+				const float4 qv = qx[d4];
+				const float qa[4] = {qv.x, qv.y, qv.z, qv.w};
 #pragma unroll
-			for (int c = 0; c < 4; c++) {
-				const int d = 4 * d4 + c;
-				float& a = acc[d % 16];
-				a = F16 ? __fmaf_rn(kr[d], qa[c], a) : f32add(a, f32mul(kr[d], qa[c]));
+				for (int c = 0; c < 4; c++) {
+					const int d = 4 * d4 + c;
+					float& a = acc[d % 16];
+					a = F16 ? __fmaf_rn(kr[d], qa[c], a) : f32add(a, f32mul(kr[d], qa[c]));
+				}
 			}
+#pragma unroll
+			for (int l = 0; l < 8; l++) acc[l] = f32add(acc[l], acc[l + 8]);
+#pragma unroll
+			for (int l = 0; l < 4; l++) acc[l] = f32add(acc[l], acc[l + 4]);
+			acc[0] = f32add(acc[0], acc[2]);
+			acc[1] = f32add(acc[1], acc[3]);
+			sc = f32mul(f32add(acc[0], acc[1]), scale);
+			out[(size_t)x * ld] = sc;
 		}
 #pragma unroll
-		for (int l = 0; l < 8; l++) acc[l] = f32add(acc[l], acc[l + 8]);
-#pragma unroll
-		for (int l = 0; l < 4; l++) acc[l] = f32add(acc[l], acc[l + 4]);
-		acc[0] = f32add(acc[0], acc[2]);
-		acc[1] = f32add(acc[1], acc[3]);
-		out[(size_t)x * ld] = f32mul(f32add(acc[0], acc[1]), scale);
+		for (int off = 16; off >= 1; off /= 2) sc = fmaxf(sc, __shfl_xor_sync(0xffffffffu, sc, off));
+		if (lane == 0) Wm[x][warp] = sc;
+	}
+	// The maxima per 64 keys (warps 2b and 2b+1 hold block b of the
+	// thread block's two); attn_scores_max says why any order is the
+	// CPU's maximum. Blocks past the row's position are not written.
+	__syncthreads();
+	if (threadIdx.x < 2 * gn) {
+		const int x = threadIdx.x >> 1, b = threadIdx.x & 1, blk = 2 * blockIdx.x + b;
+		if (blk * attn::SKB < m) M[(rh + x) * attn_mb(ld) + blk] = fmaxf(Wm[x][2 * b], Wm[x][2 * b + 1]);
 	}
 }
 
 template <bool F16>
 __device__ __forceinline__ void attn_scores_rows(const float* __restrict__ q, int heads, int kvheads, int dim,
                                                  const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
-                                                 float* __restrict__ S, int ld, float scale) {
+                                                 float* __restrict__ S, float* __restrict__ M, int ld, float scale) {
 	__shared__ __align__(16) float Qs[8][128];
 	__shared__ __align__(16) float Ks[F16 ? 128 : 1][68];
+	__shared__ float Wm[8][4];
 	const int m = pos[blockIdx.y] + 1;
-	if (blockIdx.x * 128 >= m) return;
-	if (dim <= 64) attn_scores_rows_d<F16, 64>(q, heads, kvheads, dim, kc, m, S, ld, scale, Qs, Ks);
-	else attn_scores_rows_d<F16, 128>(q, heads, kvheads, dim, kc, m, S, ld, scale, Qs, Ks);
+	if ((int)blockIdx.x * 128 >= m) return;
+	if (dim <= 64) attn_scores_rows_d<F16, 64>(q, heads, kvheads, dim, kc, m, S, M, ld, scale, Qs, Ks, Wm);
+	else attn_scores_rows_d<F16, 128>(q, heads, kvheads, dim, kc, m, S, M, ld, scale, Qs, Ks, Wm);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
 muser_attn_scores_rows_f16(const float* __restrict__ q, int heads, int kvheads, int dim,
                            const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
-                           float* __restrict__ S, int ld, float scale) {
+                           float* __restrict__ S, float* __restrict__ M, int ld, float scale) {
 	grid_wait();
-	attn_scores_rows<true>(q, heads, kvheads, dim, kc, pos, S, ld, scale);
+	attn_scores_rows<true>(q, heads, kvheads, dim, kc, pos, S, M, ld, scale);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
 muser_attn_scores_rows_f32(const float* __restrict__ q, int heads, int kvheads, int dim,
                            const unsigned long long* __restrict__ kc, const int* __restrict__ pos,
-                           float* __restrict__ S, int ld, float scale) {
+                           float* __restrict__ S, float* __restrict__ M, int ld, float scale) {
 	grid_wait();
-	attn_scores_rows<false>(q, heads, kvheads, dim, kc, pos, S, ld, scale);
+	attn_scores_rows<false>(q, heads, kvheads, dim, kc, pos, S, M, ld, scale);
 }
 
-// muser_attn_softmax replaces each row i, head h's scores s_0..s_pos[i] in S
-// by kernels.Softmax of them: e_j = Exp32(s_j − max); the e_j summed in
-// float64 with 8 accumulators (j into accumulator j mod 8, in order)
-// reduced by the tree +4, +2, +1; then e_j·float32(1/sum), rounded to f16
-// when round ≠ 0 (the f16-cache weights). It is the decode softmax (a
-// batch of few rows, each as long as its context).
+// muser_attn_softmax_part is the decode softmax's first half (a batch of
+// few rows, each as long as its context), spread over blocks of
+// attn::RSP = 1,024 positions so that a long context keeps many
+// multiprocessors busy. Block (p, i, h) takes row i, head h (pair P =
+// i·heads + h, m = pos[i] + 1) and positions p·RSP .. min(m, (p+1)·RSP)
+// − 1: it takes the maximum of the pair's m scores from the ⌈m/64⌉
+// maxima the scores kernel wrote to M (attn_scores_max says why that
+// order gives the CPU's result), replaces each of its s_j by e_j =
+// Exp32(s_j − max), and writes the float64 sum of its e_j, in an order
+// of its own, to part[P·pl + p]. The second half, float32(1/sum) and the
+// weights, is the weighted sum's (attn_rows_inv, attn_wsum_rows).
 //
-// Launch: grid (n, heads), block attn::SMT = 512.
-//
-// A block takes one row and head. Pass 1: the maximum (sixteen loads in
-// flight per thread). Pass 2: every thread computes the exponentials of
-// its positions (j ≡ tid mod SMT), stores them and adds them to a float64
-// sum of its own; the eight chains' sum lies within chain_margin of the
-// block's sum of those (shuffles, then the warps' sums in order), and
-// float32(1/sum) is monotone in the sum. When both ends of that interval
-// give the same float32, it is the chains' too; otherwise (a float32
-// rounding boundary within about 4·m·10^-16 of 1/sum, or a NaN) lanes 0..7
-// of warp 0 add the stored e_j in their chains and the tree decides, as
-// the CPU does. Pass 3 scales (and rounds) every e_j.
-extern "C" __global__ void __launch_bounds__(512, 1)
-muser_attn_softmax(float* S, int ld, const int* __restrict__ pos, int n, int heads, int round) {
+// Launch: grid (ceil((max pos + 1)/RSP), n, heads), block 256; pl ≥
+// ceil(ld/RSP).
+extern "C" __global__ void __launch_bounds__(256)
+muser_attn_softmax_part(float* S, const float* __restrict__ M, double* __restrict__ part, int ld, int pl,
+                        const int* __restrict__ pos, int heads) {
 	using namespace attn;
-	constexpr int NW = SMT / 32; // warps
+	constexpr int NW = 256 / 32, U = RSP / 256;
 	__shared__ float wmax[NW];
 	__shared__ double wsum[NW];
-	__shared__ float inv;
-	__shared__ int decided;
-	const int i = blockIdx.x, h = blockIdx.y;
 	grid_wait();
-	if (i >= n) return;
+	const int p = blockIdx.x, i = blockIdx.y, h = blockIdx.z;
 	const int m = pos[i] + 1;
-	float* s = S + ((size_t)i * heads + h) * ld;
+	if (p * RSP >= m) return;
+	const size_t P = (size_t)i * heads + h;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
-	// The maximum. For rows without NaN it is exact whatever the order
-	// (max(+0, −0) may differ from the CPU's, which changes no x − max);
-	// a NaN anywhere makes every output NaN on both sides (the CPU's max
-	// is then the sequential scan's, which the result does not depend on:
-	// every e_j sum is NaN).
-	float mx = -__uint_as_float(0x7f800000u);
-	{
-		int j = tid;
-		for (; j + 15 * SMT < m; j += 16 * SMT) {
-			float v[16];
-#pragma unroll
-			for (int u = 0; u < 16; u++) v[u] = s[j + SMT * u];
-#pragma unroll
-			for (int u = 0; u < 16; u++) mx = fmaxf(mx, v[u]);
-		}
-		for (; j < m; j += SMT) mx = fmaxf(mx, s[j]);
-	}
+	const float* mp = M + P * attn_mb(ld);
+	const int nb = (m + SKB - 1) / SKB;
+	float mx = attn_ninf();
+	for (int b = tid; b < nb; b += 256) mx = fmaxf(mx, mp[b]);
 #pragma unroll
 	for (int off = 16; off >= 1; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
 	if (lane == 0) wmax[warp] = mx;
 	__syncthreads();
 	mx = wmax[0];
+#pragma unroll
 	for (int w = 1; w < NW; w++) mx = fmaxf(mx, wmax[w]);
 
-	// The exponentials, stored, and this thread's sum of them.
-	double part = 0.0;
-	{
-		int j = tid;
-		for (; j + 7 * SMT < m; j += 8 * SMT) {
-			float v[8];
+	float* s = S + P * ld + (size_t)p * RSP;
+	const int cnt = min(RSP, m - p * RSP);
+	float v[U];
 #pragma unroll
-			for (int u = 0; u < 8; u++) v[u] = s[j + SMT * u];
+	for (int u = 0; u < U; u++) {
+		const int j = tid + 256 * u;
+		v[u] = j < cnt ? s[j] : 0.0f;
+	}
+	double sum = 0.0;
 #pragma unroll
-			for (int u = 0; u < 8; u++) {
-				const float e = exp32(f32sub(v[u], mx));
-				s[j + SMT * u] = e;
-				part = f64add(part, (double)e);
-			}
-		}
-		for (; j < m; j += SMT) {
-			const float e = exp32(f32sub(s[j], mx));
+	for (int u = 0; u < U; u++) {
+		const int j = tid + 256 * u;
+		if (j < cnt) {
+			const float e = exp32(f32sub(v[u], mx));
 			s[j] = e;
-			part = f64add(part, (double)e);
+			sum = f64add(sum, (double)e);
 		}
 	}
 #pragma unroll
-	for (int off = 16; off >= 1; off /= 2) part = f64add(part, __shfl_xor_sync(0xffffffffu, part, off));
-	if (lane == 0) wsum[warp] = part;
+	for (int off = 16; off >= 1; off /= 2) sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, off));
+	if (lane == 0) wsum[warp] = sum;
 	__syncthreads();
 	if (tid == 0) {
-		double t = 0.0;
-		for (int w = 0; w < NW; w++) t = f64add(t, wsum[w]);
-		const double r = chain_margin(t, m);
-		const float lo = __double2float_rn(muser_ddiv_rn(1.0, f64add(t, r)));
-		const float hi = __double2float_rn(muser_ddiv_rn(1.0, f64sub(t, r)));
-		decided = lo == hi; // false for a NaN
-		inv = lo;
+		double t = wsum[0];
+#pragma unroll
+		for (int w = 1; w < NW; w++) t = f64add(t, wsum[w]);
+		part[P * pl + p] = t;
 	}
-	__syncthreads();
-	if (!decided && warp == 0) {
-		// The chains, over the e_j this block stored (visible after the
-		// barrier).
-		double sum = 0.0;
-		if (lane < 8) {
-			int x = lane;
-			for (; x + 8 * 7 < m; x += 8 * 8) {
-				float v[8];
+}
+
+// attn_rows_inv returns kernels.Softmax's float32(1/sum) for the m
+// exponentials e[0..m) that muser_attn_softmax_part left in a row of S,
+// whose blocks' sums it wrote to part[0..ceil(m/RSP)). One whole warp
+// calls it and every lane gets the value. The CPU's sum is its eight
+// float64 chains (j into chain j mod 8, in order, then the tree +4, +2,
+// +1); the blocks' sums, added here in another order, lie within
+// chain_margin of it, and float32(1/sum) is monotone in the sum: when
+// both ends of that interval give the same float32, it is the chains'
+// too. Otherwise (a float32 rounding boundary within about 4·m·10^-16 of
+// 1/sum, or a NaN) lanes 0..7 add the e_j in their chains and the tree
+// decides, as the CPU does.
+MUSER_DEV float attn_rows_inv(const float* __restrict__ e, const double* __restrict__ part, int m) {
+	const int lane = threadIdx.x & 31;
+	const int np = (m + attn::RSP - 1) / attn::RSP;
+	double t = 0.0;
+	for (int k = lane; k < np; k += 32) t = f64add(t, part[k]);
+	// A butterfly of commutative additions: every lane ends with the
+	// same total.
 #pragma unroll
-				for (int u = 0; u < 8; u++) v[u] = s[x + 8 * u];
+	for (int off = 16; off >= 1; off /= 2) t = f64add(t, __shfl_xor_sync(0xffffffffu, t, off));
+	const double r = chain_margin(t, m);
+	const float lo = __double2float_rn(muser_ddiv_rn(1.0, f64add(t, r)));
+	const float hi = __double2float_rn(muser_ddiv_rn(1.0, f64sub(t, r)));
+	if (lo == hi) return lo; // false for a NaN
+	double sum = 0.0;
+	if (lane < 8) {
+		int x = lane;
+		for (; x + 8 * 7 < m; x += 8 * 8) {
+			float v[8];
 #pragma unroll
-				for (int u = 0; u < 8; u++) sum = f64add(sum, (double)v[u]);
-			}
-			for (; x < m; x += 8) sum = f64add(sum, (double)s[x]);
+			for (int u = 0; u < 8; u++) v[u] = e[x + 8 * u];
+#pragma unroll
+			for (int u = 0; u < 8; u++) sum = f64add(sum, (double)v[u]);
 		}
-		// The tree +4, +2, +1: lane 0 ends with ((p0+p4)+(p2+p6)) +
-		// ((p1+p5)+(p3+p7)) (float64 addition is commutative).
-		sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 4));
-		sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
-		sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-		if (lane == 0) inv = __double2float_rn(muser_ddiv_rn(1.0, sum));
+		for (; x < m; x += 8) sum = f64add(sum, (double)e[x]);
 	}
-	__syncthreads();
-	const float iv = inv;
-	int j = tid;
-	for (; j + 15 * SMT < m; j += 16 * SMT) {
-		float v[16];
-#pragma unroll
-		for (int u = 0; u < 16; u++) v[u] = s[j + SMT * u];
-#pragma unroll
-		for (int u = 0; u < 16; u++) {
-			float x = f32mul(v[u], iv);
-			if (round) x = round_f16(x);
-			s[j + SMT * u] = x;
-		}
-	}
-	for (; j < m; j += SMT) {
-		float x = f32mul(s[j], iv);
-		if (round) x = round_f16(x);
-		s[j] = x;
-	}
+	// The tree +4, +2, +1: lanes 0..7 end with ((c0+c4)+(c2+c6)) +
+	// ((c1+c5)+(c3+c7)).
+	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 4));
+	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+	return __shfl_sync(0xffffffffu, __double2float_rn(muser_ddiv_rn(1.0, sum)), 0);
 }
 
 // muser_attn_softmax8 is the tiled attention's softmax (many rows), a
@@ -844,7 +850,7 @@ template <bool F16> MUSER_DEV float attn_weight(float e, float inv) {
 // S holds the exponentials e_j and Inv each query's float32(1/sum)
 // (muser_attn_softmax8): a weight is staged as attn_weight(e_j, Inv[row·
 // heads + head]), the last step of kernels.Softmax and the f16 rounding,
-// exactly what muser_attn_softmax writes. Positions past the query's own
+// as the decode weighted sum does too. Positions past the query's own
 // are staged as +0, not e_j·inv of whatever S holds there: no chain adds
 // them (the loop over whole tiles runs only below every query's m, the
 // other skips j ≥ m), and the staged tile holds no stale values.
@@ -1004,7 +1010,11 @@ muser_attn_wsum_f32(const float* __restrict__ S, const float* __restrict__ Inv, 
 
 // attn_wsum_rows: grid (n, kvheads·ceil(group/8), ceil(dim/8)), block
 // attn::RWT = 288: the weighted sums of a batch whose tiles are single
-// rows (decode). A block takes row blockIdx.x, up to 8 query heads of one
+// rows (decode), over the exponentials muser_attn_softmax_part left in S
+// and their sums per 1,024 positions (part, pl a row and head); each
+// weight is attn_weight of its exponential and the head's float32(1/sum)
+// (attn_rows_inv, formed by staging warp 1+x for head x before the first
+// chunk). A block takes row blockIdx.x, up to 8 query heads of one
 // KV head and 8 dimensions: 64 output chains, each walked over positions
 // 0..pos in order, two per thread of warp 0 (lane t: head t/4, dimensions
 // 2(t%4) and 2(t%4)+1, the two chains' additions interleaved). The
@@ -1019,7 +1029,8 @@ muser_attn_wsum_f32(const float* __restrict__ S, const float* __restrict__ Inv, 
 // (weight and V): a chain at +0 or beyond adds +0 products without change
 // (attention.cuh's header), so every chunk is walked whole.
 template <bool F16>
-__device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
+__device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, const double* __restrict__ part, int ld,
+                                               int pl, const unsigned long long* __restrict__ vc,
                                                const int* __restrict__ pos, float* __restrict__ out,
                                                int heads, int kvheads, int dim) {
 	using namespace attn;
@@ -1027,6 +1038,7 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int 
 	constexpr int VW = F16 ? 4 : 8; // 32-bit words of a position's 8 V elements
 	__shared__ __align__(16) float Ws[2][HB][LD];
 	__shared__ __align__(16) float Vs[2][DB][LD];
+	__shared__ float Iv[HB];
 	const int i = blockIdx.x, group = heads / kvheads, hch = (group + HB - 1) / HB;
 	const int kvh = blockIdx.y / hch, g0 = (blockIdx.y % hch) * HB, gn = min(HB, group - g0);
 	const int d0 = blockIdx.z * DB, dn = min(DB, dim - d0);
@@ -1036,7 +1048,8 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int 
 	const int kvrow = kvheads * dim;
 	const unsigned short* v16 = (const unsigned short*)vc[i] + (size_t)kvh * dim + d0;
 	const float* v32 = (const float*)vc[i] + (size_t)kvh * dim + d0;
-	const float* w = S + ((size_t)i * heads + kvh * group + g0) * ld;
+	const size_t rh = (size_t)i * heads + kvh * group + g0; // row·heads + head of x = 0
+	const float* w = S + rh * ld;
 	// Whole 16-byte loads of a position's 8 elements where the layout
 	// allows them.
 	const bool vec = dn == DB && ((F16 ? (unsigned long long)v16 : (unsigned long long)v32) & 15) == 0 &&
@@ -1074,12 +1087,13 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int 
 #pragma unroll
 		for (int x = 0; x < HB; x++) r.w[x] = ok && x < gn ? w[(size_t)x * ld + j] : 0.0f;
 	};
+	float iv[HB]; // the heads' float32(1/sum) (staging threads)
 	auto stage = [&](const Raw& r, int b) {
 #pragma unroll
 		for (int d = 0; d < DB; d++)
 			Vs[b][d][st] = F16 ? f16_to_f32_arith((r.v[d / 2] >> (16 * (d % 2))) & 0xffffu) : __uint_as_float(r.v[d % VW]);
 #pragma unroll
-		for (int x = 0; x < HB; x++) Ws[b][x][st] = r.w[x];
+		for (int x = 0; x < HB; x++) Ws[b][x][st] = attn_weight<F16>(r.w[x], iv[x]);
 	};
 	const int hh = t / 4, dp = 2 * (t % 4);
 	float y0 = 0.0f, y1 = 0.0f;
@@ -1118,10 +1132,21 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int 
 	};
 	// Chunk k is in buffer k%2 when step k begins; step k stages chunk
 	// k+1 (fetched two steps before) and fetches chunk k+3 into the same
-	// registers.
+	// registers. Before the first, staging warp 1+x forms head x's
+	// float32(1/sum) while chunk 0's loads are in flight.
 	Raw r0, r1;
 	if (st >= 0) {
 		fetch(r1, 0);
+		const int x = st >> 5;
+		if (x < gn) {
+			const float v = attn_rows_inv(w + (size_t)x * ld, part + (rh + x) * pl, m);
+			if ((st & 31) == 0) Iv[x] = v;
+		}
+	}
+	__syncthreads();
+	if (st >= 0) {
+#pragma unroll
+		for (int x = 0; x < HB; x++) iv[x] = x < gn ? Iv[x] : 0.0f;
 		stage(r1, 0);
 		fetch(r0, 1);
 		fetch(r1, 2);
@@ -1148,15 +1173,17 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, int 
 }
 
 extern "C" __global__ void __launch_bounds__(288, 1)
-muser_attn_wsum_rows_f16(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
-                         const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
+muser_attn_wsum_rows_f16(const float* __restrict__ S, const double* __restrict__ part, int ld, int pl,
+                         const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
+                         float* __restrict__ out, int heads, int kvheads, int dim) {
 	grid_wait();
-	attn_wsum_rows<true>(S, ld, vc, pos, out, heads, kvheads, dim);
+	attn_wsum_rows<true>(S, part, ld, pl, vc, pos, out, heads, kvheads, dim);
 }
 
 extern "C" __global__ void __launch_bounds__(288, 1)
-muser_attn_wsum_rows_f32(const float* __restrict__ S, int ld, const unsigned long long* __restrict__ vc,
-                         const int* __restrict__ pos, float* __restrict__ out, int heads, int kvheads, int dim) {
+muser_attn_wsum_rows_f32(const float* __restrict__ S, const double* __restrict__ part, int ld, int pl,
+                         const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
+                         float* __restrict__ out, int heads, int kvheads, int dim) {
 	grid_wait();
-	attn_wsum_rows<false>(S, ld, vc, pos, out, heads, kvheads, dim);
+	attn_wsum_rows<false>(S, part, ld, pl, vc, pos, out, heads, kvheads, dim);
 }

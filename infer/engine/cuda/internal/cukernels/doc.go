@@ -122,16 +122,19 @@
 //     muser_rope_kv_store (muser_rope of q and k, then the KV store),
 //     muser_embed_<type> (ggml.Dequantize of one row per token).
 //   - attention.cuh: muser_attn_scores_f16/_f32 and
-//     muser_attn_scores_rows_f16/_f32, muser_attn_softmax and
+//     muser_attn_scores_rows_f16/_f32, muser_attn_softmax_part and
 //     muser_attn_softmax8, muser_attn_wsum_f16/_f32 and
 //     muser_attn_wsum_rows_f16/_f32: the CPU engine's attendTile (kernels.RoundF16s,
 //     DotF16Rows, Softmax, AXPYF16Rows, or Dot and AXPY for an f32 cache),
 //     over a batch of rows each with its own sequence's cache (Attention).
-//     The tiled path splits Softmax over its three kernels: the scores
-//     kernels write each query's maximum per 64 keys (M),
-//     muser_attn_softmax8 takes the maximum from those and writes the
-//     exponentials (S) and float32(1/sum) (Inv), the weighted sums
-//     multiply (and round) each weight as they stage it.
+//     Both paths split Softmax over their three kernels: the scores
+//     kernels write each query's maximum per 64 keys (M);
+//     muser_attn_softmax8 (tiled) takes the maximum from those and writes
+//     the exponentials (S) and float32(1/sum) (Inv);
+//     muser_attn_softmax_part (decode) writes the exponentials of 1,024
+//     positions a block and their float64 sum, from which the decode
+//     weighted sums form float32(1/sum); the weighted sums multiply (and
+//     round) each weight as they stage it.
 //   - selftest.cuh: muser_test_* expose the device primitives to the GPU
 //     tests; the forward pass never launches them.
 //
@@ -169,34 +172,38 @@
 //	muser_rope_kv_store      p q, p k, p v, i n, i heads, i kvheads, i dim, i ropeDim, i neox,
 //	                         p cs, p kc, p vc, p pos, i f16                 n, 256
 //	muser_attn_scores_f16, _f32
-//	                         p q, i heads, i kvheads, i dim, p kc, p pos, p tiles, p S, p M|0, i ld, f scale, i nkb
+//	                         p q, i heads, i kvheads, i dim, p kc, p pos, p tiles, p S, p M, i ld, f scale, i nkb
 //	                         ntiles × kvheads·⌈group/gh⌉ × ⌈⌈(max pos+1)/64⌉/nkb⌉, 256 (nkb blocks of 64 keys a block),
 //	                         shared 2·G·⌈dim/4⌉·68·4 bytes (G = 4, 2 or 1 lane groups, as fit in 48 KiB)
 //	muser_attn_scores_rows_f16, _f32
-//	                         p q, i heads, i kvheads, i dim, p kc, p pos, p S, i ld, f scale
+//	                         p q, i heads, i kvheads, i dim, p kc, p pos, p S, p M, i ld, f scale
 //	                         ⌈(max pos+1)/128⌉ × n × kvheads·⌈group/8⌉, 128 (dim ≤ 128)
-//	muser_attn_softmax       p S, i ld, p pos, i n, i heads, i round        n×heads, 512
+//	muser_attn_softmax_part  p S, p M, p part, i ld, i pl, p pos, i heads
+//	                         ⌈(max pos+1)/1024⌉ × n × heads, 256
 //	muser_attn_softmax8      p S, p M, p Inv, i ld, p pos, i n, i heads     ⌈n·heads/32⌉, 256
 //	muser_attn_wsum_f16, _f32
 //	                         p S, p Inv, i ld, p vc, p pos, p tiles, p out, i heads, i kvheads, i dim
 //	                         ntiles × kvheads·⌈group/gh⌉ × ⌈dim/64⌉, 128,
 //	                         shared 2·32·(64 + 68)·4 bytes
 //	muser_attn_wsum_rows_f16, _f32
-//	                         p S, i ld, p vc, p pos, p out, i heads, i kvheads, i dim
+//	                         p S, p part, i ld, i pl, p vc, p pos, p out, i heads, i kvheads, i dim
 //	                         n × kvheads·⌈group/8⌉ × ⌈dim/8⌉, 288
 //	muser_test_exp32         p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni, p r16, p ru
 //	                                                                        ⌈count/256⌉, 256
 //	muser_test_small_tables  p f16, p f16a, p ue                            256, 256
+//	muser_test_softmax_weights
+//	                         p S, p part, i ld, i pl, p pos, i heads, i round
+//	                                                                        n × heads, 32
 //
 // For the attention, group = heads/kvheads, gh = min(group,
-// AttnQueries(dim)) (64); the batch-of-rows ABI (kc, vc, pos, tiles, S, and
-// the tiled kernels' M, float [n][heads][⌈ld/64⌉], and Inv, float
-// [n·heads]) is attention.cuh's and Attention's, which launches the _rows
-// scores (head dimension ≤ 128) and weighted sum and muser_attn_softmax
-// when every tile is one row (decode; a tiled scores kernel there, for a
-// larger head dimension, gets M = 0 and writes no maxima), the tiled ones
-// otherwise.
+// AttnQueries(dim)) (64); the batch-of-rows ABI (kc, vc, pos, tiles, S,
+// M, float [n][heads][⌈ld/64⌉] followed, 8-byte aligned, by the decode
+// softmax's part, float64 [n][heads][pl = ⌈ld/1024⌉] (AttnMBytes), and the
+// tiled kernels' Inv, float [n·heads]) is attention.cuh's and Attention's,
+// which launches the _rows scores (head dimension ≤ 128; a tiled scores
+// kernel for a larger one), muser_attn_softmax_part and the _rows weighted
+// sum when every tile is one row (decode), the tiled ones otherwise.
 //
 // The activations of a product are quantized per token row as ActOf says
 // (QuantizeActs); every kernel's result for a token depends on that token's

@@ -246,11 +246,13 @@ var emuTiledBatch = func() attnBatch {
 func TestEmuDecodeSoftmax(t *testing.T) { runDecodeSoftmax(t, emu(t), []int{1, 7, 8, 513, 1100, 5000}) }
 
 // emuDecodeBatch: single decode rows (one per sequence) at the depths
-// where the decode kernels' chunks and loop steps end: a first token, the
-// weighted sum's 256-position chunks, the softmax's 4,096-position steps
-// of its exponentials (8,192 of its maximum), and past 8,192. Sequence 2's K has infinities at key 100 (its rows' +Inf score
-// makes the softmax NaN), sequence 3's at its own position (a −Inf score
-// only, for a head whose query sign gives it: a zero weight).
+// where the decode kernels' chunks and blocks end: a first token, the
+// weighted sum's 256-position chunks (and the scores' 128-key blocks),
+// the softmax's 1,024-position blocks (4,096 positions: four whole; 4,098:
+// one past), and past 8,192. Sequence 2's K has infinities at key 100
+// (its rows' +Inf score makes the softmax NaN), sequence 3's at its own
+// position (a −Inf score only, for a head whose query sign gives it: a
+// zero weight).
 var emuDecodeBatch = attnBatch{
 	seq: []int{0, 1, 2, 3, 4, 5, 6, 7, 8},
 	pos: []int{0, 1, 255, 256, 257, 4095, 4097, 8200, 8448},

@@ -493,7 +493,7 @@ func BenchmarkGPUAttention(b *testing.B) {
 						Q: s.up(f32Bytes(q)), Out: s.alloc(4 * c.rows * Q), KC: s.up(u64Bytes(kc)), VC: s.up(u64Bytes(vc)),
 						Pos: s.up(i32s(p)), Tiles: s.up(i32s(tl)), NTiles: len(tiles) - 1, MaxPos: ntok - 1,
 						S: s.alloc(4 * c.rows * c.heads * ld), LD: ld,
-						M: s.alloc(4 * c.rows * c.heads * AttnMaxBlocks(ld)), Inv: s.alloc(4 * c.rows * c.heads)}
+						M: s.alloc(int(AttnMBytes(c.rows, c.heads, ld))), Inv: s.alloc(4 * c.rows * c.heads)}
 					ls, err := a.Launches()
 					if err != nil && s.err == nil {
 						s.err = err

@@ -61,8 +61,8 @@ var (
 	embedParams       = []Param{Ptr, I32, I32, Ptr, I32, Ptr}
 	scoresParams      = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, I32, F32, I32}
 	wsumParams        = []Param{Ptr, Ptr, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32}
-	wsumRowsParams    = []Param{Ptr, I32, Ptr, Ptr, Ptr, I32, I32, I32}
-	scoresRowsParams  = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, I32, F32}
+	wsumRowsParams    = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr, I32, I32, I32}
+	scoresRowsParams  = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, F32}
 	kvStoreParams     = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}
 )
 
@@ -105,7 +105,7 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_attn_scores_f32", Params: scoresParams},
 		{Name: "muser_attn_scores_rows_f16", Params: scoresRowsParams, ExactFMA: true},
 		{Name: "muser_attn_scores_rows_f32", Params: scoresRowsParams},
-		{Name: "muser_attn_softmax", Params: []Param{Ptr, I32, Ptr, I32, I32, I32}},
+		{Name: "muser_attn_softmax_part", Params: []Param{Ptr, Ptr, Ptr, I32, I32, Ptr, I32}},
 		{Name: "muser_attn_softmax8", Params: []Param{Ptr, Ptr, Ptr, I32, Ptr, I32, I32}},
 		{Name: "muser_attn_wsum_f16", Params: wsumParams, ExactFMA: true},
 		{Name: "muser_attn_wsum_f32", Params: wsumParams},
@@ -114,6 +114,7 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_test_exp32", Params: []Param{Ptr, Ptr, I32}, SelfTest: true},
 		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
 		{Name: "muser_test_small_tables", Params: []Param{Ptr, Ptr, Ptr}, SelfTest: true},
+		{Name: "muser_test_softmax_weights", Params: []Param{Ptr, Ptr, I32, I32, Ptr, I32, I32}, SelfTest: true},
 	}
 	for _, t := range intTypes {
 		ks = append(ks,
@@ -739,8 +740,8 @@ const (
 	attnWKT   = 32
 	attnWDB   = 64
 	attnWLD   = 68
-	attnSMT   = 512 // threads of the decode softmax
-	attnRWT   = 288 // threads of the decode weighted sum
+	attnRSP   = 1024 // positions per block of the decode softmax
+	attnRWT   = 288  // threads of the decode weighted sum
 
 	attnRowsScoresDim = 128 // the largest head dimension of the decode scores kernel
 )
@@ -808,11 +809,13 @@ func AttnTiles(kc []uint64, pos []int32, heads, kvheads, dim int) []int32 {
 // for this layer (f16 when F16, else f32; position p at element
 // p·KVHeads·Dim), Pos int32 [N] the rows' positions (their K and V
 // already stored), Tiles int32 [NTiles+1] from AttnTiles, MaxPos the
-// largest position; S is float scratch [N][Heads][LD], LD > MaxPos. M,
-// float scratch [N][Heads][AttnMaxBlocks(LD)], and Inv, float scratch
-// [N·Heads], are the tiled kernels' (each row and head's maximum score per
-// 64 keys, and its softmax's 1/sum): required unless every tile is one
-// row (NTiles = N), which does not use them.
+// largest position; S is float scratch [N][Heads][LD], LD > MaxPos. M is
+// scratch of AttnMBytes(N, Heads, LD) bytes, always required: each row
+// and head's maximum score per 64 keys (float [N][Heads][AttnMaxBlocks(LD)])
+// and, for a batch whose tiles are single rows (NTiles = N, decode), the
+// decode softmax's float64 sums per block of 1,024 positions after them.
+// Inv, float scratch [N·Heads], the softmax's 1/sum, is the tiled
+// kernels': required unless every tile is one row.
 type Attention struct {
 	F16                 bool
 	Heads, KVHeads, Dim int
@@ -829,19 +832,38 @@ type Attention struct {
 	KeyBlocks int
 }
 
-// AttnMaxBlocks is the row of Attention.M for scores of row ld: one
-// maximum per block of 64 keys (attention.cuh's attn_mb).
+// AttnMaxBlocks is the row of Attention.M's maxima for scores of row ld:
+// one maximum per block of 64 keys (attention.cuh's attn_mb).
 func AttnMaxBlocks(ld int) int { return ceilDiv(ld, attnSKB) }
+
+// attnParts is the row of the decode softmax's sums for scores of row ld:
+// one per block of 1,024 positions.
+func attnParts(ld int) int { return ceilDiv(ld, attnRSP) }
+
+// attnPartsAt is the byte offset of the decode softmax's sums in
+// Attention.M: after the maxima, 8-byte aligned.
+func attnPartsAt(n, heads, ld int) int64 {
+	return (4*int64(n)*int64(heads)*int64(AttnMaxBlocks(ld)) + 7) &^ 7
+}
+
+// AttnMBytes is the size in bytes of Attention.M for n rows of heads
+// heads and scores of row ld: the maxima, then the decode softmax's sums.
+func AttnMBytes(n, heads, ld int) int64 {
+	return attnPartsAt(n, heads, ld) + 8*int64(n)*int64(heads)*int64(attnParts(ld))
+}
 
 // Launches returns the three launches of the attention, to run in order:
 // the scores, the softmax (with an f16 cache, weights rounded to f16),
-// the weighted sum of V rows. A batch whose tiles are all
-// single rows (decode) gets the kernels made for few rows
-// (muser_attn_scores_rows_* up to head dimension 128, muser_attn_softmax,
-// muser_attn_wsum_rows_*), any other the tiled ones (muser_attn_scores_*
-// with the maxima per 64 keys in M, muser_attn_softmax8 writing the
-// exponentials and Inv, muser_attn_wsum_* scaling and rounding the
-// weights as it stages them); both compute the same bits.
+// the weighted sum of V rows. Both scores kernels write the maxima per 64
+// keys to M. A batch whose tiles are all single rows (decode) gets the
+// kernels made for few rows (muser_attn_scores_rows_* up to head
+// dimension 128; muser_attn_softmax_part writing the exponentials and
+// their sums per 1,024 positions; muser_attn_wsum_rows_* forming 1/sum
+// from those sums and scaling and rounding the weights as it stages
+// them), any other the tiled ones (muser_attn_scores_*,
+// muser_attn_softmax8 writing the exponentials and Inv, muser_attn_wsum_*
+// scaling and rounding the weights as it stages them); both compute the
+// same bits.
 func (a Attention) Launches() ([3]Launch, error) {
 	sk, wk, rk := "muser_attn_scores_f32", "muser_attn_wsum_f32", "muser_attn_wsum_rows_f32"
 	srk := "muser_attn_scores_rows_f32"
@@ -861,12 +883,11 @@ func (a Attention) Launches() ([3]Launch, error) {
 		return ls, err
 	}
 	tiled := a.NTiles != a.N
-	if tiled && (a.M == 0 || a.Inv == 0) {
-		return ls, shapeErr(sk, "tiles of several rows need the scratch M and Inv")
+	if a.M == 0 {
+		return ls, shapeErr(sk, "attention needs the scratch M")
 	}
-	m := a.M // the decode softmax takes no maxima
-	if !tiled {
-		m = 0
+	if tiled && a.Inv == 0 {
+		return ls, shapeErr(sk, "tiles of several rows need the scratch Inv")
 	}
 	qc := AttnQueries(a.Dim)
 	group := a.Heads / a.KVHeads
@@ -879,7 +900,7 @@ func (a Attention) Launches() ([3]Launch, error) {
 		nkb = min(a.KeyBlocks, attnSKBN)
 	}
 	ls[0], err = launch(sk, [3]int{a.NTiles, hy, ceilDiv(blocks, nkb)}, 256, attnScoresShared(a.Dim),
-		p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.Tiles), p(a.S), p(m), i32(a.LD),
+		p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.Tiles), p(a.S), p(a.M), i32(a.LD),
 		f32(AttnScale(a.Dim)), i32(nkb))
 	if err != nil {
 		return ls, err
@@ -889,21 +910,25 @@ func (a Attention) Launches() ([3]Launch, error) {
 			// A thread per key and up to 8 heads (the tiled kernel's
 			// 64-query blocks would hold a group's few).
 			ls[0], err = launch(srk, [3]int{ceilDiv(a.MaxPos+1, 128), a.N, a.KVHeads * ceilDiv(group, 8)}, 128, 0,
-				p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.S), i32(a.LD), f32(AttnScale(a.Dim)))
+				p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.S), p(a.M), i32(a.LD),
+				f32(AttnScale(a.Dim)))
 			if err != nil {
 				return ls, err
 			}
 		}
-		// Every tile one row (decode): a block per row and head for the
-		// softmax (a parallel sum that its float64 chains check), a thread
-		// per output chain for the weighted sums, 8 heads × 8 dimensions
-		// a block, fed by staging warps.
-		ls[1], err = DecodeSoftmax(a.S, a.Pos, a.LD, a.N, a.Heads, a.F16)
+		// Every tile one row (decode): the softmax's exponentials over
+		// blocks of 1,024 positions per row and head, with their sums; a
+		// thread per output chain for the weighted sums, 8 heads × 8
+		// dimensions a block, fed by staging warps, which first form
+		// 1/sum from those sums (checked against the float64 chains).
+		part := a.M + DevPtr(attnPartsAt(a.N, a.Heads, a.LD))
+		ls[1], err = softmaxPart(a.S, a.M, part, a.Pos, a.LD, a.N, a.Heads, a.MaxPos)
 		if err != nil {
 			return ls, err
 		}
 		ls[2], err = launch(rk, [3]int{a.N, a.KVHeads * ceilDiv(group, 8), ceilDiv(a.Dim, 8)}, attnRWT, 0,
-			p(a.S), i32(a.LD), p(a.VC), p(a.Pos), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
+			p(a.S), p(part), i32(a.LD), i32(attnParts(a.LD)), p(a.VC), p(a.Pos), p(a.Out), i32(a.Heads),
+			i32(a.KVHeads), i32(a.Dim))
 		return ls, err
 	}
 	// Tiled: the softmax reads the maxima from M and leaves the
@@ -919,20 +944,23 @@ func (a Attention) Launches() ([3]Launch, error) {
 	return ls, err
 }
 
-// DecodeSoftmax is the decode attention's softmax alone
-// (muser_attn_softmax): for each row i < n and head h < heads, the scores
-// S[(i·heads + h)·ld + j], j ≤ pos[i], are replaced in place by
-// kernels.Softmax of them, rounded to f16 when round is set. Attention's
-// Launches uses the same kernel for batches of single rows.
-func DecodeSoftmax(S, pos DevPtr, ld, n, heads int, round bool) (Launch, error) {
-	const k = "muser_attn_softmax"
+// softmaxPart is the launch of muser_attn_softmax_part over n rows of
+// heads heads whose positions are at most maxPos: the exponentials in S,
+// their sums per block of 1,024 positions in part (attnParts(ld) a row
+// and head), the maxima read from M.
+func softmaxPart(S, M, part, pos DevPtr, ld, n, heads, maxPos int) (Launch, error) {
+	const k = "muser_attn_softmax_part"
 	if err := positive(k, ld, n, heads); err != nil {
 		return Launch{}, err
+	}
+	if maxPos < 0 || ld <= maxPos {
+		return Launch{}, shapeErr(k, "max position %d, ld %d", maxPos, ld)
 	}
 	if err := product(k, n, heads*ld); err != nil {
 		return Launch{}, err
 	}
-	return launch(k, [3]int{n, heads, 1}, attnSMT, 0, p(S), i32(ld), p(pos), i32(n), i32(heads), flag(round))
+	return launch(k, [3]int{ceilDiv(maxPos+1, attnRSP), n, heads}, 256, 0,
+		p(S), p(M), p(part), i32(ld), i32(attnParts(ld)), p(pos), i32(heads))
 }
 
 // ---------------------------------------------------------------------------
@@ -959,6 +987,27 @@ func SelfTestF32Bits(base uint32, count int, f16, bf16, ra, ni, r16, ru DevPtr) 
 		return Launch{}, err
 	}
 	return launch(k, [3]int{elems256(count), 1, 1}, 256, 0, base, i32(count), p(f16), p(bf16), p(ra), p(ni), p(r16), p(ru))
+}
+
+// SelfTestDecodeSoftmax returns the decode attention's softmax alone, as
+// two launches to run in order: muser_attn_softmax_part, then
+// muser_test_softmax_weights, which forms float32(1/sum) as the decode
+// weighted sum does and writes the weights. For each row i < n and head h
+// < heads, the scores S[(i·heads + h)·ld + j], j ≤ pos[i] ≤ maxPos, are
+// replaced in place by kernels.Softmax of them, rounded to f16 when round
+// is set. M is scratch of AttnMBytes(n, heads, ld) bytes whose maxima the
+// caller has filled: M[(i·heads + h)·AttnMaxBlocks(ld) + b] the maximum of
+// the scores 64·b .. 64·b+63 (those ≤ pos[i]).
+func SelfTestDecodeSoftmax(S, M, pos DevPtr, ld, n, heads, maxPos int, round bool) ([2]Launch, error) {
+	var ls [2]Launch
+	part := M + DevPtr(attnPartsAt(n, heads, ld))
+	var err error
+	if ls[0], err = softmaxPart(S, M, part, pos, ld, n, heads, maxPos); err != nil {
+		return ls, err
+	}
+	ls[1], err = launch("muser_test_softmax_weights", [3]int{n, heads, 1}, 32, 0,
+		p(S), p(part), i32(ld), i32(attnParts(ld)), p(pos), i32(heads), flag(round))
+	return ls, err
 }
 
 // SelfTestSmallTables returns the launch that fills f16 and f16a (float

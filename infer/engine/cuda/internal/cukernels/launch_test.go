@@ -68,6 +68,11 @@ func sampleLaunches(t *testing.T) []Launch {
 	add(SelfTestExp32(1, 2, 100))
 	add(SelfTestF32Bits(0x3f800000, 100, 1, 2, 3, 4, 5, 6))
 	add(SelfTestSmallTables(1, 2, 3))
+	sm, err := SelfTestDecodeSoftmax(1, 2, 3, 104, 5, 14, 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls = append(ls, sm[:]...)
 	return ls
 }
 
@@ -391,20 +396,39 @@ func TestAttentionLaunches(t *testing.T) {
 			t.Errorf("tiled with M %d, Inv %d: error %v, want ErrShape", b.M, b.Inv, err)
 		}
 	}
-	// Every tile one row (decode): the softmax per row and head, the
-	// weighted sums per 8 heads × 8 dimensions.
+	// Every tile one row (decode): the softmax per 1,024 positions, row
+	// and head, the weighted sums per 8 heads × 8 dimensions; the sums
+	// per 1,024 positions after the maxima in M (3·14 rows of ⌈2100/64⌉
+	// = 33 maxima, 5,544 bytes, then ⌈2100/1024⌉ = 3 sums a row).
 	d := a
-	d.N, d.NTiles, d.MaxPos, d.LD = 3, 3, 700, 704
-	d.M, d.Inv = 0, 0 // not used
+	d.N, d.NTiles, d.MaxPos, d.LD = 3, 3, 2050, 2100
+	d.Inv = 0 // not used
 	ls, err = d.Launches()
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(ls, []launchWant{
-		{"muser_attn_scores_rows_f16", [3]uint32{6, 3, 2}, 128, 0}, // ⌈701/128⌉ key blocks, rows, KV heads
-		{"muser_attn_softmax", [3]uint32{3, 14, 1}, 512, 0},
+		{"muser_attn_scores_rows_f16", [3]uint32{17, 3, 2}, 128, 0}, // ⌈2051/128⌉ key blocks, rows, KV heads
+		{"muser_attn_softmax_part", [3]uint32{3, 3, 14}, 256, 0},    // ⌈2051/1024⌉ blocks of positions, rows, heads
 		{"muser_attn_wsum_rows_f16", [3]uint32{3, 2, 8}, 288, 0},
 	})
+	const parts = 8 + 5544
+	if ls[0].Args[7] != uint64(8) || ls[1].Args[1] != uint64(8) || ls[1].Args[2] != uint64(parts) || ls[1].Args[4] != int32(3) ||
+		ls[2].Args[1] != uint64(parts) || ls[2].Args[3] != int32(3) {
+		t.Errorf("decode scratch arguments: scores M %v, softmax M %v sums %v per row %v, weighted sum sums %v per row %v, want 8, 8, %d, 3, %d, 3",
+			ls[0].Args[7], ls[1].Args[1], ls[1].Args[2], ls[1].Args[4], ls[2].Args[1], ls[2].Args[3], parts, parts)
+	}
+	if got, want := AttnMBytes(3, 14, 2100), int64(5544+3*14*3*8); got != want {
+		t.Errorf("AttnMBytes(3, 14, 2100) = %d, want %d", got, want)
+	}
+	if got, want := AttnMBytes(1, 1, 64), int64(8+8); got != want { // one maximum, padded to 8 bytes, and one sum
+		t.Errorf("AttnMBytes(1, 1, 64) = %d, want %d", got, want)
+	}
+	nm := d
+	nm.M = 0
+	if _, err := nm.Launches(); !errors.Is(err, ErrShape) {
+		t.Errorf("decode with M 0: error %v, want ErrShape", err)
+	}
 	// A group larger than a block's 64 queries: heads split over
 	// blockIdx.y (and over 8-head blocks in the decode sums).
 	a.Heads, a.KVHeads, a.Dim = 160, 1, 256
@@ -423,8 +447,8 @@ func TestAttentionLaunches(t *testing.T) {
 	if g := ls[2].Grid; g != [3]uint32{3, 20, 32} { // ⌈160/8⌉, ⌈256/8⌉
 		t.Errorf("decode weighted-sum grid %v, want [3 20 32]", g)
 	}
-	if ls[0].Kernel != "muser_attn_scores_f16" || ls[0].Args[8] != uint64(0) { // dim 256: past the decode scores kernel's 128
-		t.Errorf("decode scores of dim 256 launch %s with M %v, want muser_attn_scores_f16 with none", ls[0].Kernel, ls[0].Args[8])
+	if ls[0].Kernel != "muser_attn_scores_f16" || ls[0].Args[8] != uint64(8) { // dim 256: past the decode scores kernel's 128
+		t.Errorf("decode scores of dim 256 launch %s with M %v, want muser_attn_scores_f16 with 8", ls[0].Kernel, ls[0].Args[8])
 	}
 	for _, bad := range []Attention{
 		{F16: true, Heads: 14, KVHeads: 3, Dim: 64, N: 1, NTiles: 1, LD: 1},

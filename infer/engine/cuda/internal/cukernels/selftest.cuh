@@ -5,6 +5,7 @@
 #pragma once
 
 #include "weights.cuh"
+#include "attention.cuh"
 
 // muser_test_exp32 sets y[i] = exp32(x[i]) (kernels.Exp32).
 // Launch: grid (ceil(count/256)), block 256.
@@ -49,4 +50,23 @@ muser_test_small_tables(float* __restrict__ f16, float* __restrict__ f16a, float
 	f16[i] = f16_to_f32((uint32_t)i);
 	f16a[i] = f16_to_f32_arith((uint32_t)i);
 	if (i < 256) ue[i] = ue4m3_half((uint32_t)i);
+}
+
+// muser_test_softmax_weights finishes the decode softmax that
+// muser_attn_softmax_part began, as the decode weighted sum does before it
+// stages its weights: for each row i < n and head h < heads it takes
+// float32(1/sum) from attn_rows_inv and replaces the exponentials
+// S[(i·heads + h)·ld + j], j ≤ pos[i], by attn_weight of them (rounded to
+// f16 when round ≠ 0), so that the tests can compare the decode softmax
+// alone with kernels.Softmax.
+// Launch: grid (n, heads), block 32.
+extern "C" __global__ void __launch_bounds__(32)
+muser_test_softmax_weights(float* S, const double* __restrict__ part, int ld, int pl, const int* __restrict__ pos,
+                           int heads, int round) {
+	grid_wait();
+	const size_t P = (size_t)blockIdx.x * heads + blockIdx.y;
+	const int m = pos[blockIdx.x] + 1;
+	float* s = S + P * ld;
+	const float inv = attn_rows_inv(s, part + P * pl, m);
+	for (int j = threadIdx.x; j < m; j += 32) s[j] = round ? attn_weight<true>(s[j], inv) : attn_weight<false>(s[j], inv);
 }

@@ -1109,7 +1109,7 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 							Q: s.up(f32Bytes(q)), Out: s.alloc(4 * n * Q), KC: s.up(u64Bytes(kc)), VC: s.up(u64Bytes(vc)),
 							Pos: s.up(i32s(pos)), Tiles: s.up(i32s(tl)), NTiles: len(tiles) - 1, MaxPos: maxPos,
 							S: s.alloc(4 * n * c.heads * ld), LD: ld,
-							M: s.up(poisonF32(n * c.heads * AttnMaxBlocks(ld))), Inv: s.up(poisonF32(n * c.heads)),
+							M: s.up(poisonF32(int(AttnMBytes(n, c.heads, ld) / 4))), Inv: s.up(poisonF32(n * c.heads)),
 							KeyBlocks: batch.keyBlocks}
 						ls, err := a.Launches()
 						for _, l := range ls {
@@ -1133,11 +1133,12 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 	}
 }
 
-// runDecodeSoftmax checks the decode softmax alone (DecodeSoftmax) against
-// kernels.Softmax, bit for bit: rows of the given lengths with wideFloats
-// scores (exponentials that overflow, underflow, and −0), and a row on
-// which the CPU's eight float64 chains alone decide float32(1/sum)
-// (softmaxChainDecidesRow), with and without the rounding to f16.
+// runDecodeSoftmax checks the decode softmax alone (SelfTestDecodeSoftmax,
+// the maxima per 64 scores computed here) against kernels.Softmax, bit
+// for bit: rows of the given lengths with wideFloats scores (exponentials
+// that overflow, underflow, and −0), and a row on which the CPU's eight
+// float64 chains alone decide float32(1/sum) (softmaxChainDecidesRow),
+// with and without the rounding to f16.
 func runDecodeSoftmax(t *testing.T, d device, lengths []int) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	rows := [][]float32{softmaxChainDecidesRow(t, 4096)}
@@ -1150,16 +1151,23 @@ func runDecodeSoftmax(t *testing.T, d device, lengths []int) {
 	}
 	n := len(rows)
 	S, pos := make([]float32, n*ld), make([]int, n)
+	M := slices.Repeat([]float32{math.MaxFloat32}, int(AttnMBytes(n, 1, ld)/4))
 	for i, r := range rows {
 		copy(S[i*ld:], r)
 		pos[i] = len(r) - 1
+		for b := range ceilDiv(len(r), 64) {
+			M[i*AttnMaxBlocks(ld)+b] = slices.Max(r[64*b : min(len(r), 64*b+64)])
+		}
 	}
 	for _, round := range []bool{false, true} {
 		t.Run(fmt.Sprintf("round=%v", round), func(t *testing.T) {
 			var got []byte
 			d.run(t, func(s *session) {
 				dS := s.up(f32Bytes(S))
-				s.launch(DecodeSoftmax(dS, s.up(i32s(pos)), ld, n, 1, round))
+				ls, err := SelfTestDecodeSoftmax(dS, s.up(f32Bytes(M)), s.up(i32s(pos)), ld, n, 1, ld-1, round)
+				for _, l := range ls {
+					s.launch(l, err)
+				}
 				got = s.down(dS, 4*len(S))
 			})
 			want := slices.Clone(S)
