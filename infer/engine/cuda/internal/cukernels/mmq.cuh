@@ -58,8 +58,8 @@ template <class T> struct Geom {
 // products' loops over a stage's copies and decoding. With UNROLL the
 // compiler unrolls them (N and TH are constants; the block has TH
 // threads, so tid < TH) and computes each item's indices without a
-// division; the K-quants keep a loop, whose registers they need for
-// their products.
+// division; the K-quants and NVFP4 keep a loop, whose registers they
+// need for their products.
 template <int N, int TH, bool UNROLL, class F> MUSER_DEV void each_item(int tid, F&& f) {
 	if constexpr (UNROLL) {
 #pragma unroll
@@ -156,35 +156,52 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* __restrict__ W, int rows
 	};
 	// decode turns stage st's raw weights in buffer buf into As, Af, Ai.
 	// An item is 8 words of one block of one row (the whole block of a
-	// 32-value type), its offsets computed once for the 8; the block's
-	// scales go with its first item.
-	auto decode = [&](int st, int buf) {
+	// 32-value type), its offsets computed once for the 8. A 32-value
+	// block's scales go with its item; the K-quants' and NVFP4's, whose
+	// blocks are several items, in a loop of their own, a block an item,
+	// so that no warp waits on the few of its threads that took a block's
+	// first words.
+	constexpr bool SPLIT = WPB / 8 > 1; // scales in a loop of their own
+	auto block = [&](int st, int buf, int row, int blk, bool& ok) {
 		const int kb = st * SB, sbn = min(SB, nb - kb);
+		// The row's first byte of the stage sits at start mod 16 of its
+		// chunks (only the low bits of start matter, so 32 bits do).
+		const uint32_t start = (uint32_t)(r0 + row) * (uint32_t)rowBytes + (uint32_t)kb * T::BYTES;
+		ok = r0 + row < rows && blk < sbn;
+		return (const uint8_t*)(Raw + (buf * BM + row) * RAW + (int)(start & 15) + blk * T::BYTES);
+	};
+	auto scales = [&](const uint8_t* b, bool ok, int row, int blk) {
+		float* f = &Af[(row * SB + blk) * T::NF];
+		int* iv = &Ai[(row * SB + blk) * NIX];
+		if (ok) {
+			T::scales(b, f, iv);
+		} else {
+			for (int k = 0; k < T::NF; k++) f[k] = 0.0f;
+			for (int k = 0; k < NIX; k++) iv[k] = 0;
+		}
+	};
+	auto decode = [&](int st, int buf) {
 		each_item<BM * SB * (WPB / 8), THREADS, UN>(tid, [&](int it) {
 			const int row = it / (SB * (WPB / 8)), rem = it % (SB * (WPB / 8));
 			const int blk = rem / (WPB / 8), w0 = 8 * (rem % (WPB / 8));
-			// The row's first byte of the stage sits at start mod 16 of its
-			// chunks (only the low bits of start matter, so 32 bits do).
-			const uint32_t start = (uint32_t)(r0 + row) * (uint32_t)rowBytes + (uint32_t)kb * T::BYTES;
-			const uint8_t* b = Raw + (buf * BM + row) * RAW + (int)(start & 15) + blk * T::BYTES;
-			const bool ok = r0 + row < rows && blk < sbn;
+			bool ok;
+			const uint8_t* b = block(st, buf, row, blk, ok);
 			uint32_t v[8];
 #pragma unroll
 			for (int j = 0; j < 8; j++) v[j] = ok ? T::word(b, w0 + j) : 0u;
 			uint4* dst = (uint4*)&As[row * KSP + blk * T::QK + 4 * w0];
 			dst[0] = make_uint4(v[0], v[1], v[2], v[3]);
 			dst[1] = make_uint4(v[4], v[5], v[6], v[7]);
-			if (w0 == 0) {
-				float* f = &Af[(row * SB + blk) * T::NF];
-				int* iv = &Ai[(row * SB + blk) * NIX];
-				if (ok) {
-					T::scales(b, f, iv);
-				} else {
-					for (int k = 0; k < T::NF; k++) f[k] = 0.0f;
-					for (int k = 0; k < NIX; k++) iv[k] = 0;
-				}
-			}
+			if (!SPLIT) scales(b, ok, row, blk);
 		});
+		if constexpr (SPLIT) {
+			each_item<BM * SB, THREADS, UN>(tid, [&](int it) {
+				const int row = it / SB, blk = it % SB;
+				bool ok;
+				const uint8_t* b = block(st, buf, row, blk, ok);
+				scales(b, ok, row, blk);
+			});
+		}
 	};
 
 	float acc[MI][NI][4];
