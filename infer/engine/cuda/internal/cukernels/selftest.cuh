@@ -1,7 +1,8 @@
 // selftest.cuh: kernels that expose the device primitives of common.cuh
 // and weights.cuh one value at a time, so that the GPU tests can compare
-// them with their Go definitions over every input (gpu_test.go). The
-// forward pass never launches them.
+// them with their Go definitions over every input (gpu_test.go), and the
+// decode softmax's last step (attention.cuh) on its own. The forward pass
+// never launches them.
 #pragma once
 
 #include "weights.cuh"
