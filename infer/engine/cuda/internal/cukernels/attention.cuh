@@ -252,7 +252,7 @@ MUSER_DEV void attn_stage_k_vec(float* __restrict__ Ks, int rstride, const unsig
 // as one 16-byte store where all four keys are at or below the query's
 // position and ld is a multiple of 4.
 //
-// Unless M is null, the block also writes each of its queries' maximum
+// The block also writes each of its queries' maximum
 // (fmaxf) of the scores it wrote, keys j ≤ the query's position, to
 // M[(row·heads + head)·attn_mb(ld) + block of keys] (attn_scores_max): −∞
 // for a query whose position is below all the block's keys. The softmax
@@ -388,7 +388,7 @@ MUSER_DEV void attn_scores_block(const float* __restrict__ q, int dim, const uns
 				}
 		}
 	}
-	if (M) attn_scores_max(M, mx, rh, tq, tk, mb, blk);
+	attn_scores_max(M, mx, rh, tq, tk, mb, blk);
 }
 
 template <bool F16>
