@@ -43,7 +43,7 @@ func TestModelInspectText(t *testing.T) {
 		"model      cdb8216aa7bc7f23693d99d5fb66dd71de5439af5d1a862d88f7a821d62a1ab6",
 		`tokenizer.ggml.tokens`, `[512] ["<unk>", "<s>", "</s>", "<0x00>", ...]`,
 		"llama.block_count", "blk.4.ffn_down.weight", "[172 64]",
-		"identity     ", `arch       "llama;layers=5;`, `kv         "f16;block=64;layout=lkv1"`, `engine     "muser-cpu/1"`,
+		"identity     ", `arch       "llama;layers=5;`, `kv         "f16;block=64;layout=lkv1"`, `engine     "muser-cpu/2"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

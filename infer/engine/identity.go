@@ -17,7 +17,7 @@ import (
 // whose value a test pins) can change a single bit of K, V or logits, in
 // every backend that computes these numerics at once, so packs computed by
 // an older build are refused instead of mixed with new ones.
-const NumericsVersion = 1
+const NumericsVersion = 2
 
 // EngineName names muser's exact numerics: the identity's engine field of
 // every backend that computes them bit for bit (the CPU engine, which

@@ -42,13 +42,114 @@ func ScoresF16(s []float32, ld int, k []uint16, stride int, q []float32, dim, nq
 	}
 }
 
-// WeightedSumF16 adds to each query's output the weighted sum of the rows
-// of an f16 V cache: for i < len(n), in order j = 0, 1, … n[i]-1,
+// AttnPart is the length of the partial chains of the attention's
+// weighted sum (docs/engine.md, "Attention"): a query's output over
+// positions 0..n-1 is one chain y = y + a_j·v_j per part of AttnPart
+// positions (positions k·AttnPart .. k·AttnPart+AttnPart-1), each from +0
+// in position order, and the parts' sums added in part order, p_0 + p_1,
+// then + p_2, and so on. A query of at most AttnPart positions has one
+// chain. The CUDA backend's decode spreads the parts of one query over
+// thread blocks; the value is its staging chunk (attention.cuh,
+// attn::RCH).
+const AttnPart = 256
+
+// AXPYF16Parts sets y to the weighted sum of the rows of an f16 V cache
+// (row j at v[j*stride:]) with weights a, by the weighted sum's definition
+// (AttnPart): AXPYF16Rows over each part from +0, the parts' sums added
+// in order. tmp is scratch of at least len(y) floats. It is the per-query
+// definition that WeightedSumF16 computes for a tile.
+func AXPYF16Parts(y, tmp, a []float32, v []uint16, stride int) {
+	tmp = tmp[:len(y)]
+	clear(y)
+	for lo := 0; lo < len(a); lo += AttnPart {
+		hi := min(len(a), lo+AttnPart)
+		if lo == 0 {
+			AXPYF16Rows(y, a[:hi], v, stride)
+			continue
+		}
+		clear(tmp)
+		AXPYF16Rows(tmp, a[lo:hi], v[lo*stride:], stride)
+		addParts(y, tmp)
+	}
+}
+
+// AXPYParts is AXPYF16Parts for an f32 V cache: AXPY per position.
+func AXPYParts(y, tmp, a []float32, v []float32, stride int) {
+	tmp = tmp[:len(y)]
+	clear(y)
+	for lo := 0; lo < len(a); lo += AttnPart {
+		hi := min(len(a), lo+AttnPart)
+		dst := y
+		if lo > 0 {
+			dst = tmp
+			clear(tmp)
+		}
+		for j := lo; j < hi; j++ {
+			AXPY(dst, a[j], v[j*stride:j*stride+len(y)])
+		}
+		if lo > 0 {
+			addParts(y, tmp)
+		}
+	}
+}
+
+// addParts adds a part's sums to the sums before it: y[d] = y[d] + p[d].
+func addParts(y, p []float32) {
+	p = p[:len(y)]
+	for d := range y {
+		y[d] += p[d]
+	}
+}
+
+// WeightedSumF16 sets each query's output to the weighted sum of the rows
+// of an f16 V cache by the weighted sum's definition (AttnPart): for i <
+// len(n), y[i*ldy:i*ldy+dim] gets the bits of AXPYF16Parts(y_i, tmp,
+// a_i[:n[i]], v, stride), on every variant. Within a part, in order j =
+// lo, lo+1, …, y[i*ldy+d] = y[i*ldy+d] + a[i*lda+j]·v[j*stride+d] (the
+// product rounded to float32) for d < dim. ldy ≥ dim, lda ≥ every n[i],
+// and tmp is scratch of at least len(n)·ldy floats.
+func WeightedSumF16(y []float32, ldy int, a []float32, lda int, v []uint16, stride int, dim int, n []int, tmp []float32) {
+	nq := len(n)
+	if nq == 0 || dim <= 0 {
+		return
+	}
+	parts := 0
+	for i, ni := range n {
+		clear(y[i*ldy : i*ldy+dim])
+		parts = max(parts, (ni+AttnPart-1)/AttnPart)
+	}
+	var buf [32]int // each query's positions in part k
+	np := buf[:min(nq, len(buf))]
+	if nq > len(buf) {
+		np = make([]int, nq)
+	}
+	for k := range parts {
+		lo := k * AttnPart
+		for i, ni := range n {
+			np[i] = min(max(ni-lo, 0), AttnPart)
+		}
+		if k == 0 {
+			weightedSumChainsF16(y, ldy, a, lda, v, stride, dim, np)
+			continue
+		}
+		for i := range nq {
+			clear(tmp[i*ldy : i*ldy+dim])
+		}
+		weightedSumChainsF16(tmp, ldy, a[lo:], lda, v[lo*stride:], stride, dim, np)
+		for i, ni := range np {
+			if ni > 0 {
+				addParts(y[i*ldy:i*ldy+dim], tmp[i*ldy:i*ldy+dim])
+			}
+		}
+	}
+}
+
+// weightedSumChainsF16 adds to each query's output its chain over the
+// rows of an f16 V cache: for i < len(n), in order j = 0, 1, … n[i]-1,
 // y[i*ldy+d] = y[i*ldy+d] + a[i*lda+j]·v[j*stride+d] (the product rounded
 // to float32) for d < dim — for each query exactly the bits of
-// AXPYF16Rows(y_i, a_i[:n[i]], v, stride), on every variant. ldy ≥ dim
-// and lda ≥ every n[i].
-func WeightedSumF16(y []float32, ldy int, a []float32, lda int, v []uint16, stride int, dim int, n []int) {
+// AXPYF16Rows(y_i, a_i[:n[i]], v, stride), on every variant.
+func weightedSumChainsF16(y []float32, ldy int, a []float32, lda int, v []uint16, stride int, dim int, n []int) {
 	nq := len(n)
 	if nq == 0 || dim <= 0 {
 		return

@@ -19,7 +19,7 @@ type attnCase struct {
 var attnCases = []attnCase{
 	{16, 1, 1, 16}, {16, 3, 40, 32}, {64, 1, 16, 128}, {64, 4, 17, 128}, {64, 7, 100, 128},
 	{64, 14, 300, 128}, {64, 9, 33, 64}, {128, 5, 64, 256}, {128, 8, 47, 128}, {80, 6, 50, 160},
-	{256, 4, 20, 256}, {48, 2, 31, 48},
+	{256, 4, 20, 256}, {48, 2, 31, 48}, {64, 6, 2*AttnPart + 3, 128}, {16, 3, AttnPart + 1, 16},
 }
 
 // attnInputs returns f16 K/V rows and f16-rounded queries.
@@ -62,8 +62,10 @@ func TestScoresF16(t *testing.T) {
 }
 
 // TestWeightedSumF16 checks every variant's tile weighted sums, with
-// ragged per-query lengths, against AXPYF16 calls in order on the portable
-// variant, bit for bit.
+// ragged per-query lengths (some ending just past a part), against the
+// definition written out with AXPYF16 on the portable variant — a chain
+// from +0 per AttnPart positions, the parts' sums added in order — bit
+// for bit. Columns past dim keep what they held.
 func TestWeightedSumF16(t *testing.T) {
 	for _, c := range attnCases {
 		v, _ := attnInputs(c, uint64(c.dim*7+c.nk))
@@ -75,14 +77,23 @@ func TestWeightedSumF16(t *testing.T) {
 			n[i] = c.nk - rng.IntN(min(c.nk, 5)) // ragged ends, as causal tiles have
 		}
 		if c.nq > 2 {
-			n[1] = 0 // a query with no rows keeps its output
+			n[1] = 0 // a query with no rows gets zeros
 		}
 		y0 := randomActs(rng, c.nq*ldy)
 		want := append([]float32(nil), y0...)
 		old := SetISA(ISAGeneric)
 		for i := range c.nq {
-			for j := range n[i] {
-				AXPYF16(want[i*ldy:i*ldy+c.dim], a[i*lda+j], v[j*c.stride:j*c.stride+c.dim])
+			y := want[i*ldy : i*ldy+c.dim]
+			clear(y)
+			part := make([]float32, c.dim)
+			for lo := 0; lo < n[i]; lo += AttnPart {
+				clear(part)
+				for j := lo; j < min(n[i], lo+AttnPart); j++ {
+					AXPYF16(part, a[i*lda+j], v[j*c.stride:j*c.stride+c.dim])
+				}
+				for d := range y {
+					y[d] += part[d]
+				}
 			}
 		}
 		SetISA(old)
@@ -90,8 +101,46 @@ func TestWeightedSumF16(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/d%d/q%d/k%d", isa, c.dim, c.nq, c.nk), func(t *testing.T) {
 				defer SetISA(SetISA(isa))
 				got := append([]float32(nil), y0...)
-				WeightedSumF16(got, ldy, a, lda, v, c.stride, c.dim, n)
+				tmp := randomActs(rng, c.nq*ldy) // scratch: its contents must not matter
+				WeightedSumF16(got, ldy, a, lda, v, c.stride, c.dim, n, tmp)
 				bitsEqual(t, "weighted sums", got, want)
+				for i := range c.nq {
+					y := make([]float32, c.dim)
+					AXPYF16Parts(y, make([]float32, c.dim), a[i*lda:i*lda+n[i]], v, c.stride)
+					bitsEqual(t, "AXPYF16Parts", y, want[i*ldy:i*ldy+c.dim])
+				}
+			})
+		}
+	}
+}
+
+// TestAXPYParts checks the f32 cache's weighted sum against AXPY chains
+// per part added in order, for lengths around the part boundaries.
+func TestAXPYParts(t *testing.T) {
+	const dim, stride = 24, 40
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, n := range []int{0, 1, AttnPart - 1, AttnPart, AttnPart + 1, 3*AttnPart + 7} {
+		a := randomActs(rng, n)
+		v := randomActs(rng, max(n, 1)*stride)
+		want := make([]float32, dim)
+		part := make([]float32, dim)
+		for lo := 0; lo < n; lo += AttnPart {
+			clear(part)
+			for j := lo; j < min(n, lo+AttnPart); j++ {
+				for d := range part {
+					part[d] = part[d] + float32(a[j]*v[j*stride+d])
+				}
+			}
+			for d := range want {
+				want[d] += part[d]
+			}
+		}
+		for _, isa := range variants() {
+			t.Run(fmt.Sprintf("%s/n%d", isa, n), func(t *testing.T) {
+				defer SetISA(SetISA(isa))
+				got := randomActs(rng, dim)
+				AXPYParts(got, randomActs(rng, dim), a, v, stride)
+				bitsEqual(t, "AXPYParts", got, want)
 			})
 		}
 	}
@@ -107,6 +156,7 @@ func BenchmarkAttentionTile(b *testing.B) {
 	k, q := attnInputs(c, 1)
 	s := make([]float32, nq*ctx)
 	y := make([]float32, nq*dim)
+	tmp := make([]float32, nq*dim)
 	n := make([]int, nq)
 	for i := range n {
 		n[i] = ctx
@@ -129,7 +179,7 @@ func BenchmarkAttentionTile(b *testing.B) {
 			cpu := startCPU(b)
 			for b.Loop() {
 				ScoresF16(s, ctx, k, stride, q, dim, nq, ctx, 1)
-				WeightedSumF16(y, dim, s, ctx, k, stride, dim, n)
+				WeightedSumF16(y, dim, s, ctx, k, stride, dim, n, tmp)
 			}
 			cpu.report(flop, "GFLOP")
 		})

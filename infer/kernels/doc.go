@@ -279,7 +279,10 @@
 //     outputs of 4 queries in 16 registers while the V rows all four
 //     attend to stream past, each widened once; each query then finishes
 //     its own remaining rows, and queries beyond a multiple of 4 run
-//     alone, with AXPYF16Rows, in the same position order.
+//     alone, with AXPYF16Rows, in the same position order. It does so
+//     per part of AttnPart positions (each part's chains from +0) and
+//     adds each part's sums to the outputs in order: AXPYF16Parts per
+//     query.
 //   - RoundF16s rounds to binary16 precision with the F16C conversion
 //     (round to nearest even) and back, which equals ggml's conversion
 //     for every non-NaN input; a slice holding a NaN is redone by the

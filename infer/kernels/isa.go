@@ -10,7 +10,7 @@ import (
 // NumericsVersion numbers the canonical orders of operations documented in
 // doc.go. It changes whenever any kernel's result can change; the engine
 // includes it in the "engine" field of the pack identity.
-const NumericsVersion = 1
+const NumericsVersion = 2
 
 // ISA names an instruction-set variant of the kernels. Every variant
 // computes bit-identical results; the variant only changes speed.

@@ -37,7 +37,7 @@ func attentionPerQuery(m *backend, li int, rows []row, q, att []float32) {
 			}
 			kernels.Softmax(sc)
 			roundF16s(sc)
-			kernels.AXPYF16Rows(out, sc, r.kv.V16(li)[off:], stride)
+			kernels.AXPYF16Parts(out, make([]float32, D), sc, r.kv.V16(li)[off:], stride)
 		}
 	}
 }

@@ -32,10 +32,12 @@
 //     kernels.DotF16 of it with each K row (kernels.DotF16Rows, same bits)
 //     times 1/√d, then kernels.Softmax, the weights are rounded to f16, and
 //     the weighted sum of V rows accumulates with kernels.AXPYF16 in
-//     position order (kernels.AXPYF16Rows); the f16 roundings of query and
+//     position order, one chain per 256 positions from +0, the parts'
+//     sums added in order (kernels.AXPYF16Parts); the f16 roundings of query and
 //     weights are llama.cpp's (its CPU attention multiplies f16 operands)
 //     and keep muser close to it (docs/engine.md, "Parity"). An f32 cache
-//     uses kernels.Dot and kernels.AXPY with no rounding. For speed the
+//     uses kernels.Dot and kernels.AXPY (kernels.AXPYParts) with no
+//     rounding. For speed the
 //     f16 path computes a tile of queries at a time — the query heads of
 //     one KV head for up to 4–16 consecutive tokens of a sequence — with
 //     kernels.ScoresF16 and kernels.WeightedSumF16, which give every query

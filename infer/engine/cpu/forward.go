@@ -255,7 +255,8 @@ type attnTile struct{ lo, hi int }
 type attnScratch struct {
 	q   []float32 // the tile's queries rounded to f16, [nq][head_dim]
 	s   []float32 // their scores, then weights, [nq][ld]
-	y   []float32 // their outputs, [nq][head_dim]
+	y   []float32 // their outputs, [nq][head_dim] (f32 cache: a part's sums)
+	t   []float32 // the weighted sum's part sums after the first, [nq][head_dim]
 	n   []int     // positions each query attends to
 	one []float32 // f32 cache: one query's scores
 }
@@ -339,14 +340,12 @@ func (b *backend) attendTile(li int, rows []row, tl attnTile, kvh, g0, g1 int, q
 			for h := kvh*group + g0; h < kvh*group+g1; h++ {
 				qh := q[i*Q+h*D : i*Q+(h+1)*D]
 				out := att[i*Q+h*D : i*Q+(h+1)*D]
-				clear(out)
 				for j := range n {
 					s[j] = kernels.Dot(K[j*stride+off:j*stride+off+D], qh) * scale
 				}
 				kernels.Softmax(s)
-				for j := range n {
-					kernels.AXPY(out, s[j], V[j*stride+off:j*stride+off+D])
-				}
+				sc.y = slices.Grow(sc.y[:0], D)[:D]
+				kernels.AXPYParts(out, sc.y, s, V[off:], stride)
 			}
 		}
 		return
@@ -356,6 +355,7 @@ func (b *backend) attendTile(li int, rows []row, tl attnTile, kvh, g0, g1 int, q
 	ld := rows[tl.hi-1].pos + 1 // the tile's longest row of scores
 	sc.q = slices.Grow(sc.q[:0], nq*D)[:nq*D]
 	sc.y = slices.Grow(sc.y[:0], nq*D)[:nq*D]
+	sc.t = slices.Grow(sc.t[:0], nq*D)[:nq*D]
 	sc.s = slices.Grow(sc.s[:0], nq*ld)[:nq*ld]
 	sc.n = slices.Grow(sc.n[:0], nq)[:nq]
 	for i := tl.lo; i < tl.hi; i++ {
@@ -377,8 +377,7 @@ func (b *backend) attendTile(li int, rows []row, tl attnTile, kvh, g0, g1 int, q
 		kernels.Softmax(s)
 		kernels.RoundF16s(s)
 	}
-	clear(sc.y)
-	kernels.WeightedSumF16(sc.y, D, sc.s, ld, V, stride, D, sc.n)
+	kernels.WeightedSumF16(sc.y, D, sc.s, ld, V, stride, D, sc.n, sc.t)
 	for i := tl.lo; i < tl.hi; i++ {
 		for g := range ng {
 			qi := (i-tl.lo)*ng + g

@@ -59,7 +59,7 @@ type draftWorkspace struct {
 	k, v     cu.DevicePtr // float [n][NKV·hd]: each request's block is its "cache"
 	ffA, ffB cu.DevicePtr // float [n][F]
 	s        cu.DevicePtr // attention scores [n][NH][ld]
-	m        cu.DevicePtr // attention maxima and softmax sums (cukernels.AttnMBytes)
+	m        cu.DevicePtr // attention maxima and part sums (cukernels.Attention.MBytes)
 	consts   cu.DevicePtr // per row: RoPE table, cache addresses, positions, tiles (constLayout)
 	rowidx   cu.DevicePtr // int32 [n]: the wanted rows
 	logits   cu.DevicePtr // float [draftLogitRows][V]
@@ -216,7 +216,7 @@ func (dr *drafter) ensure(c *cu.Ctx, n int) error {
 		{&w.q, 4 * N * Q}, {&w.att, 4 * N * Q}, {&w.k, 4 * N * KV}, {&w.v, 4 * N * KV},
 		{&w.ffA, 4 * N * F}, {&w.ffB, 4 * N * F},
 		{&w.s, 4 * N * int64(cfg.Heads) * int64(w.ld)},
-		{&w.m, cukernels.AttnMBytes(n, cfg.Heads, w.ld)},
+		{&w.m, cukernels.Attention{Heads: cfg.Heads, Dim: cfg.HeadDim, N: n, NTiles: n, LD: w.ld}.MBytes()},
 		{&w.consts, int64(lay.size)}, {&w.rowidx, 4 * N},
 		{&w.logits, 4 * int64(min(n, draftLogitRows)) * int64(cfg.Vocab)},
 	} {

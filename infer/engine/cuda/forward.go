@@ -29,7 +29,7 @@ type workspace struct {
 	logits cu.DevicePtr // float [logitRows][vocab]
 	s      cu.DevicePtr // attention scores [n][heads][ld]
 	sBytes int64
-	m      cu.DevicePtr // their maxima per 64 keys and the decode softmax's sums (cukernels.AttnMBytes)
+	m      cu.DevicePtr // their maxima per 64 keys and the decode softmax's and weighted sum's part sums (cukernels.Attention.MBytes)
 	mBytes int64
 	inv    cu.DevicePtr // the softmax's 1/sum [n][heads] (tiled attention)
 	host   []float32    // staging for the logits of larger groups
@@ -250,7 +250,7 @@ func (b *backend) Forward(ctx context.Context, rows []engine.Row) error {
 	}
 	cfg := b.cfg
 	sBytes := 4 * int64(p.n) * int64(cfg.Heads) * int64(p.ld)
-	mBytes := cukernels.AttnMBytes(p.n, cfg.Heads, p.ld)
+	mBytes := cukernels.Attention{Heads: cfg.Heads, Dim: cfg.HeadDim, N: p.n, NTiles: len(p.tiles) - 1, LD: p.ld}.MBytes()
 	return b.d.dev.Do(func(c *cu.Ctx) error {
 		if err := b.ensure(c, p.n, sBytes, mBytes); err != nil {
 			return err

@@ -83,7 +83,7 @@ func TestGPUNumericsGolden(t *testing.T) {
 	for _, g := range enginetest.Goldens {
 		t.Run(g.Name, func(t *testing.T) {
 			m := open(t, enginetest.GoldenModel(t, g, shared), d, kvcache.DTypeF16)
-			kv, logits := enginetest.NumericsDigests(t, m)
+			kv, logits := enginetest.NumericsDigests(t, m, g.Prompt())
 			if kv != g.KV || logits != g.Logits {
 				t.Errorf("GPU: KV digest %s (CPU %s), logits digest %s (CPU %s)", kv, g.KV, logits, g.Logits)
 			}

@@ -33,7 +33,10 @@
 //               lane j mod 16, then the tree; the products f16 × f16 are
 //               exact, so they are fused; these kernels are ExactFMA);
 //               Softmax(s) (kernels.Softmax); w_j = f16(s_j);
-//               y = +0; y = y + w_j·V_j for j = 0, 1, … pos (fused: exact).
+//               per part k of attn::RCH = 256 positions (kernels.AttnPart),
+//               p_k = +0; p_k = p_k + w_j·V_j for j in the part, ascending
+//               (fused: exact); y = p_0, then y = y + p_k for k = 1, 2, …
+//               over the parts that hold positions ≤ pos.
 //   f32 cache:  the same with Dot and AXPY: no rounding of q or w, every
 //               product rounded before it is added.
 //
@@ -54,9 +57,9 @@
 // ever has values added to it in round-to-nearest is never −0 (x + (−x)
 // and +0 + (−0) are +0), so adding a +0 product (0 × 0 of zero padding)
 // leaves it unchanged: a lane or dimension padded with zeros in both
-// operands computes the same bits as one left out. And each output's
-// chain is walked in its order by one thread, whatever thread, tile or
-// block that is.
+// operands computes the same bits as one left out. And each of an
+// output's chains is walked in its order by one thread, whatever thread,
+// tile or block that is, as are the additions of the parts' sums.
 #pragma once
 
 #include "common.cuh"
@@ -70,8 +73,9 @@ constexpr int WKT = 32;      // positions per weighted-sum tile
 constexpr int WDB = 64;      // dimensions per weighted-sum block
 constexpr int WLD = 68;      // padded row of the staged weights
 constexpr int RSP = 1024;    // positions per block of the decode softmax
-constexpr int RCH = 256;     // positions per chunk of the decode weighted sum
+constexpr int RCH = 256;     // positions per part of the weighted sum (kernels.AttnPart), a decode chunk
 constexpr int RWT = 288;     // threads of the decode weighted sum (a chain warp, 256 staging)
+constexpr int MAXD = 352;    // the largest head dimension (launch.go's MaxAttnDim)
 } // namespace attn
 
 // attn_mb is the row of M (the scores' maxima per 64-key block) for
@@ -833,16 +837,18 @@ template <bool F16> MUSER_DEV float attn_weight(float e, float inv) {
 }
 
 // attn_wsum: grid (ntiles, kvheads·ceil(group/gh), ceil(dim/64)), block
-// 128, dynamic shared memory 2·32·(64 + 68)·4 bytes.
+// 128, dynamic shared memory (2·32·(64 + 68) + 32·128)·4 bytes.
 //
 // The weighted sums of the block's (up to) 64 queries at 64 of the
 // dimensions are a small matrix product, out[q][d] = Σ_j w[q][j]·V[j][d],
 // computed as a SIMT product whose reduction runs in position order:
 // thread (tid/16, tid%16) holds the outputs of queries 8·(tid/16) .. +7 at
 // dimensions 4·(tid%16) .. +3 and, for each tile of 32 positions, adds
-// w·V for j = j0, j0+1, … in turn (each output is the one chain y = y +
-// w_j·V_j of the CPU's AXPYF16Rows, j ascending, positions past the
-// query's own skipped). The tile's weights are staged transposed
+// w·V for j = j0, j0+1, … in turn (each output's chains are those of the
+// CPU's kernels.WeightedSumF16: y = y + w_j·V_j, j ascending, from +0 at
+// each part of attn::RCH positions, the parts' sums added to the output
+// in order as the walk passes each part's end; positions past the query's
+// own skipped). The tile's weights are staged transposed
 // ([position][query]) and its V rows as [position][dimension], in two
 // buffers: the next tile's loads are in flight in registers while the
 // current one is multiplied, and one barrier per tile suffices.
@@ -864,7 +870,7 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, const flo
 	constexpr int VN = KT * WDB / 128; // V elements a thread stages per tile
 	constexpr int WN = QB * KT / 128;  // weights a thread stages per tile
 	constexpr int BUF = KT * (WDB + WLD);
-	MUSER_DYNAMIC_SMEM(smem); // 2 × {Vs [KT][WDB], Ws [KT][WLD]}
+	MUSER_DYNAMIC_SMEM(smem); // 2 × {Vs [KT][WDB], Ws [KT][WLD]}, then Tot [32][128]
 	const AttnCTA cta = attn_cta(tiles, heads, kvheads);
 	const int nq = cta.nq;
 	const int kvrow = kvheads * dim;
@@ -933,9 +939,28 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, const flo
 	for (int k = 0; k < 8; k++)
 #pragma unroll
 		for (int c = 0; c < 4; c++) y[k][c] = 0.0f;
+	// The weighted sum's parts (kernels.AttnPart = attn::RCH positions):
+	// at each part's end a query with positions after it adds its chains'
+	// sums to the sums of the parts before (Tot, this thread's own column
+	// of shared memory: the first part's are stored) and starts the next
+	// chains at +0; a query's last chains are added after the walk.
+	float* Tot = smem + 2 * BUF;
+	auto fold = [&](int j0) {
+#pragma unroll
+		for (int k = 0; k < 8; k++) {
+			if (m[k] <= j0) continue;
+#pragma unroll
+			for (int c = 0; c < 4; c++) {
+				float& t = Tot[(4 * k + c) * 128 + tid];
+				t = j0 == RCH ? y[k][c] : f32add(t, y[k][c]);
+				y[k][c] = 0.0f;
+			}
+		}
+	};
 	fetch(0);
 	int b = 0;
 	for (int j0 = 0; j0 < mlast; j0 += KT, b ^= 1) {
+		if (j0 > 0 && j0 % RCH == 0) fold(j0);
 		float* Vs = smem + b * BUF;
 		float* Ws = Vs + KT * WDB;
 #pragma unroll
@@ -987,12 +1012,12 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, const flo
 #pragma unroll
 		for (int c = 0; c < 4; c++) {
 			const int d = d0 + 4 * dg + c;
-			if (d < dim) o[d] = y[k][c];
+			if (d < dim) o[d] = m[k] > RCH ? f32add(Tot[(4 * k + c) * 128 + tid], y[k][c]) : y[k][c];
 		}
 	}
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, 4)
 muser_attn_wsum_f16(const float* __restrict__ S, const float* __restrict__ Inv, int ld,
                     const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
                     const int* __restrict__ tiles, float* __restrict__ out, int heads, int kvheads, int dim) {
@@ -1000,7 +1025,7 @@ muser_attn_wsum_f16(const float* __restrict__ S, const float* __restrict__ Inv, 
 	attn_wsum<true>(S, Inv, ld, vc, pos, tiles, out, heads, kvheads, dim);
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, 4)
 muser_attn_wsum_f32(const float* __restrict__ S, const float* __restrict__ Inv, int ld,
                     const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
                     const int* __restrict__ tiles, float* __restrict__ out, int heads, int kvheads, int dim) {
@@ -1008,43 +1033,55 @@ muser_attn_wsum_f32(const float* __restrict__ S, const float* __restrict__ Inv, 
 	attn_wsum<false>(S, Inv, ld, vc, pos, tiles, out, heads, kvheads, dim);
 }
 
-// attn_wsum_rows: grid (n, kvheads·ceil(group/8), ceil(dim/8)), block
+// attn_wsum_rows: grid (n·ng, kvheads·ceil(group/8), ceil(dim/8)), block
 // attn::RWT = 288: the weighted sums of a batch whose tiles are single
 // rows (decode), over the exponentials muser_attn_softmax_part left in S
 // and their sums per 1,024 positions (part, pl a row and head); each
 // weight is attn_weight of its exponential and the head's float32(1/sum)
 // (attn_rows_inv, formed by staging warp 1+x for head x before the first
-// chunk). A block takes row blockIdx.x, up to 8 query heads of one
-// KV head and 8 dimensions: 64 output chains, each walked over positions
-// 0..pos in order, two per thread of warp 0 (lane t: head t/4, dimensions
-// 2(t%4) and 2(t%4)+1, the two chains' additions interleaved). The
-// chains are as long as the context and cannot be split, so everything
-// else is kept off them: warps 1–8 (one position each of a chunk of
-// attn::RCH = 256) load the weights and V rows two chunks ahead into
-// registers, convert them and store them transposed ([head][position],
-// [dimension][position]) in one of two shared buffers while warp 0 adds
-// the other buffer's chunk, four positions per shared load (three loads
-// per four positions of two chains: the shared-memory bandwidth stays
-// under the chains' own rate). Positions past pos are staged as zeros
-// (weight and V): a chain at +0 or beyond adds +0 products without change
-// (attention.cuh's header), so every chunk is walked whole.
+// chunk). A block takes row blockIdx.x / ng, up to 8 query heads of one
+// KV head, 8 dimensions, and pc of the row's parts (attn::RCH positions
+// each, the weighted sum's partial chains): parts c0 .. c0+pc-1, c0 =
+// (blockIdx.x % ng)·pc; blocks past the row's last part return at once.
+// Its 64 output chains of a part are walked over the part's positions in
+// order, two per thread of warp 0 (lane t: head t/4, dimensions 2(t%4)
+// and 2(t%4)+1, the two chains' additions interleaved), each from +0.
+// A chain cannot be split, so everything else is kept off it: warps 1–8
+// (one position each of a chunk, which is one part) load the weights and
+// V rows two chunks ahead into registers, convert them and store them
+// transposed ([head][position], [dimension][position]) in one of two
+// shared buffers while warp 0 adds the other buffer's chunk, four
+// positions per shared load (three loads per four positions of two
+// chains: the shared-memory bandwidth stays under the chains' own rate).
+// Positions past pos are staged as zeros (weight and V): a chain at +0 or
+// beyond adds +0 products without change (attention.cuh's header), so
+// every chunk is walked whole. Where the block holds all of the row's
+// parts (pc ≥ their number) warp 0 adds the parts' sums in order and
+// writes the output; otherwise it writes each part's sums to Y (float
+// [n][heads][np][dim], part k of row i, head h at ((i·heads + h)·np +
+// k)·dim) and muser_attn_wsum_parts adds them.
 template <bool F16>
 __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, const double* __restrict__ part, int ld,
                                                int pl, const unsigned long long* __restrict__ vc,
                                                const int* __restrict__ pos, float* __restrict__ out,
-                                               int heads, int kvheads, int dim) {
+                                               float* __restrict__ Y, int np, int pc, int ng, int heads,
+                                               int kvheads, int dim) {
 	using namespace attn;
 	constexpr int CH = RCH, HB = 8, DB = 8, LD = RCH + 4;
 	constexpr int VW = F16 ? 4 : 8; // 32-bit words of a position's 8 V elements
 	__shared__ __align__(16) float Ws[2][HB][LD];
 	__shared__ __align__(16) float Vs[2][DB][LD];
 	__shared__ float Iv[HB];
-	const int i = blockIdx.x, group = heads / kvheads, hch = (group + HB - 1) / HB;
+	const int i = blockIdx.x / ng, c0 = (blockIdx.x % ng) * pc;
+	const int group = heads / kvheads, hch = (group + HB - 1) / HB;
 	const int kvh = blockIdx.y / hch, g0 = (blockIdx.y % hch) * HB, gn = min(HB, group - g0);
 	const int d0 = blockIdx.z * DB, dn = min(DB, dim - d0);
 	const int t = threadIdx.x;
 	const int m = pos[i] + 1;
-	const int nc = (m + CH - 1) / CH;
+	const int npr = (m + CH - 1) / CH; // the row's parts
+	if (c0 >= npr) return;             // the whole block, before any barrier
+	const int nc = min(pc, npr - c0);  // the parts (chunks) this block walks
+	const bool whole = npr <= pc;      // every part here: add them here
 	const int kvrow = kvheads * dim;
 	const unsigned short* v16 = (const unsigned short*)vc[i] + (size_t)kvh * dim + d0;
 	const float* v32 = (const float*)vc[i] + (size_t)kvh * dim + d0;
@@ -1061,8 +1098,8 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, cons
 		float w[HB];
 	};
 	auto fetch = [&](Raw& r, int k) {
-		const int j = k * CH + st;
-		const bool ok = j < m;
+		const int j = (c0 + k) * CH + st;
+		const bool ok = k < nc && j < m;
 #pragma unroll
 		for (int u = 0; u < VW; u++) r.v[u] = 0;
 		if (ok) {
@@ -1096,7 +1133,21 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, cons
 		for (int x = 0; x < HB; x++) Ws[b][x][st] = attn_weight<F16>(r.w[x], iv[x]);
 	};
 	const int hh = t / 4, dp = 2 * (t % 4);
-	float y0 = 0.0f, y1 = 0.0f;
+	float y0 = 0.0f, y1 = 0.0f; // the chains of the part being walked
+	float z0 = 0.0f, z1 = 0.0f; // the sum of the parts before it (whole)
+	// A part walked: its sums go into z (whole) or out to Y, and the next
+	// part's chains start at +0.
+	auto part_done = [&](int k) {
+		if (whole) {
+			z0 = k == 0 ? y0 : f32add(z0, y0);
+			z1 = k == 0 ? y1 : f32add(z1, y1);
+		} else if (hh < gn) {
+			float* yp = Y + (((size_t)i * heads + kvh * group + g0 + hh) * np + c0 + k) * dim + d0;
+			if (dp < dn) yp[dp] = y0;
+			if (dp + 1 < dn) yp[dp + 1] = y1;
+		}
+		y0 = 0.0f, y1 = 0.0f;
+	};
 	// The chains over one staged chunk: 16 positions' weights and V values
 	// are loaded (four float4 each) while the previous 16 are added, so
 	// that no shared-memory load waits on an addition or an addition on
@@ -1158,6 +1209,7 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, cons
 			fetch(r, k + 3);
 		} else {
 			walk(k & 1);
+			part_done(k);
 		}
 		__syncthreads();
 	};
@@ -1165,25 +1217,61 @@ __device__ __forceinline__ void attn_wsum_rows(const float* __restrict__ S, cons
 		step(k, r0);
 		if (k + 1 < nc) step(k + 1, r1);
 	}
-	if (st < 0 && hh < gn) {
+	if (whole && st < 0 && hh < gn) {
 		float* o = out + (size_t)i * heads * dim + (size_t)(kvh * group + g0 + hh) * dim + d0;
-		if (dp < dn) o[dp] = y0;
-		if (dp + 1 < dn) o[dp + 1] = y1;
+		if (dp < dn) o[dp] = z0;
+		if (dp + 1 < dn) o[dp + 1] = z1;
 	}
 }
 
-extern "C" __global__ void __launch_bounds__(288, 1)
+extern "C" __global__ void __launch_bounds__(288, 2)
 muser_attn_wsum_rows_f16(const float* __restrict__ S, const double* __restrict__ part, int ld, int pl,
                          const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
-                         float* __restrict__ out, int heads, int kvheads, int dim) {
+                         float* __restrict__ out, float* __restrict__ Y, int np, int pc, int ng, int heads,
+                         int kvheads, int dim) {
 	grid_wait();
-	attn_wsum_rows<true>(S, part, ld, pl, vc, pos, out, heads, kvheads, dim);
+	attn_wsum_rows<true>(S, part, ld, pl, vc, pos, out, Y, np, pc, ng, heads, kvheads, dim);
 }
 
-extern "C" __global__ void __launch_bounds__(288, 1)
+extern "C" __global__ void __launch_bounds__(288, 2)
 muser_attn_wsum_rows_f32(const float* __restrict__ S, const double* __restrict__ part, int ld, int pl,
                          const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
-                         float* __restrict__ out, int heads, int kvheads, int dim) {
+                         float* __restrict__ out, float* __restrict__ Y, int np, int pc, int ng, int heads,
+                         int kvheads, int dim) {
 	grid_wait();
-	attn_wsum_rows<false>(S, part, ld, pl, vc, pos, out, heads, kvheads, dim);
+	attn_wsum_rows<false>(S, part, ld, pl, vc, pos, out, Y, np, pc, ng, heads, kvheads, dim);
+}
+
+// muser_attn_wsum_parts: grid (heads, n), block 256: the outputs of row
+// blockIdx.y, head blockIdx.x where muser_attn_wsum_rows spread the row's
+// parts over several thread blocks (more than pc parts): the parts' sums
+// in Y (attn_wsum_rows's layout, np a row and head) added in part order,
+// y = Y_0; y = y + Y_k for k = 1, 2, … (kernels.AttnPart). All threads
+// stage as many parts as fit in shared memory at once (one round of
+// loads), then the thread of dimension d adds them in order, its running
+// sum kept in Os between rounds.
+extern "C" __global__ void __launch_bounds__(256)
+muser_attn_wsum_parts(const float* __restrict__ Y, const int* __restrict__ pos, float* __restrict__ out,
+                      int heads, int dim, int np, int pc) {
+	grid_wait();
+	constexpr int SF = 10240; // floats of staged sums
+	__shared__ float Ys[SF];
+	__shared__ float Os[attn::MAXD];
+	const int i = blockIdx.y, h = blockIdx.x, t = threadIdx.x;
+	const int npr = (pos[i] + attn::RCH) / attn::RCH;
+	if (npr <= pc) return; // added by the weighted sum's thread block
+	const int kc = SF / dim; // parts a round
+	const float* y = Y + ((size_t)i * heads + h) * np * dim;
+	for (int k0 = 0; k0 < npr; k0 += kc) {
+		const int kn = min(kc, npr - k0);
+		for (int e = t; e < kn * dim; e += 256) Ys[e] = y[(size_t)k0 * dim + e];
+		__syncthreads();
+		for (int d = t; d < dim; d += 256) {
+			float o = k0 == 0 ? Ys[d] : Os[d];
+			for (int k = k0 == 0 ? 1 : 0; k < kn; k++) o = f32add(o, Ys[k * dim + d]);
+			Os[d] = o;
+		}
+		__syncthreads();
+	}
+	for (int d = t; d < dim; d += 256) out[((size_t)i * heads + h) * dim + d] = Os[d];
 }

@@ -124,8 +124,9 @@
 //   - attention.cuh: muser_attn_scores_f16/_f32 and
 //     muser_attn_scores_rows_f16/_f32, muser_attn_softmax_part and
 //     muser_attn_softmax8, muser_attn_wsum_f16/_f32 and
-//     muser_attn_wsum_rows_f16/_f32: the CPU engine's attendTile (kernels.RoundF16s,
-//     DotF16Rows, Softmax, AXPYF16Rows, or Dot and AXPY for an f32 cache),
+//     muser_attn_wsum_rows_f16/_f32 with muser_attn_wsum_parts: the CPU
+//     engine's attendTile (kernels.RoundF16s, DotF16Rows, Softmax,
+//     AXPYF16Parts, or Dot and AXPYParts for an f32 cache),
 //     over a batch of rows each with its own sequence's cache (Attention).
 //     Both paths split Softmax over their three kernels: the scores
 //     kernels write each query's maximum per 64 keys (M);
@@ -184,10 +185,12 @@
 //	muser_attn_wsum_f16, _f32
 //	                         p S, p Inv, i ld, p vc, p pos, p tiles, p out, i heads, i kvheads, i dim
 //	                         ntiles × kvheads·⌈group/gh⌉ × ⌈dim/64⌉, 128,
-//	                         shared 2·32·(64 + 68)·4 bytes
+//	                         shared (2·32·(64 + 68) + 32·128)·4 bytes
 //	muser_attn_wsum_rows_f16, _f32
-//	                         p S, p part, i ld, i pl, p vc, p pos, p out, i heads, i kvheads, i dim
-//	                         n × kvheads·⌈group/8⌉ × ⌈dim/8⌉, 288
+//	                         p S, p part, i ld, i pl, p vc, p pos, p out, p Y, i np, i pc, i ng,
+//	                         i heads, i kvheads, i dim
+//	                         n·ng × kvheads·⌈group/8⌉ × ⌈dim/8⌉, 288
+//	muser_attn_wsum_parts    p Y, p pos, p out, i heads, i dim, i np, i pc  heads × n, 256
 //	muser_test_exp32         p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni, p r16, p ru
 //	                                                                        ⌈count/256⌉, 256
@@ -199,11 +202,15 @@
 // For the attention, group = heads/kvheads, gh = min(group,
 // AttnQueries(dim)) (64); the batch-of-rows ABI (kc, vc, pos, tiles, S,
 // M, float [n][heads][⌈ld/64⌉] followed, 8-byte aligned, by the decode
-// softmax's part, float64 [n][heads][pl = ⌈ld/1024⌉] (AttnMBytes), and the
-// tiled kernels' Inv, float [n·heads]) is attention.cuh's and Attention's,
-// which launches the _rows scores (head dimension ≤ 128; a tiled scores
-// kernel for a larger one), muser_attn_softmax_part and the _rows weighted
-// sum when every tile is one row (decode), the tiled ones otherwise.
+// softmax's part, float64 [n][heads][pl = ⌈ld/1024⌉], and the decode
+// weighted sum's part sums Y, float [n][heads][np = ⌈ld/256⌉][dim]
+// (Attention.MBytes), and the tiled kernels' Inv, float [n·heads]) is
+// attention.cuh's and Attention's, which launches the _rows scores (head
+// dimension ≤ 128; a tiled scores kernel for a larger one),
+// muser_attn_softmax_part and the _rows weighted sum (pc of a row's parts
+// a thread block, ng = ⌈⌈(max pos+1)/256⌉/pc⌉ blocks a row, then
+// muser_attn_wsum_parts where ng > 1) when every tile is one row
+// (decode), the tiled ones otherwise.
 //
 // The activations of a product are quantized per token row as ActOf says
 // (QuantizeActs); every kernel's result for a token depends on that token's

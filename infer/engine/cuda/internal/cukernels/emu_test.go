@@ -228,6 +228,9 @@ func TestEmuAttention(t *testing.T) {
 	b := emuTiledBatch
 	b.keyBlocks, b.oddLD = 3, true
 	runAttention(t, e, []attnCase{{"gqa across key blocks", 4, 2, 64}, {"mha dim 72", 2, 2, 72}}, b)
+	// Tiles across the weighted sum's parts (256|257, 512|513) and rows
+	// of four parts.
+	runAttention(t, e, []attnCase{{"gqa across parts", 4, 2, 64}}, batchOf([3]int{0, 250, 10}, [3]int{1, 509, 6}, [3]int{2, 1000, 3}))
 }
 
 // emuTiledBatch: tiles of several rows whose positions cross the scores
@@ -266,4 +269,12 @@ func TestEmuAttentionDecode(t *testing.T) {
 		cases = cases[:1]
 	}
 	runAttention(t, e, cases, emuDecodeBatch)
+	// A row's parts spread over thread blocks one and three at a time,
+	// their sums added by muser_attn_wsum_parts (the rows of at most
+	// that many parts are still added by their one thread block).
+	for _, parts := range []int{1, 3} {
+		b := emuDecodeBatch
+		b.parts = parts
+		runAttention(t, e, cases[:1], b)
+	}
 }

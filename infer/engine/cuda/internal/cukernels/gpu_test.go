@@ -280,10 +280,17 @@ func TestGPUDecodeSoftmax(t *testing.T) {
 
 // TestGPUAttentionDecode runs the decode kernels at depth: single rows
 // at the chunk edges up to 8,448 positions (emu_test.go's batch, with
-// its infinite keys), and one row at 32,767 on the Qwen2.5-0.5B shape.
+// its infinite keys; also with a row's parts over thread blocks one and
+// three at a time), and one row at 32,767 on the Qwen2.5-0.5B shape
+// (its 128 parts over 16 thread blocks).
 func TestGPUAttentionDecode(t *testing.T) {
 	g := gpu(t, "")
 	runAttention(t, g, append(attnCases, attnCase{"group 10, dim 20 (unaligned V rows)", 20, 2, 20}), emuDecodeBatch)
+	for _, parts := range []int{1, 3} {
+		b := emuDecodeBatch
+		b.parts = parts
+		runAttention(t, g, attnCases[:1], b)
+	}
 	runAttention(t, g, attnCases[:1], batchOf([3]int{0, 32767, 1}))
 }
 
@@ -462,8 +469,9 @@ func BenchmarkGPUAttention(b *testing.B) {
 	}{
 		{attnCases[0], 2048, 0}, {attnCases[0], 1, 2047}, {attnCases[0], 1, 8191}, {attnCases[0], 1, 32767}, {attnCases[1], 2048, 0},
 	} {
-		// part: all three launches, or one of them alone (after the
-		// ones before it, once, so that it reads what it would).
+		// part: all the launches, or one step alone (after the ones
+		// before it, once, so that it reads what it would); the weighted
+		// sum includes the addition of its parts' sums where it has one.
 		for part, pname := range []string{"scores", "softmax", "wsum", "all"} {
 			b.Run(fmt.Sprintf("%s/rows=%d/from=%d/%s", c.name, c.rows, c.first, pname), func(b *testing.B) {
 				Q, kvrow := c.heads*c.dim, c.kvheads*c.dim
@@ -493,16 +501,20 @@ func BenchmarkGPUAttention(b *testing.B) {
 						Q: s.up(f32Bytes(q)), Out: s.alloc(4 * c.rows * Q), KC: s.up(u64Bytes(kc)), VC: s.up(u64Bytes(vc)),
 						Pos: s.up(i32s(p)), Tiles: s.up(i32s(tl)), NTiles: len(tiles) - 1, MaxPos: ntok - 1,
 						S: s.alloc(4 * c.rows * c.heads * ld), LD: ld,
-						M: s.alloc(int(AttnMBytes(c.rows, c.heads, ld))), Inv: s.alloc(4 * c.rows * c.heads)}
+						Inv: s.alloc(4 * c.rows * c.heads)}
+					a.M = s.alloc(int(a.MBytes()))
 					ls, err := a.Launches()
 					if err != nil && s.err == nil {
 						s.err = err
 					}
 					if part == 3 {
-						return ls[:]
+						return ls
 					}
 					for _, l := range ls[:part] {
 						s.launch(l, nil)
+					}
+					if part == 2 {
+						return ls[2:]
 					}
 					return ls[part : part+1]
 				})

@@ -61,7 +61,7 @@ var (
 	embedParams       = []Param{Ptr, I32, I32, Ptr, I32, Ptr}
 	scoresParams      = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, I32, F32, I32}
 	wsumParams        = []Param{Ptr, Ptr, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32}
-	wsumRowsParams    = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr, I32, I32, I32}
+	wsumRowsParams    = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32, I32, I32, I32}
 	scoresRowsParams  = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, F32}
 	kvStoreParams     = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}
 )
@@ -111,6 +111,7 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_attn_wsum_f32", Params: wsumParams},
 		{Name: "muser_attn_wsum_rows_f16", Params: wsumRowsParams, ExactFMA: true},
 		{Name: "muser_attn_wsum_rows_f32", Params: wsumRowsParams},
+		{Name: "muser_attn_wsum_parts", Params: []Param{Ptr, Ptr, Ptr, I32, I32, I32, I32}},
 		{Name: "muser_test_exp32", Params: []Param{Ptr, Ptr, I32}, SelfTest: true},
 		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
 		{Name: "muser_test_small_tables", Params: []Param{Ptr, Ptr, Ptr}, SelfTest: true},
@@ -741,7 +742,9 @@ const (
 	attnWDB   = 64
 	attnWLD   = 68
 	attnRSP   = 1024 // positions per block of the decode softmax
+	attnRCH   = 256  // positions per part of the weighted sum (kernels.AttnPart)
 	attnRWT   = 288  // threads of the decode weighted sum
+	attnWGrid = 256  // thread blocks the decode weighted sum spreads a row's parts to fill
 
 	attnRowsScoresDim = 128 // the largest head dimension of the decode scores kernel
 )
@@ -753,6 +756,18 @@ const (
 // about 2,048 thread blocks (8 waves of an H100's 132 multiprocessors at
 // 2 blocks each; the blocks past a tile's last position return at once).
 func attnScoresBlocksPer(ctas int) int { return max(1, min(attnSKBN, ctas/2048)) }
+
+// attnWPartsPer is how many of a row's np parts (attnRCH positions each)
+// one thread block of the decode weighted sum walks, for a grid of ctas
+// thread blocks at all of a row's parts each: all of them where that grid
+// already has attnWGrid thread blocks (an H100's 132 multiprocessors at
+// 2 blocks each, about one wave), else as many as spread the parts over
+// about attnWGrid. Where a row's parts need several thread blocks, their
+// sums go through Y to muser_attn_wsum_parts. It never changes a result.
+func attnWPartsPer(ctas, np int) int {
+	ng := min(np, max(1, attnWGrid/ctas))
+	return ceilDiv(np, ng)
+}
 
 // MaxAttnDim is the largest head dimension the attention kernels take.
 const MaxAttnDim = 352
@@ -810,12 +825,13 @@ func AttnTiles(kc []uint64, pos []int32, heads, kvheads, dim int) []int32 {
 // p·KVHeads·Dim), Pos int32 [N] the rows' positions (their K and V
 // already stored), Tiles int32 [NTiles+1] from AttnTiles, MaxPos the
 // largest position; S is float scratch [N][Heads][LD], LD > MaxPos. M is
-// scratch of AttnMBytes(N, Heads, LD) bytes, always required: each row
-// and head's maximum score per 64 keys (float [N][Heads][AttnMaxBlocks(LD)])
-// and, for a batch whose tiles are single rows (NTiles = N, decode), the
-// decode softmax's float64 sums per block of 1,024 positions after them.
-// Inv, float scratch [N·Heads], the softmax's 1/sum, is the tiled
-// kernels': required unless every tile is one row.
+// scratch of MBytes() bytes, always required: each row and head's maximum
+// score per 64 keys (float [N][Heads][AttnMaxBlocks(LD)]) and, for a
+// batch whose tiles are single rows (NTiles = N, decode), the decode
+// softmax's float64 sums per block of 1,024 positions after them, then
+// the weighted sum's sums per part of 256 positions. Inv, float scratch
+// [N·Heads], the softmax's 1/sum, is the tiled kernels': required unless
+// every tile is one row.
 type Attention struct {
 	F16                 bool
 	Heads, KVHeads, Dim int
@@ -830,6 +846,10 @@ type Attention struct {
 	// block of the tiled scores kernel takes (at most 4); zero lets the
 	// grid's size decide. It never changes a result.
 	KeyBlocks int
+	// Parts, if positive, is how many of a row's parts of 256 positions
+	// one thread block of the decode weighted sum walks; zero lets the
+	// grid's size decide (attnWPartsPer). It never changes a result.
+	Parts int
 }
 
 // AttnMaxBlocks is the row of Attention.M's maxima for scores of row ld:
@@ -840,96 +860,91 @@ func AttnMaxBlocks(ld int) int { return ceilDiv(ld, attnSKB) }
 // one per block of 1,024 positions.
 func attnParts(ld int) int { return ceilDiv(ld, attnRSP) }
 
+// attnWParts is the row of the decode weighted sum's part sums for scores
+// of row ld: one per part of 256 positions.
+func attnWParts(ld int) int { return ceilDiv(ld, attnRCH) }
+
 // attnPartsAt is the byte offset of the decode softmax's sums in
 // Attention.M: after the maxima, 8-byte aligned.
 func attnPartsAt(n, heads, ld int) int64 {
 	return (4*int64(n)*int64(heads)*int64(AttnMaxBlocks(ld)) + 7) &^ 7
 }
 
-// AttnMBytes is the size in bytes of Attention.M for n rows of heads
-// heads and scores of row ld: the maxima, then the decode softmax's sums.
-func AttnMBytes(n, heads, ld int) int64 {
+// attnYAt is the byte offset of the decode weighted sum's part sums in
+// Attention.M: after the softmax's sums.
+func attnYAt(n, heads, ld int) int64 {
 	return attnPartsAt(n, heads, ld) + 8*int64(n)*int64(heads)*int64(attnParts(ld))
 }
 
-// Launches returns the three launches of the attention, to run in order:
-// the scores, the softmax (with an f16 cache, weights rounded to f16),
-// the weighted sum of V rows. Both scores kernels write the maxima per 64
-// keys to M. A batch whose tiles are all single rows (decode) gets the
-// kernels made for few rows (muser_attn_scores_rows_* up to head
-// dimension 128; muser_attn_softmax_part writing the exponentials and
-// their sums per 1,024 positions; muser_attn_wsum_rows_* forming 1/sum
-// from those sums and scaling and rounding the weights as it stages
-// them), any other the tiled ones (muser_attn_scores_*,
+// MBytes is the size in bytes of a's scratch M, from N, Heads, Dim, LD
+// and whether every tile is one row (NTiles = N): the maxima, and for
+// such a batch the decode softmax's sums and the weighted sum's part
+// sums after them.
+func (a Attention) MBytes() int64 {
+	if a.NTiles != a.N {
+		return attnPartsAt(a.N, a.Heads, a.LD)
+	}
+	return attnYAt(a.N, a.Heads, a.LD) + 4*int64(a.N)*int64(a.Heads)*int64(attnWParts(a.LD))*int64(a.Dim)
+}
+
+// Launches returns the launches of the attention, to run in order: the
+// scores, the softmax (with an f16 cache, weights rounded to f16), the
+// weighted sum of V rows, and for a decode batch whose rows' parts are
+// spread over several thread blocks, the addition of their sums. Both
+// scores kernels write the maxima per 64 keys to M. A batch whose tiles
+// are all single rows (decode) gets the kernels made for few rows
+// (muser_attn_scores_rows_* up to head dimension 128;
+// muser_attn_softmax_part writing the exponentials and their sums per
+// 1,024 positions; muser_attn_wsum_rows_* forming 1/sum from those sums
+// and scaling and rounding the weights as it stages them, its parts
+// spread over thread blocks, then muser_attn_wsum_parts where they
+// were), any other the tiled ones (muser_attn_scores_*,
 // muser_attn_softmax8 writing the exponentials and Inv, muser_attn_wsum_*
 // scaling and rounding the weights as it stages them); both compute the
 // same bits.
-func (a Attention) Launches() ([3]Launch, error) {
+func (a Attention) Launches() ([]Launch, error) {
 	sk, wk, rk := "muser_attn_scores_f32", "muser_attn_wsum_f32", "muser_attn_wsum_rows_f32"
 	srk := "muser_attn_scores_rows_f32"
 	if a.F16 {
 		sk, wk, rk = "muser_attn_scores_f16", "muser_attn_wsum_f16", "muser_attn_wsum_rows_f16"
 		srk = "muser_attn_scores_rows_f16"
 	}
-	var ls [3]Launch
 	if err := positive(sk, a.Heads, a.KVHeads, a.Dim, a.N, a.NTiles, a.LD); err != nil {
-		return ls, err
+		return nil, err
 	}
 	if a.Heads%a.KVHeads != 0 || a.Dim > MaxAttnDim || a.MaxPos < 0 || a.LD <= a.MaxPos || a.NTiles > a.N {
-		return ls, shapeErr(sk, "%d heads over %d KV heads of dim %d (at most %d), %d tiles of %d rows, max position %d, ld %d",
+		return nil, shapeErr(sk, "%d heads over %d KV heads of dim %d (at most %d), %d tiles of %d rows, max position %d, ld %d",
 			a.Heads, a.KVHeads, a.Dim, MaxAttnDim, a.NTiles, a.N, a.MaxPos, a.LD)
 	}
 	if err := product(sk, a.N, a.Heads*a.LD); err != nil {
-		return ls, err
+		return nil, err
 	}
 	tiled := a.NTiles != a.N
 	if a.M == 0 {
-		return ls, shapeErr(sk, "attention needs the scratch M")
+		return nil, shapeErr(sk, "attention needs the scratch M")
 	}
 	if tiled && a.Inv == 0 {
-		return ls, shapeErr(sk, "tiles of several rows need the scratch Inv")
+		return nil, shapeErr(sk, "tiles of several rows need the scratch Inv")
 	}
 	qc := AttnQueries(a.Dim)
 	group := a.Heads / a.KVHeads
 	gh := min(group, qc)
 	hy := a.KVHeads * ceilDiv(group, gh)
-	var err error
 	blocks := ceilDiv(a.MaxPos+1, attnSKB)
 	nkb := attnScoresBlocksPer(a.NTiles * hy * blocks)
 	if a.KeyBlocks > 0 {
 		nkb = min(a.KeyBlocks, attnSKBN)
 	}
+	ls := make([]Launch, 3, 4)
+	var err error
 	ls[0], err = launch(sk, [3]int{a.NTiles, hy, ceilDiv(blocks, nkb)}, 256, attnScoresShared(a.Dim),
 		p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.Tiles), p(a.S), p(a.M), i32(a.LD),
 		f32(AttnScale(a.Dim)), i32(nkb))
 	if err != nil {
-		return ls, err
+		return nil, err
 	}
 	if !tiled {
-		if a.Dim <= attnRowsScoresDim {
-			// A thread per key and up to 8 heads (the tiled kernel's
-			// 64-query blocks would hold a group's few).
-			ls[0], err = launch(srk, [3]int{ceilDiv(a.MaxPos+1, 128), a.N, a.KVHeads * ceilDiv(group, 8)}, 128, 0,
-				p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.S), p(a.M), i32(a.LD),
-				f32(AttnScale(a.Dim)))
-			if err != nil {
-				return ls, err
-			}
-		}
-		// Every tile one row (decode): the softmax's exponentials over
-		// blocks of 1,024 positions per row and head, with their sums; a
-		// thread per output chain for the weighted sums, 8 heads × 8
-		// dimensions a block, fed by staging warps, which first form
-		// 1/sum from those sums (checked against the float64 chains).
-		part := a.M + DevPtr(attnPartsAt(a.N, a.Heads, a.LD))
-		ls[1], err = softmaxPart(a.S, a.M, part, a.Pos, a.LD, a.N, a.Heads, a.MaxPos)
-		if err != nil {
-			return ls, err
-		}
-		ls[2], err = launch(rk, [3]int{a.N, a.KVHeads * ceilDiv(group, 8), ceilDiv(a.Dim, 8)}, attnRWT, 0,
-			p(a.S), p(part), i32(a.LD), i32(attnParts(a.LD)), p(a.VC), p(a.Pos), p(a.Out), i32(a.Heads),
-			i32(a.KVHeads), i32(a.Dim))
-		return ls, err
+		return a.rowsLaunches(ls, srk, rk)
 	}
 	// Tiled: the softmax reads the maxima from M and leaves the
 	// exponentials in S and 1/sum in Inv; the weighted sums scale (and
@@ -937,11 +952,65 @@ func (a Attention) Launches() ([3]Launch, error) {
 	ls[1], err = launch("muser_attn_softmax8", [3]int{ceilDiv(a.N*a.Heads, 32), 1, 1}, 256, 0,
 		p(a.S), p(a.M), p(a.Inv), i32(a.LD), p(a.Pos), i32(a.N), i32(a.Heads))
 	if err != nil {
-		return ls, err
+		return nil, err
 	}
-	ls[2], err = launch(wk, [3]int{a.NTiles, hy, ceilDiv(a.Dim, attnWDB)}, 128, 2*attnWKT*(attnWDB+attnWLD)*4,
+	ls[2], err = launch(wk, [3]int{a.NTiles, hy, ceilDiv(a.Dim, attnWDB)}, 128, (2*attnWKT*(attnWDB+attnWLD)+32*128)*4,
 		p(a.S), p(a.Inv), i32(a.LD), p(a.VC), p(a.Pos), p(a.Tiles), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
-	return ls, err
+	if err != nil {
+		return nil, err
+	}
+	return ls, nil
+}
+
+// rowsLaunches completes ls, whose first is the tiled scores kernel, for
+// a batch whose tiles are all single rows (decode): the scores kernel
+// made for few rows where the head dimension allows it, the softmax's
+// exponentials over blocks of 1,024 positions per row and head with their
+// sums, and the weighted sums — a thread per output chain, 8 heads × 8
+// dimensions and a row's parts (or pc of them) a block, fed by staging
+// warps, which first form 1/sum from those sums (checked against the
+// float64 chains) — then, where a row's parts were spread over several
+// blocks, the addition of their sums.
+func (a Attention) rowsLaunches(ls []Launch, srk, rk string) ([]Launch, error) {
+	group := a.Heads / a.KVHeads
+	var err error
+	if a.Dim <= attnRowsScoresDim {
+		// A thread per key and up to 8 heads (the tiled kernel's
+		// 64-query blocks would hold a group's few).
+		ls[0], err = launch(srk, [3]int{ceilDiv(a.MaxPos+1, 128), a.N, a.KVHeads * ceilDiv(group, 8)}, 128, 0,
+			p(a.Q), i32(a.Heads), i32(a.KVHeads), i32(a.Dim), p(a.KC), p(a.Pos), p(a.S), p(a.M), i32(a.LD),
+			f32(AttnScale(a.Dim)))
+		if err != nil {
+			return nil, err
+		}
+	}
+	part := a.M + DevPtr(attnPartsAt(a.N, a.Heads, a.LD))
+	if ls[1], err = softmaxPart(a.S, a.M, part, a.Pos, a.LD, a.N, a.Heads, a.MaxPos); err != nil {
+		return nil, err
+	}
+	y := a.M + DevPtr(attnYAt(a.N, a.Heads, a.LD))
+	hy, dz := a.KVHeads*ceilDiv(group, 8), ceilDiv(a.Dim, 8)
+	np := ceilDiv(a.MaxPos+1, attnRCH) // the most parts of a row
+	pc := attnWPartsPer(a.N*hy*dz, np)
+	if a.Parts > 0 {
+		pc = min(a.Parts, np)
+	}
+	ng := ceilDiv(np, pc)
+	ls[2], err = launch(rk, [3]int{a.N * ng, hy, dz}, attnRWT, 0,
+		p(a.S), p(part), i32(a.LD), i32(attnParts(a.LD)), p(a.VC), p(a.Pos), p(a.Out), p(y),
+		i32(attnWParts(a.LD)), i32(pc), i32(ng), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
+	if err != nil {
+		return nil, err
+	}
+	if ng == 1 {
+		return ls, nil
+	}
+	l, err := launch("muser_attn_wsum_parts", [3]int{a.Heads, a.N, 1}, 256, 0,
+		p(y), p(a.Pos), p(a.Out), i32(a.Heads), i32(a.Dim), i32(attnWParts(a.LD)), i32(pc))
+	if err != nil {
+		return nil, err
+	}
+	return append(ls, l), nil
 }
 
 // softmaxPart is the launch of muser_attn_softmax_part over n rows of
@@ -995,9 +1064,11 @@ func SelfTestF32Bits(base uint32, count int, f16, bf16, ra, ni, r16, ru DevPtr) 
 // weighted sum does and writes the weights. For each row i < n and head h
 // < heads, the scores S[(i·heads + h)·ld + j], j ≤ pos[i] ≤ maxPos, are
 // replaced in place by kernels.Softmax of them, rounded to f16 when round
-// is set. M is scratch of AttnMBytes(n, heads, ld) bytes whose maxima the
-// caller has filled: M[(i·heads + h)·AttnMaxBlocks(ld) + b] the maximum of
-// the scores 64·b .. 64·b+63 (those ≤ pos[i]).
+// is set. M is scratch of the MBytes of n decode rows of heads heads and
+// scores of row ld (Attention{Heads: heads, Dim: 1, N: n, NTiles: n, LD:
+// ld}) whose maxima the caller has filled: M[(i·heads + h)·
+// AttnMaxBlocks(ld) + b] the maximum of the scores 64·b .. 64·b+63 (those
+// ≤ pos[i]).
 func SelfTestDecodeSoftmax(S, M, pos DevPtr, ld, n, heads, maxPos int, round bool) ([2]Launch, error) {
 	var ls [2]Launch
 	part := M + DevPtr(attnPartsAt(n, heads, ld))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/muserhq/muser/infer/ggml"
+	"github.com/muserhq/muser/infer/kernels"
 )
 
 // sampleLaunches returns one launch of every kernel from its builder, for
@@ -58,13 +59,20 @@ func sampleLaunches(t *testing.T) []Launch {
 		for _, ntiles := range []int{2, 5} { // tiled; every tile one row (decode)
 			a := Attention{F16: f16, Heads: 14, KVHeads: 2, Dim: 64, N: 5, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,
 				NTiles: ntiles, MaxPos: 100, S: 7, LD: 104, M: 8, Inv: 9}
-			l3, err := a.Launches()
+			al, err := a.Launches()
 			if err != nil {
 				t.Fatal(err)
 			}
-			ls = append(ls, l3[:]...)
+			ls = append(ls, al...)
 		}
 	}
+	// A decode row's parts over several thread blocks: the parts' addition.
+	al, err := Attention{F16: true, Heads: 14, KVHeads: 2, Dim: 64, N: 1, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,
+		NTiles: 1, MaxPos: 1000, S: 7, LD: 1004, M: 8, Parts: 1}.Launches()
+	if err != nil || len(al) != 4 {
+		t.Fatalf("decode launches with Parts 1: %d, %v; want 4", len(al), err)
+	}
+	ls = append(ls, al[3])
 	add(SelfTestExp32(1, 2, 100))
 	add(SelfTestF32Bits(0x3f800000, 100, 1, 2, 3, 4, 5, 6))
 	add(SelfTestSmallTables(1, 2, 3))
@@ -338,8 +346,12 @@ func TestAttentionLaunches(t *testing.T) {
 		block  uint32
 		shared uint32
 	}
-	check := func(ls [3]Launch, want []launchWant) {
+	check := func(ls []Launch, want []launchWant) {
 		t.Helper()
+		if len(ls) != len(want) {
+			t.Errorf("%d launches, want %d", len(ls), len(want))
+			return
+		}
 		for i, w := range want {
 			if ls[i].Kernel != w.kernel || ls[i].Grid != w.grid || ls[i].Block[0] != w.block || ls[i].Shared != w.shared {
 				t.Errorf("launch %d: got %s grid %v block %d shared %d, want %s grid %v block %d shared %d",
@@ -350,7 +362,7 @@ func TestAttentionLaunches(t *testing.T) {
 	check(ls, []launchWant{
 		{"muser_attn_scores_f16", [3]uint32{3, 2, 1}, 256, 4 * 2 * 16 * 68 * 4},
 		{"muser_attn_softmax8", [3]uint32{4, 1, 1}, 256, 0}, // ⌈9·14/32⌉
-		{"muser_attn_wsum_f16", [3]uint32{3, 2, 1}, 128, 2 * 32 * (64 + 68) * 4},
+		{"muser_attn_wsum_f16", [3]uint32{3, 2, 1}, 128, (2*32*(64+68) + 32*128) * 4},
 	})
 	if got := ls[0].Args[10]; got != AttnScale(64) || AttnScale(64) != 0.125 {
 		t.Errorf("scale argument %v, want 0.125", got)
@@ -397,9 +409,13 @@ func TestAttentionLaunches(t *testing.T) {
 		}
 	}
 	// Every tile one row (decode): the softmax per 1,024 positions, row
-	// and head, the weighted sums per 8 heads × 8 dimensions; the sums
-	// per 1,024 positions after the maxima in M (3·14 rows of ⌈2100/64⌉
-	// = 33 maxima, 5,544 bytes, then ⌈2100/1024⌉ = 3 sums a row).
+	// and head, the weighted sums per 8 heads × 8 dimensions and 2 of a
+	// row's 9 parts (3·2·8 = 48 thread blocks at 9 parts each, spread to
+	// 5 groups, ⌈9/5⌉ = 2 parts a block), then the parts' addition; the
+	// sums per 1,024 positions after the maxima in M (3·14 rows of
+	// ⌈2100/64⌉ = 33 maxima, 5,544 bytes, then ⌈2100/1024⌉ = 3 sums a
+	// row, 1,008 bytes), then the parts' sums (⌈2100/256⌉ = 9 parts of 64
+	// floats a row and head).
 	d := a
 	d.N, d.NTiles, d.MaxPos, d.LD = 3, 3, 2050, 2100
 	d.Inv = 0 // not used
@@ -410,19 +426,57 @@ func TestAttentionLaunches(t *testing.T) {
 	check(ls, []launchWant{
 		{"muser_attn_scores_rows_f16", [3]uint32{17, 3, 2}, 128, 0}, // ⌈2051/128⌉ key blocks, rows, KV heads
 		{"muser_attn_softmax_part", [3]uint32{3, 3, 14}, 256, 0},    // ⌈2051/1024⌉ blocks of positions, rows, heads
-		{"muser_attn_wsum_rows_f16", [3]uint32{3, 2, 8}, 288, 0},
+		{"muser_attn_wsum_rows_f16", [3]uint32{15, 2, 8}, 288, 0},   // rows × 5 groups of parts
+		{"muser_attn_wsum_parts", [3]uint32{14, 3, 1}, 256, 0},      // heads, rows
 	})
-	const parts = 8 + 5544
+	const parts, y = 8 + 5544, 8 + 5544 + 1008
 	if ls[0].Args[7] != uint64(8) || ls[1].Args[1] != uint64(8) || ls[1].Args[2] != uint64(parts) || ls[1].Args[4] != int32(3) ||
 		ls[2].Args[1] != uint64(parts) || ls[2].Args[3] != int32(3) {
 		t.Errorf("decode scratch arguments: scores M %v, softmax M %v sums %v per row %v, weighted sum sums %v per row %v, want 8, 8, %d, 3, %d, 3",
 			ls[0].Args[7], ls[1].Args[1], ls[1].Args[2], ls[1].Args[4], ls[2].Args[1], ls[2].Args[3], parts, parts)
 	}
-	if got, want := AttnMBytes(3, 14, 2100), int64(5544+3*14*3*8); got != want {
-		t.Errorf("AttnMBytes(3, 14, 2100) = %d, want %d", got, want)
+	if ls[2].Args[7] != uint64(y) || ls[2].Args[8] != int32(9) || ls[2].Args[9] != int32(2) || ls[2].Args[10] != int32(5) ||
+		ls[3].Args[0] != uint64(y) || ls[3].Args[5] != int32(9) || ls[3].Args[6] != int32(2) {
+		t.Errorf("part sums: weighted sum Y %v np %v pc %v ng %v, addition Y %v np %v pc %v; want %d, 9, 2, 5, %d, 9, 2",
+			ls[2].Args[7], ls[2].Args[8], ls[2].Args[9], ls[2].Args[10], ls[3].Args[0], ls[3].Args[5], ls[3].Args[6], y, y)
 	}
-	if got, want := AttnMBytes(1, 1, 64), int64(8+8); got != want { // one maximum, padded to 8 bytes, and one sum
-		t.Errorf("AttnMBytes(1, 1, 64) = %d, want %d", got, want)
+	if got, want := d.MBytes(), int64(5544+1008+4*3*14*9*64); got != want {
+		t.Errorf("decode MBytes = %d, want %d", got, want)
+	}
+	if got, want := (Attention{Heads: 1, Dim: 8, N: 1, NTiles: 1, LD: 64}).MBytes(), int64(8+8+4*8); got != want { // one maximum, padded to 8 bytes, one sum, one part
+		t.Errorf("MBytes of one decode row of 64 = %d, want %d", got, want)
+	}
+	if got, want := (Attention{Heads: 14, Dim: 64, N: 9, NTiles: 3, LD: 12}).MBytes(), int64(9*14*4); got != want { // tiled: the maxima alone
+		t.Errorf("tiled MBytes = %d, want %d", got, want)
+	}
+	// Parts per thread block as asked (at most the row's), and a batch
+	// whose rows fit one thread block each (no addition launch): 9 rows'
+	// grid of 144 blocks at 2 parts each spreads to ⌈256/144⌉ = 1 group.
+	for _, tc := range []struct {
+		n, maxPos, parts int
+		gx               uint32
+		pc               int32
+		launches         int
+	}{
+		{3, 2050, 4, 9, 4, 4},   // 3 groups of 4 parts
+		{3, 2050, 20, 3, 9, 3},  // all 9 in one
+		{9, 300, 0, 9, 2, 3},    // 144 blocks: one group
+		{1, 32767, 0, 16, 8, 4}, // 16 blocks: 128 parts over 16 groups of 8
+		{1, 0, 0, 1, 1, 3},      // a first token
+	} {
+		b := d
+		b.N, b.NTiles, b.MaxPos, b.LD, b.Parts = tc.n, tc.n, tc.maxPos, tc.maxPos+1, tc.parts
+		bl, err := b.Launches()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bl) != tc.launches || bl[2].Grid[0] != tc.gx || bl[2].Args[9] != tc.pc {
+			t.Errorf("%d rows to position %d, Parts %d: %d launches, weighted sum grid x %d, %v parts a block; want %d, %d, %d",
+				tc.n, tc.maxPos, tc.parts, len(bl), bl[2].Grid[0], bl[2].Args[9], tc.launches, tc.gx, tc.pc)
+		}
+	}
+	if attnRCH != kernels.AttnPart {
+		t.Errorf("attnRCH %d, kernels.AttnPart %d: the weighted sum's parts differ", attnRCH, kernels.AttnPart)
 	}
 	nm := d
 	nm.M = 0

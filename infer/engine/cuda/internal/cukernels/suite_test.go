@@ -995,6 +995,9 @@ type attnBatch struct {
 	inf       map[int][]int
 	keyBlocks int
 	oddLD     bool
+	// parts, if positive, is Attention.Parts: how many of a decode row's
+	// parts of 256 positions one thread block of its weighted sum walks.
+	parts int
 }
 
 // batchOf builds a batch from runs of consecutive positions.
@@ -1109,8 +1112,8 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 							Q: s.up(f32Bytes(q)), Out: s.alloc(4 * n * Q), KC: s.up(u64Bytes(kc)), VC: s.up(u64Bytes(vc)),
 							Pos: s.up(i32s(pos)), Tiles: s.up(i32s(tl)), NTiles: len(tiles) - 1, MaxPos: maxPos,
 							S: s.alloc(4 * n * c.heads * ld), LD: ld,
-							M: s.up(poisonF32(int(AttnMBytes(n, c.heads, ld) / 4))), Inv: s.up(poisonF32(n * c.heads)),
-							KeyBlocks: batch.keyBlocks}
+							Inv: s.up(poisonF32(n * c.heads)), KeyBlocks: batch.keyBlocks, Parts: batch.parts}
+						a.M = s.up(poisonF32(int(a.MBytes() / 4)))
 						ls, err := a.Launches()
 						for _, l := range ls {
 							s.launch(l, err)
@@ -1151,7 +1154,7 @@ func runDecodeSoftmax(t *testing.T, d device, lengths []int) {
 	}
 	n := len(rows)
 	S, pos := make([]float32, n*ld), make([]int, n)
-	M := slices.Repeat([]float32{math.MaxFloat32}, int(AttnMBytes(n, 1, ld)/4))
+	M := slices.Repeat([]float32{math.MaxFloat32}, int(Attention{Heads: 1, Dim: 1, N: n, NTiles: n, LD: ld}.MBytes()/4))
 	for i, r := range rows {
 		copy(S[i*ld:], r)
 		pos[i] = len(r) - 1
@@ -1228,7 +1231,8 @@ func softmaxChainDecidesRow(t *testing.T, m int) []float32 {
 }
 
 // refAttention is the CPU engine's attendTile per row and head, with the kernels
-// package's row functions (its tile kernels give the same bits).
+// package's row functions (its tile kernels give the same bits): the
+// weighted sum by parts of kernels.AttnPart positions.
 func refAttention(f16 bool, q []float32, seq, pos []int, c attnCase, k16, v16 [][]uint16, k32, v32 [][]float32) []float32 {
 	Q, kvrow, D := c.heads*c.dim, c.kvheads*c.dim, c.dim
 	group := c.heads / c.kvheads
@@ -1248,17 +1252,13 @@ func refAttention(f16 bool, q []float32, seq, pos []int, c attnCase, k16, v16 []
 				}
 				kernels.Softmax(s)
 				kernels.RoundF16s(s)
-				for j := range m {
-					kernels.AXPYF16(y, s[j], v16[seq[i]][j*kvrow+off:j*kvrow+off+D])
-				}
+				kernels.AXPYF16Parts(y, make([]float32, D), s, v16[seq[i]][off:], kvrow)
 			} else {
 				for j := range m {
 					s[j] = kernels.Dot(k32[seq[i]][j*kvrow+off:j*kvrow+off+D], qh) * scale
 				}
 				kernels.Softmax(s)
-				for j := range m {
-					kernels.AXPY(y, s[j], v32[seq[i]][j*kvrow+off:j*kvrow+off+D])
-				}
+				kernels.AXPYParts(y, make([]float32, D), s, v32[seq[i]][off:], kvrow)
 			}
 		}
 	}
