@@ -837,7 +837,7 @@ template <bool F16> MUSER_DEV float attn_weight(float e, float inv) {
 }
 
 // attn_wsum: grid (ntiles, kvheads·ceil(group/gh), ceil(dim/64)), block
-// 128, dynamic shared memory (2·32·(64 + 68) + 32·128)·4 bytes.
+// 128, dynamic shared memory 2·32·(64 + 68)·4 bytes.
 //
 // The weighted sums of the block's (up to) 64 queries at 64 of the
 // dimensions are a small matrix product, out[q][d] = Σ_j w[q][j]·V[j][d],
@@ -870,7 +870,7 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, const flo
 	constexpr int VN = KT * WDB / 128; // V elements a thread stages per tile
 	constexpr int WN = QB * KT / 128;  // weights a thread stages per tile
 	constexpr int BUF = KT * (WDB + WLD);
-	MUSER_DYNAMIC_SMEM(smem); // 2 × {Vs [KT][WDB], Ws [KT][WLD]}, then Tot [32][128]
+	MUSER_DYNAMIC_SMEM(smem); // 2 × {Vs [KT][WDB], Ws [KT][WLD]}
 	const AttnCTA cta = attn_cta(tiles, heads, kvheads);
 	const int nq = cta.nq;
 	const int kvrow = kvheads * dim;
@@ -941,18 +941,21 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, const flo
 		for (int c = 0; c < 4; c++) y[k][c] = 0.0f;
 	// The weighted sum's parts (kernels.AttnPart = attn::RCH positions):
 	// at each part's end a query with positions after it adds its chains'
-	// sums to the sums of the parts before (Tot, this thread's own column
-	// of shared memory: the first part's are stored) and starts the next
-	// chains at +0; a query's last chains are added after the walk.
-	float* Tot = smem + 2 * BUF;
+	// sums to the sums of the parts before (tot: the first part's are
+	// stored) and starts the next chains at +0; a query's last chains are
+	// added after the walk. tot takes 32 registers more, so the kernel
+	// runs 3 blocks a multiprocessor (launch bounds) instead of 4, which
+	// is faster than keeping tot in 16 KiB more shared memory a block (4
+	// blocks, less L1 cache left; docs/benchmarks.md) or reading it back
+	// from the output (a wait on device memory per part).
+	float tot[8][4];
 	auto fold = [&](int j0) {
 #pragma unroll
 		for (int k = 0; k < 8; k++) {
 			if (m[k] <= j0) continue;
 #pragma unroll
 			for (int c = 0; c < 4; c++) {
-				float& t = Tot[(4 * k + c) * 128 + tid];
-				t = j0 == RCH ? y[k][c] : f32add(t, y[k][c]);
+				tot[k][c] = j0 == RCH ? y[k][c] : f32add(tot[k][c], y[k][c]);
 				y[k][c] = 0.0f;
 			}
 		}
@@ -1012,12 +1015,12 @@ __device__ __forceinline__ void attn_wsum(const float* __restrict__ S, const flo
 #pragma unroll
 		for (int c = 0; c < 4; c++) {
 			const int d = d0 + 4 * dg + c;
-			if (d < dim) o[d] = m[k] > RCH ? f32add(Tot[(4 * k + c) * 128 + tid], y[k][c]) : y[k][c];
+			if (d < dim) o[d] = m[k] > RCH ? f32add(tot[k][c], y[k][c]) : y[k][c];
 		}
 	}
 }
 
-extern "C" __global__ void __launch_bounds__(128, 4)
+extern "C" __global__ void __launch_bounds__(128, 3)
 muser_attn_wsum_f16(const float* __restrict__ S, const float* __restrict__ Inv, int ld,
                     const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
                     const int* __restrict__ tiles, float* __restrict__ out, int heads, int kvheads, int dim) {
@@ -1025,7 +1028,7 @@ muser_attn_wsum_f16(const float* __restrict__ S, const float* __restrict__ Inv, 
 	attn_wsum<true>(S, Inv, ld, vc, pos, tiles, out, heads, kvheads, dim);
 }
 
-extern "C" __global__ void __launch_bounds__(128, 4)
+extern "C" __global__ void __launch_bounds__(128, 3)
 muser_attn_wsum_f32(const float* __restrict__ S, const float* __restrict__ Inv, int ld,
                     const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
                     const int* __restrict__ tiles, float* __restrict__ out, int heads, int kvheads, int dim) {

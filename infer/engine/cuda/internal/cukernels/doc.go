@@ -185,7 +185,7 @@
 //	muser_attn_wsum_f16, _f32
 //	                         p S, p Inv, i ld, p vc, p pos, p tiles, p out, i heads, i kvheads, i dim
 //	                         ntiles × kvheads·⌈group/gh⌉ × ⌈dim/64⌉, 128,
-//	                         shared (2·32·(64 + 68) + 32·128)·4 bytes
+//	                         shared 2·32·(64 + 68)·4 bytes
 //	muser_attn_wsum_rows_f16, _f32
 //	                         p S, p part, i ld, i pl, p vc, p pos, p out, p Y, i np, i pc, i ng,
 //	                         i heads, i kvheads, i dim

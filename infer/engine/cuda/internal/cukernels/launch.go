@@ -954,7 +954,7 @@ func (a Attention) Launches() ([]Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	ls[2], err = launch(wk, [3]int{a.NTiles, hy, ceilDiv(a.Dim, attnWDB)}, 128, (2*attnWKT*(attnWDB+attnWLD)+32*128)*4,
+	ls[2], err = launch(wk, [3]int{a.NTiles, hy, ceilDiv(a.Dim, attnWDB)}, 128, 2*attnWKT*(attnWDB+attnWLD)*4,
 		p(a.S), p(a.Inv), i32(a.LD), p(a.VC), p(a.Pos), p(a.Tiles), p(a.Out), i32(a.Heads), i32(a.KVHeads), i32(a.Dim))
 	if err != nil {
 		return nil, err

@@ -362,7 +362,7 @@ func TestAttentionLaunches(t *testing.T) {
 	check(ls, []launchWant{
 		{"muser_attn_scores_f16", [3]uint32{3, 2, 1}, 256, 4 * 2 * 16 * 68 * 4},
 		{"muser_attn_softmax8", [3]uint32{4, 1, 1}, 256, 0}, // ⌈9·14/32⌉
-		{"muser_attn_wsum_f16", [3]uint32{3, 2, 1}, 128, (2*32*(64+68) + 32*128) * 4},
+		{"muser_attn_wsum_f16", [3]uint32{3, 2, 1}, 128, 2 * 32 * (64 + 68) * 4},
 	})
 	if got := ls[0].Args[10]; got != AttnScale(64) || AttnScale(64) != 0.125 {
 		t.Errorf("scale argument %v, want 0.125", got)
