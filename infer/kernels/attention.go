@@ -59,37 +59,35 @@ const AttnPart = 256
 // in order. tmp is scratch of at least len(y) floats. It is the per-query
 // definition that WeightedSumF16 computes for a tile.
 func AXPYF16Parts(y, tmp, a []float32, v []uint16, stride int) {
-	tmp = tmp[:len(y)]
-	clear(y)
-	for lo := 0; lo < len(a); lo += AttnPart {
-		hi := min(len(a), lo+AttnPart)
-		if lo == 0 {
-			AXPYF16Rows(y, a[:hi], v, stride)
-			continue
-		}
-		clear(tmp)
-		AXPYF16Rows(tmp, a[lo:hi], v[lo*stride:], stride)
-		addParts(y, tmp)
-	}
+	sumParts(y, tmp, len(a), func(dst []float32, lo, hi int) {
+		AXPYF16Rows(dst, a[lo:hi], v[lo*stride:], stride)
+	})
 }
 
 // AXPYParts is AXPYF16Parts for an f32 V cache: AXPY per position.
 func AXPYParts(y, tmp, a []float32, v []float32, stride int) {
+	sumParts(y, tmp, len(a), func(dst []float32, lo, hi int) {
+		for j := lo; j < hi; j++ {
+			AXPY(dst, a[j], v[j*stride:j*stride+len(dst)])
+		}
+	})
+}
+
+// sumParts sets y to the weighted sum of n positions by parts: chain(dst,
+// lo, hi) adds positions lo..hi-1 of one part to dst in order; the first
+// part's chain runs in y, each later one in tmp (from +0), added to y.
+func sumParts(y, tmp []float32, n int, chain func(dst []float32, lo, hi int)) {
 	tmp = tmp[:len(y)]
 	clear(y)
-	for lo := 0; lo < len(a); lo += AttnPart {
-		hi := min(len(a), lo+AttnPart)
-		dst := y
-		if lo > 0 {
-			dst = tmp
-			clear(tmp)
+	for lo := 0; lo < n; lo += AttnPart {
+		hi := min(n, lo+AttnPart)
+		if lo == 0 {
+			chain(y, lo, hi)
+			continue
 		}
-		for j := lo; j < hi; j++ {
-			AXPY(dst, a[j], v[j*stride:j*stride+len(y)])
-		}
-		if lo > 0 {
-			addParts(y, tmp)
-		}
+		clear(tmp)
+		chain(tmp, lo, hi)
+		addParts(y, tmp)
 	}
 }
 

@@ -333,6 +333,7 @@ func (b *backend) attendTile(li int, rows []row, tl attnTile, kvh, g0, g1 int, q
 	off := kvh * D
 	if cache.DType() != kvcache.DTypeF16 {
 		K, V := cache.K32(li), cache.V32(li)
+		sc.y = slices.Grow(sc.y[:0], D)[:D]
 		for i := tl.lo; i < tl.hi; i++ {
 			n := rows[i].pos + 1
 			sc.one = slices.Grow(sc.one[:0], n)[:n]
@@ -344,7 +345,6 @@ func (b *backend) attendTile(li int, rows []row, tl attnTile, kvh, g0, g1 int, q
 					s[j] = kernels.Dot(K[j*stride+off:j*stride+off+D], qh) * scale
 				}
 				kernels.Softmax(s)
-				sc.y = slices.Grow(sc.y[:0], D)[:D]
 				kernels.AXPYParts(out, sc.y, s, V[off:], stride)
 			}
 		}

@@ -53,7 +53,8 @@ func (w *workspace) all() []cu.DevicePtr {
 }
 
 // ensure grows the row buffers to n rows, the scores to sBytes and their
-// maxima (with the decode softmax's sums) to mBytes.
+// maxima (with the decode softmax's and weighted sum's part sums) to
+// mBytes.
 func (b *backend) ensure(c *cu.Ctx, n int, sBytes, mBytes int64) error {
 	w := &b.ws
 	cfg := b.cfg
