@@ -627,13 +627,24 @@ func (r *run) layer(li int) {
 			r.launch(cukernels.KVStore(f16, dp(w.k), dp(w.v), n, KV, dp(kc), dp(vc), dp(r.pos)))
 		})
 	}
-	ls, err := cukernels.Attention{F16: f16, Heads: cfg.Heads, KVHeads: cfg.KVHeads, Dim: D, N: n,
+	att := cukernels.Attention{F16: f16, Heads: cfg.Heads, KVHeads: cfg.KVHeads, Dim: D, N: n,
 		Q: dp(w.q), Out: dp(w.att), KC: dp(kc), VC: dp(vc), Pos: dp(r.pos), Tiles: dp(r.tiles),
-		NTiles: len(p.tiles) - 1, MaxPos: p.maxPos, S: dp(w.s), LD: p.ld, M: dp(w.m), Inv: dp(w.inv)}.Launches()
+		NTiles: len(p.tiles) - 1, MaxPos: p.maxPos, S: dp(w.s), LD: p.ld, M: dp(w.m), Inv: dp(w.inv)}
+	// A decode batch's attention quantizes its output for the output
+	// product itself where it can.
+	quantized := att.QuantizesOut(L.wo.act)
+	if quantized {
+		att.OutAct, att.OutQ = L.wo.act, w.acts[L.wo.act]
+	}
+	ls, err := att.Launches()
 	for _, l := range ls {
 		r.launch(l, err)
 	}
-	r.products(w.att, n, Q, product{&L.wo, w.o})
+	if quantized {
+		r.matmul(&L.wo, w.att, w.o, n)
+	} else {
+		r.products(w.att, n, Q, product{&L.wo, w.o})
+	}
 	if a, ok := r.fusedAct(&L.gate, &L.up); ok {
 		r.launch(cukernels.AddRMSNormQuant(dp(w.x), dp(w.o), dp(L.bo), dp(L.ffnNorm), dp(w.xn), n, H, cfg.Eps, a, w.acts[a]))
 	} else {

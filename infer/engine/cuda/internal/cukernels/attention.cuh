@@ -1253,28 +1253,48 @@ muser_attn_wsum_rows_f32(const float* __restrict__ S, const double* __restrict__
 // stage as many parts as fit in shared memory at once (one round of
 // loads), then the thread of dimension d adds them in order, its running
 // sum kept in Os between rounds.
+//
+// When q is not null it also quantizes the head's outputs (dim a multiple
+// of 32), those it wrote and those the weighted sum's thread block wrote
+// (pc or fewer parts), as muser_quant_q8_0 quantizes the attention's
+// output rows of heads·dim values (q int8 [n][heads·dim], d float
+// [n][heads·dim/32], s1 as d when not null): the attention output
+// product's activations, without a launch of their own.
 extern "C" __global__ void __launch_bounds__(256)
 muser_attn_wsum_parts(const float* __restrict__ Y, const int* __restrict__ pos, float* __restrict__ out,
-                      int heads, int dim, int np, int pc) {
+                      int heads, int dim, int np, int pc, int8_t* __restrict__ q, float* __restrict__ d,
+                      float* __restrict__ s1) {
 	grid_wait();
 	constexpr int SF = 10240; // floats of staged sums
 	__shared__ float Ys[SF];
 	__shared__ float Os[attn::MAXD];
 	const int i = blockIdx.y, h = blockIdx.x, t = threadIdx.x;
 	const int npr = (pos[i] + attn::RCH) / attn::RCH;
-	if (npr <= pc) return; // added by the weighted sum's thread block
-	const int kc = SF / dim; // parts a round
-	const float* y = Y + ((size_t)i * heads + h) * np * dim;
-	for (int k0 = 0; k0 < npr; k0 += kc) {
-		const int kn = min(kc, npr - k0);
-		for (int e = t; e < kn * dim; e += 256) Ys[e] = y[(size_t)k0 * dim + e];
+	float* o = out + ((size_t)i * heads + h) * dim;
+	if (npr <= pc) { // added by the weighted sum's thread block
+		if (q == nullptr) return;
+		for (int e = t; e < dim; e += 256) Os[e] = o[e];
 		__syncthreads();
-		for (int d = t; d < dim; d += 256) {
-			float o = k0 == 0 ? Ys[d] : Os[d];
-			for (int k = k0 == 0 ? 1 : 0; k < kn; k++) o = f32add(o, Ys[k * dim + d]);
-			Os[d] = o;
+	} else {
+		const int kc = SF / dim; // parts a round
+		const float* y = Y + ((size_t)i * heads + h) * np * dim;
+		for (int k0 = 0; k0 < npr; k0 += kc) {
+			const int kn = min(kc, npr - k0);
+			for (int e = t; e < kn * dim; e += 256) Ys[e] = y[(size_t)k0 * dim + e];
+			__syncthreads();
+			for (int e = t; e < dim; e += 256) {
+				float v = k0 == 0 ? Ys[e] : Os[e];
+				for (int k = k0 == 0 ? 1 : 0; k < kn; k++) v = f32add(v, Ys[k * dim + e]);
+				Os[e] = v;
+			}
+			__syncthreads();
 		}
-		__syncthreads();
+		for (int e = t; e < dim; e += 256) o[e] = Os[e];
 	}
-	for (int d = t; d < dim; d += 256) out[((size_t)i * heads + h) * dim + d] = Os[d];
+	if (q == nullptr) return;
+	const int lane = t & 31, nb = dim / 32;
+	const size_t b0 = ((size_t)i * heads + h) * nb; // the head's first block in the row's
+	for (int b = t >> 5; b < nb; b += 8)
+		quant_q8_0_block(Os[b * 32 + lane], lane, q + (b0 + b) * 32, d + b0 + b, nullptr,
+		                 s1 != nullptr ? s1 + b0 + b : nullptr);
 }

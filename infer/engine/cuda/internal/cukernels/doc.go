@@ -190,7 +190,8 @@
 //	                         p S, p part, i ld, i pl, p vc, p pos, p out, p Y, i np, i pc, i ng,
 //	                         i heads, i kvheads, i dim
 //	                         n·ng × kvheads·⌈group/8⌉ × ⌈dim/8⌉, 288
-//	muser_attn_wsum_parts    p Y, p pos, p out, i heads, i dim, i np, i pc  heads × n, 256
+//	muser_attn_wsum_parts    p Y, p pos, p out, i heads, i dim, i np, i pc, p q|0, p d|0, p s1|0
+//	                                                                        heads × n, 256
 //	muser_test_exp32         p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni, p r16, p ru
 //	                                                                        ⌈count/256⌉, 256
@@ -209,7 +210,9 @@
 // dimension ≤ 128; a tiled scores kernel for a larger one),
 // muser_attn_softmax_part and the _rows weighted sum (pc of a row's parts
 // a thread block, ng = ⌈⌈(max pos+1)/256⌉/pc⌉ blocks a row, then
-// muser_attn_wsum_parts where ng > 1) when every tile is one row
+// muser_attn_wsum_parts where ng > 1 or where it quantizes the output
+// for the output product, Attention.OutAct: q, d and s1 as
+// muser_quant_q8_0's of the output rows) when every tile is one row
 // (decode), the tiled ones otherwise.
 //
 // The activations of a product are quantized per token row as ActOf says

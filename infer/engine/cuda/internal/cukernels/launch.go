@@ -111,7 +111,7 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_attn_wsum_f32", Params: wsumParams},
 		{Name: "muser_attn_wsum_rows_f16", Params: wsumRowsParams, ExactFMA: true},
 		{Name: "muser_attn_wsum_rows_f32", Params: wsumRowsParams},
-		{Name: "muser_attn_wsum_parts", Params: []Param{Ptr, Ptr, Ptr, I32, I32, I32, I32}},
+		{Name: "muser_attn_wsum_parts", Params: []Param{Ptr, Ptr, Ptr, I32, I32, I32, I32, Ptr, Ptr, Ptr}},
 		{Name: "muser_test_exp32", Params: []Param{Ptr, Ptr, I32}, SelfTest: true},
 		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
 		{Name: "muser_test_small_tables", Params: []Param{Ptr, Ptr, Ptr}, SelfTest: true},
@@ -850,6 +850,20 @@ type Attention struct {
 	// one thread block of the decode weighted sum walks; zero lets the
 	// grid's size decide (attnWPartsPer). It never changes a result.
 	Parts int
+	// OutAct, when not ActF32, has a decode batch's attention (QuantizesOut)
+	// also quantize Out into OutQ in that form, as QuantizeActs(OutAct,
+	// Out, OutQ, N, Heads·Dim) would: the last launch
+	// (muser_attn_wsum_parts, launched for it where the weighted sums
+	// would not need it) quantizes each head's outputs.
+	OutAct Act
+	OutQ   ActBufs
+}
+
+// QuantizesOut reports whether Launches can quantize the output into form
+// act (Attention.OutAct): a decode batch (every tile one row), Q8_0 or
+// Q8_1, the head dimension a multiple of 32.
+func (a Attention) QuantizesOut(act Act) bool {
+	return a.NTiles == a.N && (act == ActQ8_0 || act == ActQ8_1) && a.Dim%32 == 0
 }
 
 // AttnMaxBlocks is the row of Attention.M's maxima for scores of row ld:
@@ -890,7 +904,8 @@ func (a Attention) MBytes() int64 {
 // Launches returns the launches of the attention, to run in order: the
 // scores, the softmax (with an f16 cache, weights rounded to f16), the
 // weighted sum of V rows, and for a decode batch whose rows' parts are
-// spread over several thread blocks, the addition of their sums. Both
+// spread over several thread blocks or whose output is quantized
+// (OutAct), the addition of their sums (and the quantization). Both
 // scores kernels write the maxima per 64 keys to M. A batch whose tiles
 // are all single rows (decode) gets the kernels made for few rows
 // (muser_attn_scores_rows_* up to head dimension 128;
@@ -922,6 +937,9 @@ func (a Attention) Launches() ([]Launch, error) {
 	tiled := a.NTiles != a.N
 	if a.M == 0 {
 		return nil, shapeErr(sk, "attention needs the scratch M")
+	}
+	if tiled && a.OutAct != ActF32 {
+		return nil, shapeErr(sk, "only a decode batch's attention quantizes its output")
 	}
 	if tiled && a.Inv == 0 {
 		return nil, shapeErr(sk, "tiles of several rows need the scratch Inv")
@@ -970,7 +988,8 @@ func (a Attention) Launches() ([]Launch, error) {
 // dimensions and a row's parts (or pc of them) a block, fed by staging
 // warps, which first form 1/sum from those sums (checked against the
 // float64 chains) — then, where a row's parts were spread over several
-// blocks, the addition of their sums.
+// blocks or where the output is quantized, the addition of their sums
+// and the quantization.
 func (a Attention) rowsLaunches(ls []Launch, srk, rk string) ([]Launch, error) {
 	group := a.Heads / a.KVHeads
 	var err error
@@ -1002,11 +1021,20 @@ func (a Attention) rowsLaunches(ls []Launch, srk, rk string) ([]Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ng == 1 {
+	var q, d, s1 DevPtr
+	if a.OutAct != ActF32 {
+		if !a.QuantizesOut(a.OutAct) {
+			return nil, shapeErr(rk, "the attention output quantizes into Q8_0 or Q8_1 with a head dimension a multiple of 32, not form %d and dimension %d", a.OutAct, a.Dim)
+		}
+		q, d = a.OutQ.Q, a.OutQ.D
+		if a.OutAct == ActQ8_1 {
+			s1 = a.OutQ.Ext
+		}
+	} else if ng == 1 {
 		return ls, nil
 	}
 	l, err := launch("muser_attn_wsum_parts", [3]int{a.Heads, a.N, 1}, 256, 0,
-		p(y), p(a.Pos), p(a.Out), i32(a.Heads), i32(a.Dim), i32(attnWParts(a.LD)), i32(pc))
+		p(y), p(a.Pos), p(a.Out), i32(a.Heads), i32(a.Dim), i32(attnWParts(a.LD)), i32(pc), p(q), p(d), p(s1))
 	if err != nil {
 		return nil, err
 	}

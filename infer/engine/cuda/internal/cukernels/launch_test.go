@@ -475,6 +475,51 @@ func TestAttentionLaunches(t *testing.T) {
 				tc.n, tc.maxPos, tc.parts, len(bl), bl[2].Grid[0], bl[2].Args[9], tc.launches, tc.gx, tc.pc)
 		}
 	}
+	// Quantizing the output: the addition launch always comes, with the
+	// activation buffers (Q8_1's sums too); the tiled path and other
+	// forms or head dimensions are refused.
+	for _, tc := range []struct {
+		act      Act
+		maxPos   int
+		launches int
+		s1       uint64
+	}{
+		{ActQ8_0, 0, 4, 0},       // one part: the addition launch only quantizes
+		{ActQ8_1, 2050, 4, 0x30}, // parts over several blocks
+	} {
+		b := d
+		b.N, b.NTiles, b.MaxPos, b.LD = 1, 1, tc.maxPos, tc.maxPos+1
+		b.OutAct, b.OutQ = tc.act, ActBufs{Q: 0x10, D: 0x20, Ext: 0x30}
+		bl, err := b.Launches()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := bl[len(bl)-1]
+		if len(bl) != tc.launches || last.Kernel != "muser_attn_wsum_parts" || last.Args[7] != uint64(0x10) ||
+			last.Args[8] != uint64(0x20) || last.Args[9] != tc.s1 {
+			t.Errorf("%s output, position %d: %d launches, last %s with q %v d %v s1 %v; want %d, muser_attn_wsum_parts, 0x10, 0x20, %#x",
+				actName(tc.act), tc.maxPos, len(bl), last.Kernel, last.Args[7], last.Args[8], last.Args[9], tc.launches, tc.s1)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Attention)
+	}{
+		{"Q8_K", func(a *Attention) { a.OutAct = ActQ8_K }},
+		{"dimension 72", func(a *Attention) { a.OutAct, a.Dim = ActQ8_0, 72 }},
+		{"tiled", func(a *Attention) { a.OutAct, a.N, a.NTiles = ActQ8_0, 9, 3; a.Inv = 0x40 }},
+	} {
+		b := d
+		b.N, b.NTiles, b.MaxPos, b.LD = 1, 1, 100, 101
+		tc.mod(&b)
+		if _, err := b.Launches(); !errors.Is(err, ErrShape) {
+			t.Errorf("attention output quantized, %s: error %v, want ErrShape", tc.name, err)
+		}
+		b.OutAct = ActF32
+		if _, err := b.Launches(); err != nil {
+			t.Errorf("attention output not quantized, %s: %v", tc.name, err)
+		}
+	}
 	if attnRCH != kernels.AttnPart {
 		t.Errorf("attnRCH %d, kernels.AttnPart %d: the weighted sum's parts differ", attnRCH, kernels.AttnPart)
 	}

@@ -1075,8 +1075,16 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 					kernels.F32ToF16(v16[sq], v32[sq])
 				}
 				want := refAttention(f16, q, seq, pos, c, k16, v16, k32, v32)
+				// A decode batch's attention also quantizes its output
+				// (Attention.OutAct): Q8_0 with an f16 cache, Q8_1
+				// (with the sums) with f32.
+				act := ActQ8_1
+				if f16 {
+					act = ActQ8_0
+				}
 				for _, oneRowTiles := range []bool{false, true} {
-					var got []byte
+					var got, gq, gd, ge []byte
+					quantized := false
 					skipped := false
 					d.run(t, func(s *session) {
 						var kc, vc []uint64
@@ -1114,11 +1122,18 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 							S: s.alloc(4 * n * c.heads * ld), LD: ld,
 							Inv: s.up(poisonF32(n * c.heads)), KeyBlocks: batch.keyBlocks, Parts: batch.parts}
 						a.M = s.up(poisonF32(int(a.MBytes() / 4)))
+						_, qs, ds, es := ActSizes(act, n, Q)
+						if quantized = a.QuantizesOut(act); quantized {
+							a.OutAct, a.OutQ = act, ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(es))}
+						}
 						ls, err := a.Launches()
 						for _, l := range ls {
 							s.launch(l, err)
 						}
 						got = s.down(a.Out, 4*n*Q)
+						if quantized {
+							gq, gd, ge = s.down(a.OutQ.Q, int(qs)), s.down(a.OutQ.D, int(ds)), s.down(a.OutQ.Ext, int(es))
+						}
 					})
 					if skipped {
 						continue
@@ -1129,6 +1144,16 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 						sameBits(t, what, bytesF32(got), want)
 					} else {
 						sameOrNaN(t, what, bytesF32(got), want)
+					}
+					if quantized {
+						// As QuantizeActs of the output written (checked
+						// above; its NaNs' payloads are the GPU's).
+						wq := refQuantize(act, bytesF32(got), n, Q)
+						sameBytes(t, actName(act)+" q of the "+what, gq, i8Bytes(wq.q))
+						sameBits(t, actName(act)+" d of the "+what, bytesF32(gd), wq.d)
+						if act == ActQ8_1 {
+							sameBytes(t, "Q8_1 s of the "+what, ge, wq.ext)
+						}
 					}
 				}
 			})
