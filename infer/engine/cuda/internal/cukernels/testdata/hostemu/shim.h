@@ -6,10 +6,27 @@
 // _rn intrinsics.
 #pragma once
 
+// Every standard header the emulator programs use comes first: libstdc++
+// 12 and later write __attribute__((__noinline__)) in some (shared_ptr,
+// basic_string), which the __noinline__ macro below would break if they
+// were first included after it.
 #include <algorithm>
+#include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #define __device__
 #define __global__
