@@ -227,6 +227,16 @@ const (
 	ActQ8_K            // K-quant weights
 )
 
+// String names the form: f32, f16, bf16, q8_0, q8_1 or q8_k.
+func (a Act) String() string {
+	if int(a) < len(actNames) {
+		return actNames[a]
+	}
+	return fmt.Sprintf("act(%d)", uint8(a))
+}
+
+var actNames = [...]string{"f32", "f16", "bf16", "q8_0", "q8_1", "q8_k"}
+
 // ActOf returns the activation form of weight type t, or an error
 // wrapping ErrType.
 func ActOf(t ggml.Type) (Act, error) {
@@ -1024,7 +1034,7 @@ func (a Attention) rowsLaunches(ls []Launch, srk, rk string) ([]Launch, error) {
 	var q, d, s1 DevPtr
 	if a.OutAct != ActF32 {
 		if !a.QuantizesOut(a.OutAct) {
-			return nil, shapeErr(rk, "the attention output quantizes into Q8_0 or Q8_1 with a head dimension a multiple of 32, not form %d and dimension %d", a.OutAct, a.Dim)
+			return nil, shapeErr(rk, "the attention output quantizes into q8_0 or q8_1 with a head dimension a multiple of 32, not %s with dimension %d", a.OutAct, a.Dim)
 		}
 		q, d = a.OutQ.Q, a.OutQ.D
 		if a.OutAct == ActQ8_1 {

@@ -3,6 +3,7 @@ package cukernels
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/muserhq/muser/infer/ggml"
@@ -498,14 +499,14 @@ func TestAttentionLaunches(t *testing.T) {
 		if len(bl) != tc.launches || last.Kernel != "muser_attn_wsum_parts" || last.Args[7] != uint64(0x10) ||
 			last.Args[8] != uint64(0x20) || last.Args[9] != tc.s1 {
 			t.Errorf("%s output, position %d: %d launches, last %s with q %v d %v s1 %v; want %d, muser_attn_wsum_parts, 0x10, 0x20, %#x",
-				actName(tc.act), tc.maxPos, len(bl), last.Kernel, last.Args[7], last.Args[8], last.Args[9], tc.launches, tc.s1)
+				tc.act.String(), tc.maxPos, len(bl), last.Kernel, last.Args[7], last.Args[8], last.Args[9], tc.launches, tc.s1)
 		}
 	}
 	for _, tc := range []struct {
 		name string
 		mod  func(*Attention)
 	}{
-		{"Q8_K", func(a *Attention) { a.OutAct = ActQ8_K }},
+		{"q8_k", func(a *Attention) { a.OutAct = ActQ8_K }},
 		{"dimension 72", func(a *Attention) { a.OutAct, a.Dim = ActQ8_0, 72 }},
 		{"tiled", func(a *Attention) { a.OutAct, a.N, a.NTiles = ActQ8_0, 9, 3; a.Inv = 0x40 }},
 	} {
@@ -514,6 +515,8 @@ func TestAttentionLaunches(t *testing.T) {
 		tc.mod(&b)
 		if _, err := b.Launches(); !errors.Is(err, ErrShape) {
 			t.Errorf("attention output quantized, %s: error %v, want ErrShape", tc.name, err)
+		} else if tc.name == "q8_k" && !strings.Contains(err.Error(), "not q8_k") {
+			t.Errorf("attention output quantized into q8_k: error %q does not name the form", err)
 		}
 		b.OutAct = ActF32
 		if _, err := b.Launches(); err != nil {

@@ -302,7 +302,7 @@ func runQuantize(t *testing.T, d device, shapes []quantShape) {
 			if act == ActQ8_K && sh.cols%256 != 0 {
 				continue
 			}
-			name := fmt.Sprintf("%s/%d×%d", actName(act), sh.n, sh.cols)
+			name := fmt.Sprintf("%s/%d×%d", act.String(), sh.n, sh.cols)
 			t.Run(name, func(t *testing.T) {
 				x := randomActs(rng, sh.n, sh.cols)
 				checkQuantize(t, d, act, x, sh.n, sh.cols, name)
@@ -316,7 +316,7 @@ func runQuantize(t *testing.T, d device, shapes []quantShape) {
 		return
 	}
 	for _, act := range []Act{ActQ8_1, ActQ8_K} {
-		t.Run(actName(act)+"/nan-inf", func(t *testing.T) {
+		t.Run(act.String()+"/nan-inf", func(t *testing.T) {
 			const n, cols = 6, 512
 			x := randomActs(rng, n, cols)
 			inf, nan := float32(math.Inf(1)), math.Float32frombits(0x7fc01234)
@@ -324,13 +324,9 @@ func runQuantize(t *testing.T, d device, shapes []quantShape) {
 			x[cols+31] = nan                               // row 1: a NaN last in its block
 			x[2*cols+5] = math.Float32frombits(0xffa00001) // row 2: a signalling NaN
 			x[3*cols+300] = inf                            // row 3: +Inf in the second Q8_K block
-			checkQuantize(t, d, act, x, n, cols, actName(act)+" with NaN and Inf")
+			checkQuantize(t, d, act, x, n, cols, act.String()+" with NaN and Inf")
 		})
 	}
-}
-
-func actName(a Act) string {
-	return [...]string{"f32", "f16", "bf16", "q8_0", "q8_1", "q8_k"}[a]
 }
 
 func checkQuantize(t *testing.T, d device, act Act, x []float32, n, cols int, what string) {
@@ -676,7 +672,7 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 			acts = append(acts, ActQ8_K)
 		}
 		for _, act := range acts {
-			t.Run(fmt.Sprintf("rmsnorm_quant/%s/%d", actName(act), cols), func(t *testing.T) {
+			t.Run(fmt.Sprintf("rmsnorm_quant/%s/%d", act.String(), cols), func(t *testing.T) {
 				x, o, b, w := wideFloats(rng, n*cols), wideFloats(rng, n*cols), wideFloats(rng, cols), wideFloats(rng, cols)
 				rowidx := []int{n - 1, 0, n / 2}
 				m := len(rowidx)
@@ -694,7 +690,7 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 					ax, ay = s.down(dx, 4*n*cols), s.down(do, 4*n*cols)
 					aq, ad, ae = s.down(abufs.Q, int(qs)), s.down(abufs.D, int(ds)), s.down(abufs.Ext, int(es))
 				})
-				shape := fmt.Sprintf("%s, %d × %d on %v", actName(act), n, cols, d)
+				shape := fmt.Sprintf("%s, %d × %d on %v", act.String(), n, cols, d)
 				// RMSNormQuant of the gathered rows.
 				want := make([]float32, m*cols)
 				for j, r := range rowidx {
@@ -776,7 +772,7 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 		if act == ActQ8_K {
 			cols = sz.ffn &^ 255
 		}
-		t.Run(fmt.Sprintf("silu_mul_quant/%s/%d", actName(act), cols), func(t *testing.T) {
+		t.Run(fmt.Sprintf("silu_mul_quant/%s/%d", act.String(), cols), func(t *testing.T) {
 			a, b := wideFloats(rng, n*cols), wideFloats(rng, n*cols)
 			_, qs, ds, es := ActSizes(act, n, cols)
 			var gy, gq, gd, ge []byte
@@ -789,7 +785,7 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 			want := make([]float32, n*cols)
 			kernels.SiLUMul(want, a, b)
 			wq := refQuantize(act, want, n, cols)
-			shape := fmt.Sprintf("%s, %d × %d on %v", actName(act), n, cols, d)
+			shape := fmt.Sprintf("%s, %d × %d on %v", act.String(), n, cols, d)
 			sameBits(t, "SiLUMulQuant values, "+shape, bytesF32(gy), want)
 			sameBytes(t, "SiLUMulQuant q, "+shape, gq, i8Bytes(wq.q))
 			sameBits(t, "SiLUMulQuant d, "+shape, bytesF32(gd), wq.d)
@@ -1149,8 +1145,8 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 						// As QuantizeActs of the output written (checked
 						// above; its NaNs' payloads are the GPU's).
 						wq := refQuantize(act, bytesF32(got), n, Q)
-						sameBytes(t, actName(act)+" q of the "+what, gq, i8Bytes(wq.q))
-						sameBits(t, actName(act)+" d of the "+what, bytesF32(gd), wq.d)
+						sameBytes(t, act.String()+" q of the "+what, gq, i8Bytes(wq.q))
+						sameBits(t, act.String()+" d of the "+what, bytesF32(gd), wq.d)
 						if act == ActQ8_1 {
 							sameBytes(t, "Q8_1 s of the "+what, ge, wq.ext)
 						}
