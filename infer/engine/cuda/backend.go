@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -33,6 +34,13 @@ type layer struct {
 	qNorm, kNorm      cu.DevicePtr
 	wq, wk, wv, wo    mat
 	gate, up, down    mat
+	// qkv and gateUp are the Q, K and V matrices and the gate and up
+	// matrices laid end to end in one allocation, where each group has
+	// one type and one row length (the members are views into it;
+	// otherwise qkv.p or gateUp.p is 0), and bqkv the three biases end
+	// to end: a one-row pass multiplies each group in one launch.
+	qkv, gateUp mat
+	bqkv        cu.DevicePtr
 }
 
 // backend is one model bound on a GPU.
@@ -83,6 +91,43 @@ func (b *backend) upload(c *cu.Ctx) error {
 		}
 		return m, nil
 	}
+	// group uploads the matrices srcs end to end into one allocation when
+	// they share a type and a row length, setting dsts to views into it,
+	// and returns the group; otherwise it uploads each alone.
+	group := func(name string, dsts []*mat, srcs []*engine.Tensor) (mat, error) {
+		t0, total := srcs[0], 0
+		same := true
+		for _, t := range srcs {
+			same = same && t.Type == t0.Type && t.Cols == t0.Cols
+			total += len(t.Data)
+		}
+		act, aerr := cukernels.ActOf(t0.Type)
+		if !same || aerr != nil {
+			for i, t := range srcs {
+				var err error
+				if *dsts[i], err = matrix(t); err != nil {
+					return mat{}, err
+				}
+			}
+			return mat{}, nil
+		}
+		p, err := c.Alloc(uint64(total))
+		if err != nil {
+			return mat{}, fmt.Errorf("uploading %s: %w", name, err)
+		}
+		b.weights = append(b.weights, p)
+		g := mat{t: &engine.Tensor{Name: name, Type: t0.Type, Cols: t0.Cols}, p: p, act: act}
+		off := cu.DevicePtr(0)
+		for i, t := range srcs {
+			if err := c.CopyHtoD(p+off, t.Data); err != nil {
+				return mat{}, fmt.Errorf("uploading %s: %w", t.Name, err)
+			}
+			*dsts[i] = mat{t: t, p: p + off, act: act}
+			off += cu.DevicePtr(len(t.Data))
+			g.t.Rows += t.Rows
+		}
+		return g, nil
+	}
 	w := b.w
 	var err error
 	if b.tokEmbd, err = matrix(&w.TokEmbd); err != nil {
@@ -103,19 +148,55 @@ func (b *backend) upload(c *cu.Ctx) error {
 		for _, v := range []struct {
 			dst *cu.DevicePtr
 			src []float32
-		}{{&d.attnNorm, l.AttnNorm}, {&d.ffnNorm, l.FFNNorm}, {&d.bq, l.Bq}, {&d.bk, l.Bk}, {&d.bv, l.Bv},
+		}{{&d.attnNorm, l.AttnNorm}, {&d.ffnNorm, l.FFNNorm},
 			{&d.bo, l.Bo}, {&d.qNorm, l.QNorm}, {&d.kNorm, l.KNorm}} {
 			if *v.dst, err = vec(v.src); err != nil {
 				return err
 			}
 		}
+		if err := b.uploadBiases(d, l, vec); err != nil {
+			return err
+		}
+		if d.qkv, err = group(fmt.Sprintf("blk.%d.attn_qkv", i), []*mat{&d.wq, &d.wk, &d.wv}, []*engine.Tensor{&l.Wq, &l.Wk, &l.Wv}); err != nil {
+			return err
+		}
+		if d.gateUp, err = group(fmt.Sprintf("blk.%d.ffn_gate_up", i), []*mat{&d.gate, &d.up}, []*engine.Tensor{&l.Gate, &l.Up}); err != nil {
+			return err
+		}
 		for _, m := range []struct {
 			dst *mat
 			src *engine.Tensor
-		}{{&d.wq, &l.Wq}, {&d.wk, &l.Wk}, {&d.wv, &l.Wv}, {&d.wo, &l.Wo}, {&d.gate, &l.Gate}, {&d.up, &l.Up}, {&d.down, &l.Down}} {
+		}{{&d.wo, &l.Wo}, {&d.down, &l.Down}} {
 			if *m.dst, err = matrix(m.src); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// uploadBiases uploads layer l's Q, K and V biases into d: the three end
+// to end in one allocation (d.bqkv, d.bq, d.bk and d.bv views into it)
+// when l has all three, else each alone.
+func (b *backend) uploadBiases(d *layer, l *engine.Layer, vec func([]float32) (cu.DevicePtr, error)) error {
+	if l.Bq != nil && l.Bk != nil && l.Bv != nil {
+		all := slices.Concat(l.Bq, l.Bk, l.Bv)
+		p, err := vec(all)
+		if err != nil {
+			return err
+		}
+		d.bqkv, d.bq = p, p
+		d.bk = p + cu.DevicePtr(4*len(l.Bq))
+		d.bv = d.bk + cu.DevicePtr(4*len(l.Bk))
+		return nil
+	}
+	var err error
+	for _, v := range []struct {
+		dst *cu.DevicePtr
+		src []float32
+	}{{&d.bq, l.Bq}, {&d.bk, l.Bk}, {&d.bv, l.Bv}} {
+		if *v.dst, err = vec(v.src); err != nil {
+			return err
 		}
 	}
 	return nil

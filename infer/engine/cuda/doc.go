@@ -42,12 +42,17 @@
 // are regrown). In a graph the Q, K and V products with what follows
 // each until attention, and the gate and up products, are parallel
 // branches; launched directly they run one after the other. The kernels
-// and their inputs are the same either way, so are the bits.
+// and their inputs are the same either way, so are the bits. A one-row
+// pass multiplies a block's Q, K and V matrices in one launch, and its
+// gate and up matrices in another, where the upload laid each group end
+// to end (layer.qkv, layer.gateUp).
 // Options.NoGraphs and Options.Profile launch every kernel from the host.
 //
 // # Memory
 //
-// Weights are uploaded once, each matrix in its GGUF bytes. A sequence's
+// Weights are uploaded once, each matrix in its GGUF bytes; a block's Q,
+// K and V matrices (and biases), and its gate and up matrices, lie end to
+// end where each group shares a type and a row length. A sequence's
 // KV lives in device memory in the infer/kvcache layout (per layer, K and
 // V rows of [positions][kv_heads·head_dim], f16 or f32), grown by
 // doubling; a block exports to and imports from the lkv1 payload with one

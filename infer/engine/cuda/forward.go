@@ -22,6 +22,8 @@ type workspace struct {
 	o      cu.DevicePtr
 	ffA    cu.DevicePtr
 	ffB    cu.DevicePtr
+	qkv    cu.DevicePtr // a one-row pass's q, k and v end to end (layer.qkv)
+	gu     cu.DevicePtr // a one-row pass's gate and up end to end (layer.gateUp)
 	in     cu.DevicePtr // a pass's inputs, laid out by inputs
 	stage  *cu.HostBuf  // their pinned host copy, uploaded by one copy per pass
 	acts   map[cukernels.Act]cukernels.ActBufs
@@ -44,7 +46,7 @@ type workspace struct {
 // all returns every allocation of w.
 func (w *workspace) all() []cu.DevicePtr {
 	var ps []cu.DevicePtr
-	for _, p := range []cu.DevicePtr{w.x, w.xn, w.q, w.att, w.k, w.v, w.o, w.ffA, w.ffB, w.in, w.logits, w.s, w.m, w.inv} {
+	for _, p := range []cu.DevicePtr{w.x, w.xn, w.q, w.att, w.k, w.v, w.o, w.ffA, w.ffB, w.qkv, w.gu, w.in, w.logits, w.s, w.m, w.inv} {
 		if p != 0 {
 			ps = append(ps, p)
 		}
@@ -102,6 +104,7 @@ func (b *backend) ensure(c *cu.Ctx, n int, sBytes, mBytes int64) error {
 		{&w.q, 4 * N * Q}, {&w.att, 4 * N * Q},
 		{&w.k, 4 * N * KV}, {&w.v, 4 * N * KV},
 		{&w.ffA, 4 * N * F}, {&w.ffB, 4 * N * F},
+		{&w.qkv, 4 * (Q + 2*KV)}, {&w.gu, 4 * 2 * F},
 		{&w.in, int64(inputs(cfg, n).size)},
 		{&w.logits, 4 * int64(min(n, logitRows)) * int64(cfg.Vocab)},
 		{&w.inv, 4 * N * int64(cfg.Heads)},
@@ -568,9 +571,12 @@ func (r *run) frontier() []int {
 // layer runs block li for every row. The Q, K and V products (each with
 // its bias and head norm), and the gate and up products, are parallel
 // branches (they read the same activations and write their own buffers);
-// with RoPE, one launch after the Q, K and V branches rotates q and k and
-// stores k and v (cukernels.RoPEKVStore), without it the KV store follows
-// the K and V branches.
+// a one-row pass whose group of matrices lies end to end (layer.qkv,
+// layer.gateUp) multiplies the group in one launch instead, into
+// workspace.qkv or workspace.gu: each output row is the same product of
+// the same row either way. With RoPE, one launch after the Q, K and V
+// products rotates q and k and stores k and v (cukernels.RoPEKVStore);
+// without it the KV store follows the K and V branches.
 func (r *run) layer(li int) {
 	b, w, p, cfg := r.b, &r.b.ws, r.p, r.b.cfg
 	L := &b.layers[li]
@@ -590,45 +596,62 @@ func (r *run) layer(li int) {
 		}
 		return b
 	}
-	qBranch := func(rope bool) {
-		r.matmulBias(&L.wq, w.xn, w.q, n, L.bq)
+	qp, kp, vp := w.q, w.k, w.v
+	grouped := n == 1 && L.qkv.p != 0 && cfg.RopeDim > 0 && (L.bq == 0 || L.bqkv != 0)
+	if grouped {
+		qp = w.qkv
+		kp = qp + cu.DevicePtr(4*Q)
+		vp = kp + cu.DevicePtr(4*KV)
+	}
+	qNorm := func() {
 		if L.qNorm != 0 {
-			r.launch(cukernels.RMSNormHeads(dp(w.q), n, cfg.Heads, D, Q, dp(L.qNorm), cfg.Eps))
+			r.launch(cukernels.RMSNormHeads(dp(qp), n, cfg.Heads, D, Q, dp(L.qNorm), cfg.Eps))
 		}
+	}
+	kNorm := func() {
+		if L.qNorm != 0 {
+			r.launch(cukernels.RMSNormHeads(dp(kp), n, cfg.KVHeads, D, KV, dp(L.kNorm), cfg.Eps))
+		}
+	}
+	qBranch := func(rope bool) {
+		r.matmulBias(&L.wq, w.xn, qp, n, L.bq)
+		qNorm()
 		if rope {
-			r.launch(cukernels.RoPE(dp(w.q), n, cfg.Heads, D, Q, cfg.RopeDim, neox, dp(r.cs)))
+			r.launch(cukernels.RoPE(dp(qp), n, cfg.Heads, D, Q, cfg.RopeDim, neox, dp(r.cs)))
 		}
 	}
 	kBranch := func(rope bool) {
-		r.matmulBias(&L.wk, w.xn, w.k, n, bias(L.bk))
-		if L.qNorm != 0 {
-			r.launch(cukernels.RMSNormHeads(dp(w.k), n, cfg.KVHeads, D, KV, dp(L.kNorm), cfg.Eps))
-		}
+		r.matmulBias(&L.wk, w.xn, kp, n, bias(L.bk))
+		kNorm()
 		if rope {
-			r.launch(cukernels.RoPE(dp(w.k), n, cfg.KVHeads, D, KV, cfg.RopeDim, neox, dp(r.cs)))
+			r.launch(cukernels.RoPE(dp(kp), n, cfg.KVHeads, D, KV, cfg.RopeDim, neox, dp(r.cs)))
 		}
 	}
 	vBranch := func() {
-		r.matmulBias(&L.wv, w.xn, w.v, n, bias(L.bv))
+		r.matmulBias(&L.wv, w.xn, vp, n, bias(L.bv))
 	}
 	f16 := b.kv == kvcache.DTypeF16
 	kc := r.kvs + cu.DevicePtr(8*li*n)
 	vc := r.kvs + cu.DevicePtr(8*(cfg.Layers+li)*n)
-	if cfg.RopeDim > 0 {
-		// The branches end before RoPE; one launch rotates q and k and
-		// stores k and v.
+	ropeKV := cukernels.RoPEKVStore{F16: f16, Q: dp(qp), K: dp(kp), V: dp(vp), N: n, Heads: cfg.Heads,
+		KVHeads: cfg.KVHeads, Dim: D, RopeDim: cfg.RopeDim, NeoX: neox, CS: dp(r.cs), KC: dp(kc), VC: dp(vc),
+		Pos: dp(r.pos)}
+	switch {
+	case grouped:
+		r.matmulBias(&L.qkv, w.xn, w.qkv, n, bias(L.bqkv))
+		r.parallel(qNorm, kNorm)
+		r.launch(ropeKV.Launch())
+	case cfg.RopeDim > 0:
 		r.parallel(func() { qBranch(false) }, func() { kBranch(false) }, vBranch)
-		r.launch(cukernels.RoPEKVStore{F16: f16, Q: dp(w.q), K: dp(w.k), V: dp(w.v), N: n, Heads: cfg.Heads,
-			KVHeads: cfg.KVHeads, Dim: D, RopeDim: cfg.RopeDim, NeoX: neox, CS: dp(r.cs), KC: dp(kc), VC: dp(vc),
-			Pos: dp(r.pos)}.Launch())
-	} else {
+		r.launch(ropeKV.Launch())
+	default:
 		r.parallel(func() { qBranch(true) }, func() {
 			r.parallel(func() { kBranch(true) }, vBranch)
-			r.launch(cukernels.KVStore(f16, dp(w.k), dp(w.v), n, KV, dp(kc), dp(vc), dp(r.pos)))
+			r.launch(cukernels.KVStore(f16, dp(kp), dp(vp), n, KV, dp(kc), dp(vc), dp(r.pos)))
 		})
 	}
 	att := cukernels.Attention{F16: f16, Heads: cfg.Heads, KVHeads: cfg.KVHeads, Dim: D, N: n,
-		Q: dp(w.q), Out: dp(w.att), KC: dp(kc), VC: dp(vc), Pos: dp(r.pos), Tiles: dp(r.tiles),
+		Q: dp(qp), Out: dp(w.att), KC: dp(kc), VC: dp(vc), Pos: dp(r.pos), Tiles: dp(r.tiles),
 		NTiles: len(p.tiles) - 1, MaxPos: p.maxPos, S: dp(w.s), LD: p.ld, M: dp(w.m), Inv: dp(w.inv)}
 	// A decode batch's attention quantizes its output for the output
 	// product itself where it can.
@@ -651,14 +674,20 @@ func (r *run) layer(li int) {
 		r.launch(cukernels.AddRMSNorm(dp(w.x), dp(w.o), dp(L.bo), dp(L.ffnNorm), dp(w.xn), n, H, cfg.Eps))
 		r.quantize(w.xn, n, H, &L.gate, &L.up)
 	}
-	r.parallel(func() { r.matmul(&L.gate, w.xn, w.ffA, n) }, func() { r.matmul(&L.up, w.xn, w.ffB, n) })
-	if a, ok := r.fusedAct(&L.down); ok {
-		r.launch(cukernels.SiLUMulQuant(dp(w.ffA), dp(w.ffB), dp(w.ffA), n, F, a, w.acts[a]))
+	gp, up := w.ffA, w.ffB
+	if n == 1 && L.gateUp.p != 0 {
+		gp, up = w.gu, w.gu+cu.DevicePtr(4*F)
+		r.matmul(&L.gateUp, w.xn, w.gu, n)
 	} else {
-		r.launch(cukernels.SiLUMul(dp(w.ffA), dp(w.ffB), dp(w.ffA), n*F))
-		r.quantize(w.ffA, n, F, &L.down)
+		r.parallel(func() { r.matmul(&L.gate, w.xn, gp, n) }, func() { r.matmul(&L.up, w.xn, up, n) })
 	}
-	r.matmulAdd(&L.down, w.ffA, w.x, w.o, n)
+	if a, ok := r.fusedAct(&L.down); ok {
+		r.launch(cukernels.SiLUMulQuant(dp(gp), dp(up), dp(gp), n, F, a, w.acts[a]))
+	} else {
+		r.launch(cukernels.SiLUMul(dp(gp), dp(up), dp(gp), n*F))
+		r.quantize(gp, n, F, &L.down)
+	}
+	r.matmulAdd(&L.down, gp, w.x, w.o, n)
 }
 
 // pinnedLogitRows is the most rows whose logits go through the pinned

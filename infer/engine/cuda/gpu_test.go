@@ -14,6 +14,7 @@ import (
 
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/engine/cpu"
+	"github.com/muserhq/muser/infer/engine/cuda/internal/cu"
 	"github.com/muserhq/muser/infer/engine/enginetest"
 	"github.com/muserhq/muser/infer/ggml"
 	"github.com/muserhq/muser/infer/kvcache"
@@ -111,11 +112,67 @@ func TestGPUExactness(t *testing.T) {
 			})
 		}
 	}
+	t.Run("qwen2/Q4_K_M", func(t *testing.T) {
+		path := mixModel(t, "qwen2")
+		enginetest.CheckExactness(t, open(t, path, d, kvcache.DTypeF16), open(t, path, cpuDev(), kvcache.DTypeF16), 5, 1, 40)
+	})
 	t.Run("stories260K/f32-cache", func(t *testing.T) {
 		g := enginetest.Goldens[0]
 		path := enginetest.GoldenModel(t, g, shared)
 		enginetest.CheckExactness(t, open(t, path, d, kvcache.DTypeF32), open(t, path, cpuDev(), kvcache.DTypeF32), 6, 2, 70)
 	})
+}
+
+// mixModel writes the tiny random model of arch in llama.cpp's Q4_K_M mix
+// (seed 7) and returns its path: matrices of one block in several types.
+func mixModel(t *testing.T, arch string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny-"+arch+"-Q4_K_M.gguf")
+	if err := enginetest.WriteMixFile(path, enginetest.Tiny(arch), enginetest.Q4KM, 7); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestGPUGroupedProducts checks which matrices the upload lays end to
+// end: the Q, K and V matrices (and their biases) where the three share
+// a type and a row length, the gate and up matrices likewise, each
+// member a view at its offset in the group; a block whose V matrix has
+// another type keeps three separate ones. TestGPUExactness checks the
+// grouped products' results.
+func TestGPUGroupedProducts(t *testing.T) {
+	d := gpu(t)
+	for _, c := range []struct {
+		name string
+		path string
+	}{{"qwen2/Q8_0", enginetest.TinyModel(t, "qwen2", ggml.TypeQ8_0)}, {"qwen2/Q4_K_M", mixModel(t, "qwen2")}} {
+		t.Run(c.name, func(t *testing.T) {
+			m := open(t, c.path, d, kvcache.DTypeF16)
+			b := m.Backend().(*backend)
+			grouped := 0
+			for i, l := range b.layers {
+				q, k, v := b.w.Layers[i].Wq, b.w.Layers[i].Wk, b.w.Layers[i].Wv
+				want := q.Type == k.Type && k.Type == v.Type
+				if got := l.qkv.p != 0; got != want {
+					t.Errorf("block %d: Q, K, V of %s, %s, %s grouped %v, want %v", i, q.Type, k.Type, v.Type, got, want)
+				}
+				if want {
+					grouped++
+					if l.wk.p != l.wq.p+cu.DevicePtr(len(q.Data)) || l.wv.p != l.wk.p+cu.DevicePtr(len(k.Data)) || l.qkv.t.Rows != q.Rows+k.Rows+v.Rows {
+						t.Errorf("block %d: Q, K, V views at %#x, %#x, %#x, %d rows: not end to end", i, l.wq.p, l.wk.p, l.wv.p, l.qkv.t.Rows)
+					}
+				}
+				if l.bqkv == 0 || l.bk != l.bq+cu.DevicePtr(4*q.Rows) || l.bv != l.bk+cu.DevicePtr(4*k.Rows) {
+					t.Errorf("block %d: biases at %#x, %#x, %#x (group %#x): not end to end", i, l.bq, l.bk, l.bv, l.bqkv)
+				}
+				g, u := b.w.Layers[i].Gate, b.w.Layers[i].Up
+				if got, want := l.gateUp.p != 0, g.Type == u.Type; got != want {
+					t.Errorf("block %d: gate, up of %s, %s grouped %v, want %v", i, g.Type, u.Type, got, want)
+				}
+			}
+			t.Logf("%d of %d blocks with Q, K and V grouped", grouped, len(b.layers))
+		})
+	}
 }
 
 // TestGPUCrossDevice moves KV between the devices mid-prompt: a prefix
