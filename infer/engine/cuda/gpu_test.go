@@ -138,14 +138,16 @@ func mixModel(t *testing.T, arch string) string {
 // end: the Q, K and V matrices (and their biases) where the three share
 // a type and a row length, the gate and up matrices likewise, each
 // member a view at its offset in the group; a block whose V matrix has
-// another type keeps three separate ones. TestGPUExactness checks the
-// grouped products' results.
+// another type keeps three separate ones. The Q4_K_M-mix model must have
+// blocks of both kinds, so that TestGPUExactness, which checks the
+// results, covers both one-row paths.
 func TestGPUGroupedProducts(t *testing.T) {
 	d := gpu(t)
 	for _, c := range []struct {
-		name string
-		path string
-	}{{"qwen2/Q8_0", enginetest.TinyModel(t, "qwen2", ggml.TypeQ8_0)}, {"qwen2/Q4_K_M", mixModel(t, "qwen2")}} {
+		name  string
+		path  string
+		mixed bool // some blocks grouped, some not
+	}{{"qwen2/Q8_0", enginetest.TinyModel(t, "qwen2", ggml.TypeQ8_0), false}, {"qwen2/Q4_K_M", mixModel(t, "qwen2"), true}} {
 		t.Run(c.name, func(t *testing.T) {
 			m := open(t, c.path, d, kvcache.DTypeF16)
 			b := m.Backend().(*backend)
@@ -170,7 +172,9 @@ func TestGPUGroupedProducts(t *testing.T) {
 					t.Errorf("block %d: gate, up of %s, %s grouped %v, want %v", i, g.Type, u.Type, got, want)
 				}
 			}
-			t.Logf("%d of %d blocks with Q, K and V grouped", grouped, len(b.layers))
+			if all := len(b.layers); c.mixed && (grouped == 0 || grouped == all) || !c.mixed && grouped != all {
+				t.Errorf("%d of %d blocks with Q, K and V grouped, want %s", grouped, all, map[bool]string{true: "some", false: "all"}[c.mixed])
+			}
 		})
 	}
 }
