@@ -37,10 +37,10 @@ type layer struct {
 	// qkv and gateUp are the Q, K and V matrices and the gate and up
 	// matrices laid end to end in one allocation, where each group has
 	// one type and one row length (the members are views into it;
-	// otherwise qkv.p or gateUp.p is 0), and bqkv the three biases end
-	// to end: a one-row pass multiplies each group in one launch.
+	// otherwise qkv.p or gateUp.p is 0); bq, bk and bv always lie end to
+	// end, so bq is the group's bias. A one-row pass multiplies each
+	// group in one launch.
 	qkv, gateUp mat
-	bqkv        cu.DevicePtr
 }
 
 // backend is one model bound on a GPU.
@@ -175,30 +175,20 @@ func (b *backend) upload(c *cu.Ctx) error {
 	return nil
 }
 
-// uploadBiases uploads layer l's Q, K and V biases into d: the three end
-// to end in one allocation (d.bqkv, d.bq, d.bk and d.bv views into it)
-// when l has all three, else each alone.
+// uploadBiases uploads layer l's Q, K and V biases into d, the three end
+// to end in one allocation (d.bk and d.bv views into it); a layer has all
+// three or none (engine's weights check).
 func (b *backend) uploadBiases(d *layer, l *engine.Layer, vec func([]float32) (cu.DevicePtr, error)) error {
-	if l.Bq != nil && l.Bk != nil && l.Bv != nil {
-		all := slices.Concat(l.Bq, l.Bk, l.Bv)
-		p, err := vec(all)
-		if err != nil {
-			return err
-		}
-		d.bqkv, d.bq = p, p
-		d.bk = p + cu.DevicePtr(4*len(l.Bq))
-		d.bv = d.bk + cu.DevicePtr(4*len(l.Bk))
+	if l.Bq == nil {
 		return nil
 	}
-	var err error
-	for _, v := range []struct {
-		dst *cu.DevicePtr
-		src []float32
-	}{{&d.bq, l.Bq}, {&d.bk, l.Bk}, {&d.bv, l.Bv}} {
-		if *v.dst, err = vec(v.src); err != nil {
-			return err
-		}
+	p, err := vec(slices.Concat(l.Bq, l.Bk, l.Bv))
+	if err != nil {
+		return err
 	}
+	d.bq = p
+	d.bk = p + cu.DevicePtr(4*len(l.Bq))
+	d.bv = d.bk + cu.DevicePtr(4*len(l.Bk))
 	return nil
 }
 

@@ -51,8 +51,9 @@
 // # Memory
 //
 // Weights are uploaded once, each matrix in its GGUF bytes; a block's Q,
-// K and V matrices (and biases), and its gate and up matrices, lie end to
-// end where each group shares a type and a row length. A sequence's
+// K and V matrices, and its gate and up matrices, lie end to end where
+// each group shares a type and a row length, and its Q, K and V biases
+// always do. A sequence's
 // KV lives in device memory in the infer/kvcache layout (per layer, K and
 // V rows of [positions][kv_heads·head_dim], f16 or f32), grown by
 // doubling; a block exports to and imports from the lkv1 payload with one

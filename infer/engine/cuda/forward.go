@@ -571,8 +571,8 @@ func (r *run) frontier() []int {
 // layer runs block li for every row. The Q, K and V products (each with
 // its bias and head norm), and the gate and up products, are parallel
 // branches (they read the same activations and write their own buffers);
-// a one-row pass whose group of matrices lies end to end (layer.qkv,
-// layer.gateUp) multiplies the group in one launch instead, into
+// a one-row pass whose group of matrices lies end to end (layer.qkv with
+// RoPE, layer.gateUp) multiplies the group in one launch instead, into
 // workspace.qkv or workspace.gu: each output row is the same product of
 // the same row either way. With RoPE, one launch after the Q, K and V
 // products rotates q and k and stores k and v (cukernels.RoPEKVStore);
@@ -589,15 +589,8 @@ func (r *run) layer(li int) {
 		r.launch(cukernels.RMSNorm(dp(w.x), 0, dp(w.xn), dp(L.attnNorm), n, H, cfg.Eps))
 		r.quantize(w.xn, n, H, &L.wq, &L.wk, &L.wv)
 	}
-	// The CPU engine adds the three biases when the layer has bq.
-	bias := func(b cu.DevicePtr) cu.DevicePtr {
-		if L.bq == 0 {
-			return 0
-		}
-		return b
-	}
 	qp, kp, vp := w.q, w.k, w.v
-	grouped := n == 1 && L.qkv.p != 0 && cfg.RopeDim > 0 && (L.bq == 0 || L.bqkv != 0)
+	grouped := n == 1 && L.qkv.p != 0 && cfg.RopeDim > 0
 	if grouped {
 		qp = w.qkv
 		kp = qp + cu.DevicePtr(4*Q)
@@ -621,14 +614,14 @@ func (r *run) layer(li int) {
 		}
 	}
 	kBranch := func(rope bool) {
-		r.matmulBias(&L.wk, w.xn, kp, n, bias(L.bk))
+		r.matmulBias(&L.wk, w.xn, kp, n, L.bk)
 		kNorm()
 		if rope {
 			r.launch(cukernels.RoPE(dp(kp), n, cfg.KVHeads, D, KV, cfg.RopeDim, neox, dp(r.cs)))
 		}
 	}
 	vBranch := func() {
-		r.matmulBias(&L.wv, w.xn, vp, n, bias(L.bv))
+		r.matmulBias(&L.wv, w.xn, vp, n, L.bv)
 	}
 	f16 := b.kv == kvcache.DTypeF16
 	kc := r.kvs + cu.DevicePtr(8*li*n)
@@ -638,7 +631,7 @@ func (r *run) layer(li int) {
 		Pos: dp(r.pos)}
 	switch {
 	case grouped:
-		r.matmulBias(&L.qkv, w.xn, w.qkv, n, bias(L.bqkv))
+		r.matmulBias(&L.qkv, w.xn, w.qkv, n, L.bq)
 		r.parallel(qNorm, kNorm)
 		r.launch(ropeKV.Launch())
 	case cfg.RopeDim > 0:

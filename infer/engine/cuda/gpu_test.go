@@ -164,8 +164,8 @@ func TestGPUGroupedProducts(t *testing.T) {
 						t.Errorf("block %d: Q, K, V views at %#x, %#x, %#x, %d rows: not end to end", i, l.wq.p, l.wk.p, l.wv.p, l.qkv.t.Rows)
 					}
 				}
-				if l.bqkv == 0 || l.bk != l.bq+cu.DevicePtr(4*q.Rows) || l.bv != l.bk+cu.DevicePtr(4*k.Rows) {
-					t.Errorf("block %d: biases at %#x, %#x, %#x (group %#x): not end to end", i, l.bq, l.bk, l.bv, l.bqkv)
+				if l.bq == 0 || l.bk != l.bq+cu.DevicePtr(4*q.Rows) || l.bv != l.bk+cu.DevicePtr(4*k.Rows) {
+					t.Errorf("block %d: biases at %#x, %#x, %#x: not end to end", i, l.bq, l.bk, l.bv)
 				}
 				g, u := b.w.Layers[i].Gate, b.w.Layers[i].Up
 				if got, want := l.gateUp.p != 0, g.Type == u.Type; got != want {
