@@ -43,9 +43,9 @@
 // each until attention, and the gate and up products, are parallel
 // branches; launched directly they run one after the other. The kernels
 // and their inputs are the same either way, so are the bits. A one-row
-// pass multiplies a block's Q, K and V matrices in one launch, and its
-// gate and up matrices in another, where the upload laid each group end
-// to end (layer.qkv, layer.gateUp).
+// pass multiplies a block's Q, K and V matrices in one launch (with
+// RoPE), and its gate and up matrices in another, where the upload laid
+// each group end to end (layer.qkv, layer.gateUp).
 // Options.NoGraphs and Options.Profile launch every kernel from the host.
 //
 // # Memory
