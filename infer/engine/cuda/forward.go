@@ -177,6 +177,10 @@ type batch struct {
 	cs     []float32
 	maxPos int
 	ld     int
+	// own: every row has a cache of its own and a tile of its own (a
+	// decode batch of distinct sequences), so the layers may attend with
+	// cukernels.RoPEAttention.
+	own bool
 }
 
 // plan checks rows and lays out what Forward uploads.
@@ -200,6 +204,7 @@ func (b *backend) plan(rows []engine.Row) (*batch, error) {
 	}
 	if n <= RowAttnRows {
 		p.tiles = rowTiles(n)
+		p.own = distinctCaches(rows)
 	} else {
 		p.tiles = cukernels.AttnTiles(p.kvs[:n], p.pos, cfg.Heads, cfg.KVHeads, cfg.HeadDim)
 	}
@@ -223,6 +228,18 @@ func (b *backend) plan(rows []engine.Row) (*batch, error) {
 // their softmax would be one block's work over the whole context. Every
 // output element keeps its order either way, so the bits are the same.
 const RowAttnRows = 16
+
+// distinctCaches reports whether no two rows share a KV cache.
+func distinctCaches(rows []engine.Row) bool {
+	for i := range rows {
+		for j := range i {
+			if rows[i].KV == rows[j].KV {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // rowTiles returns the tile bounds of n rows, a tile per row.
 func rowTiles(n int) []int32 {
@@ -574,9 +591,13 @@ func (r *run) frontier() []int {
 // a one-row pass whose group of matrices lies end to end (layer.qkv with
 // RoPE, layer.gateUp) multiplies the group in one launch instead, into
 // workspace.qkv or workspace.gu: each output row is the same product of
-// the same row either way. With RoPE, one launch after the Q, K and V
-// products rotates q and k and stores k and v (cukernels.RoPEKVStore);
-// without it the KV store follows the K and V branches.
+// the same row either way. With RoPE, a decode batch whose rows have
+// caches of their own and contexts of at most cukernels.AttnFusedMax
+// positions rotates, stores and attends in one launch
+// (cukernels.RoPEAttention); any other pass rotates q and k and stores k
+// and v in one launch (cukernels.RoPEKVStore), then attends
+// (cukernels.Attention); without RoPE the KV store follows the K and V
+// branches. Both ways compute the same bits.
 func (r *run) layer(li int) {
 	b, w, p, cfg := r.b, &r.b.ws, r.p, r.b.cfg
 	L := &b.layers[li]
@@ -633,10 +654,8 @@ func (r *run) layer(li int) {
 	case grouped:
 		r.matmulBias(&L.qkv, w.xn, w.qkv, n, L.bq)
 		r.parallel(qNorm, kNorm)
-		r.launch(ropeKV.Launch())
 	case cfg.RopeDim > 0:
 		r.parallel(func() { qBranch(false) }, func() { kBranch(false) }, vBranch)
-		r.launch(ropeKV.Launch())
 	default:
 		r.parallel(func() { qBranch(true) }, func() {
 			r.parallel(func() { kBranch(true) }, vBranch)
@@ -652,9 +671,18 @@ func (r *run) layer(li int) {
 	if quantized {
 		att.OutAct, att.OutQ = L.wo.act, w.acts[L.wo.act]
 	}
-	ls, err := att.Launches()
-	for _, l := range ls {
-		r.launch(l, err)
+	fused := cukernels.RoPEAttention{RoPEKVStore: ropeKV, Out: dp(w.att), MaxPos: p.maxPos, OutAct: att.OutAct,
+		OutQ: att.OutQ}
+	if p.own && fused.Fits() {
+		r.launch(fused.Launch())
+	} else {
+		if cfg.RopeDim > 0 {
+			r.launch(ropeKV.Launch())
+		}
+		ls, err := att.Launches()
+		for _, l := range ls {
+			r.launch(l, err)
+		}
 	}
 	if quantized {
 		r.matmul(&L.wo, w.att, w.o, n)

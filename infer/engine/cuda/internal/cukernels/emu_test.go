@@ -215,6 +215,17 @@ func TestEmuRowOps(t *testing.T) {
 
 func TestEmuRoPEKVStore(t *testing.T) { runRoPEKVStore(t, emu(t)) }
 
+// TestEmuRoPEAttention: rows at a first position, across the weighted
+// sum's parts (255|256|257), and at the fused kernel's last position; head
+// dimensions of the vector loads (64) and the scalar ones (40, whose
+// output is not quantized), all or half of each head rotated; a sequence
+// whose K has infinities.
+func TestEmuRoPEAttention(t *testing.T) {
+	e := emu(t)
+	runRoPEAttention(t, e, []ropeAttnCase{{14, 2, 64, 64}, {4, 4, 64, 32}}, []int{0, 1, 255, 256, 257, 600}, map[int]int{5: 300})
+	runRoPEAttention(t, e, []ropeAttnCase{{6, 2, 40, 40}}, []int{3, AttnFusedMax - 1}, nil)
+}
+
 func TestEmuAttention(t *testing.T) {
 	e := emu(t)
 	runAttention(t, e, []attnCase{{"gqa", 4, 2, 64}, {"mha dim 72", 2, 2, 72}},

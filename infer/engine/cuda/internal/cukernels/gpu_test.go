@@ -264,6 +264,17 @@ func TestGPURowOps(t *testing.T) { runRowOps(t, gpu(t, ""), gpuRowOpSizes) }
 
 func TestGPURoPEKVStore(t *testing.T) { runRoPEKVStore(t, gpu(t, "")) }
 
+// TestGPURoPEAttention runs the fused decode attention on the shapes of
+// Qwen2.5-0.5B (14 over 2 of 64), Qwen3-0.6B (16 over 8 of 128, half of
+// each head rotated here) and an unaligned one (dim 20: scalar loads),
+// one row per sequence at the part edges up to the kernel's last
+// position, a sequence with infinite keys among them.
+func TestGPURoPEAttention(t *testing.T) {
+	g := gpu(t, "")
+	pos := []int{0, 1, 255, 256, 257, 1023, 2047, 2300, AttnFusedMax - 1}
+	runRoPEAttention(t, g, []ropeAttnCase{{14, 2, 64, 64}, {16, 8, 128, 64}, {20, 2, 20, 20}}, pos, map[int]int{5: 700})
+}
+
 func TestGPUAttention(t *testing.T) {
 	g := gpu(t, "")
 	runAttention(t, g, attnCases, gpuAttnBatch)
@@ -303,6 +314,7 @@ func TestGPUPTXImage(t *testing.T) {
 	runMatMul(t, g, []ggml.Type{ggml.TypeQ8_0, ggml.TypeF16, ggml.TypeF32, ggml.TypeQ4_K, ggml.TypeNVFP4}, firstCases(gpuMatMulCases))
 	runRowOps(t, g, gpuRowOpSizes)
 	runAttention(t, g, attnCases[:2], gpuAttnBatch)
+	runRoPEAttention(t, g, []ropeAttnCase{{14, 2, 64, 64}}, []int{0, 300, 2047}, nil)
 }
 
 // ---------------------------------------------------------------------------

@@ -953,6 +953,170 @@ func runRoPEKVStore(t *testing.T, d device) {
 	}
 }
 
+// ropeAttnCase is a shape of RoPEAttention: heads over kvheads of dim,
+// the first ropeDim dimensions rotated.
+type ropeAttnCase struct{ heads, kvheads, dim, ropeDim int }
+
+// runRoPEAttention checks RoPEAttention against the CPU's RoPE, KV store
+// and attention (refRotate, kernels.F32ToF16, refAttention) bit for bit,
+// and its quantized output against refQuantize of the output: one row
+// per sequence at each of positions (the row's earlier positions random
+// in its cache, whose K holds infinities at the positions in inf), both
+// cache types, both pairings, the output quantized and not. Every cache
+// byte past a row's position must stay as it was.
+func runRoPEAttention(t *testing.T, d device, cases []ropeAttnCase, positions []int, inf map[int]int) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, c := range cases {
+		for _, f16 := range []bool{true, false} {
+			for _, neox := range []bool{true, false} {
+				for _, quant := range []bool{false, true} {
+					if quant && c.dim%32 != 0 {
+						continue // Q8_0 blocks of whole heads only
+					}
+					name := fmt.Sprintf("rope_attn/%d,%d×%d/rot%d/f16=%v/neox=%v/quant=%v", c.heads, c.kvheads, c.dim, c.ropeDim, f16, neox, quant)
+					t.Run(name, func(t *testing.T) {
+						checkRoPEAttention(t, d, rng, c, positions, inf, f16, neox, quant, name)
+					})
+				}
+			}
+		}
+	}
+}
+
+func checkRoPEAttention(t *testing.T, d device, rng *rand.Rand, c ropeAttnCase, pos []int, inf map[int]int, f16, neox, quant bool, name string) {
+	n := len(pos)
+	Q, kvrow := c.heads*c.dim, c.kvheads*c.dim
+	q, k, v := wideQKV(rng, n*Q), wideQKV(rng, n*kvrow), wideQKV(rng, n*kvrow)
+	cs := make([]float32, n*c.ropeDim)
+	for i := range cs {
+		cs[i] = float32(math.Sin(rng.Float64() * 7))
+	}
+	// Sequence i's cache: positions below pos[i] random, the rest poison.
+	k32, v32 := make([][]float32, n), make([][]float32, n)
+	for i := range n {
+		ctok := pos[i] + 3
+		k32[i], v32[i] = make([]float32, ctok*kvrow), make([]float32, ctok*kvrow)
+		for j := range pos[i] * kvrow {
+			k32[i][j], v32[i][j] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		}
+		if j, ok := inf[i]; ok && j < pos[i] {
+			k32[i][j*kvrow], k32[i][j*kvrow+1] = float32(math.Inf(1)), float32(math.Inf(-1))
+		}
+	}
+	es := 4
+	if f16 {
+		es = 2
+	}
+	cache := func(x []float32, rows int) []byte {
+		b := slices.Repeat([]byte{0xff}, es*len(x))
+		if f16 {
+			h := make([]uint16, rows*kvrow)
+			kernels.F32ToF16(h, x[:rows*kvrow])
+			copy(b, u16Bytes(h))
+		} else {
+			copy(b, f32Bytes(x[:rows*kvrow]))
+		}
+		return b
+	}
+	// The reference: the rows rotated and stored, then attended to.
+	wq, wk := slices.Clone(q), slices.Clone(k)
+	wantK, wantV := make([][]byte, n), make([][]byte, n)
+	k16, v16 := make([][]uint16, n), make([][]uint16, n)
+	rk32, rv32 := make([][]float32, n), make([][]float32, n)
+	for i := range n {
+		row := cs[i*c.ropeDim : (i+1)*c.ropeDim]
+		for h := range c.heads {
+			refRotate(wq[i*Q+h*c.dim:i*Q+(h+1)*c.dim], row, c.ropeDim, neox)
+		}
+		for h := range c.kvheads {
+			refRotate(wk[i*kvrow+h*c.dim:i*kvrow+(h+1)*c.dim], row, c.ropeDim, neox)
+		}
+		rk32[i], rv32[i] = slices.Clone(k32[i]), slices.Clone(v32[i])
+		copy(rk32[i][pos[i]*kvrow:], wk[i*kvrow:(i+1)*kvrow])
+		copy(rv32[i][pos[i]*kvrow:], v[i*kvrow:(i+1)*kvrow])
+		wantK[i], wantV[i] = cache(rk32[i], pos[i]+1), cache(rv32[i], pos[i]+1)
+		k16[i], v16[i] = make([]uint16, len(rk32[i])), make([]uint16, len(rv32[i]))
+		kernels.F32ToF16(k16[i], rk32[i])
+		kernels.F32ToF16(v16[i], rv32[i])
+	}
+	seq := make([]int, n)
+	for i := range seq {
+		seq[i] = i
+	}
+	want := refAttention(f16, wq, seq, pos, attnCase{heads: c.heads, kvheads: c.kvheads, dim: c.dim}, k16, v16, rk32, rv32)
+	act := ActF32
+	if quant {
+		act = ActQ8_1
+		if f16 {
+			act = ActQ8_0
+		}
+	}
+	a := RoPEAttention{RoPEKVStore: RoPEKVStore{F16: f16, N: n, Heads: c.heads, KVHeads: c.kvheads, Dim: c.dim,
+		RopeDim: c.ropeDim, NeoX: neox}, MaxPos: slices.Max(pos), OutAct: act}
+	if !a.Fits() {
+		t.Fatalf("%s: the shape does not fit the fused kernel", name)
+	}
+	var got, gq, gd, ge []byte
+	gotK, gotV := make([][]byte, n), make([][]byte, n)
+	d.run(t, func(s *session) {
+		bk, bv := make([]DevPtr, n), make([]DevPtr, n)
+		var kc, vc []uint64
+		for i := range n {
+			bk[i], bv[i] = s.up(cache(k32[i], pos[i])), s.up(cache(v32[i], pos[i]))
+			kc, vc = append(kc, uint64(bk[i])), append(vc, uint64(bv[i]))
+		}
+		a.Q, a.K, a.V, a.CS = s.up(f32Bytes(q)), s.up(f32Bytes(k)), s.up(f32Bytes(v)), s.up(f32Bytes(cs))
+		a.KC, a.VC, a.Pos, a.Out = s.up(u64Bytes(kc)), s.up(u64Bytes(vc)), s.up(i32s(pos)), s.alloc(4*n*Q)
+		_, qs, ds, xs := ActSizes(act, n, Q)
+		if quant {
+			a.OutQ = ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(xs))}
+		}
+		s.launch(a.Launch())
+		got = s.down(a.Out, 4*n*Q)
+		if quant {
+			gq, gd, ge = s.down(a.OutQ.Q, int(qs)), s.down(a.OutQ.D, int(ds)), s.down(a.OutQ.Ext, int(xs))
+		}
+		for i := range n {
+			gotK[i], gotV[i] = s.down(bk[i], es*len(k32[i])), s.down(bv[i], es*len(v32[i]))
+		}
+	})
+	what := fmt.Sprintf("%s: output of rows at positions %v on %v (index = row·heads·dim + head·dim + d)", name, pos, d)
+	// An infinite key makes some heads' scores NaN (∞ − ∞), or only
+	// infinite: which, depends on the signs of the rotated queries.
+	if slices.ContainsFunc(want, func(x float32) bool { return x != x }) {
+		sameOrNaN(t, what, bytesF32(got), want)
+	} else {
+		sameBits(t, what, bytesF32(got), want)
+	}
+	for i := range n {
+		sameBytes(t, fmt.Sprintf("%s: row %d's K cache", name, i), gotK[i], wantK[i])
+		sameBytes(t, fmt.Sprintf("%s: row %d's V cache", name, i), gotV[i], wantV[i])
+	}
+	if quant {
+		wq := refQuantize(act, bytesF32(got), n, Q)
+		sameBytes(t, act.String()+" q of the "+what, gq, i8Bytes(wq.q))
+		sameBits(t, act.String()+" d of the "+what, bytesF32(gd), wq.d)
+		if act == ActQ8_1 {
+			sameBytes(t, "Q8_1 s of the "+what, ge, wq.ext)
+		}
+	}
+}
+
+// wideQKV returns n normal floats with a few of the wide ones
+// (wideFloats) among them: queries, keys and values whose products
+// overflow or vanish now and then without making every row NaN.
+func wideQKV(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	w := wideFloats(rng, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+		if rng.IntN(64) == 0 {
+			x[i] = w[i]
+		}
+	}
+	return x
+}
+
 // refRotate is the CPU engine's rotate (infer/engine/cpu/forward.go).
 func refRotate(x, cs []float32, ropeDim int, neox bool) {
 	half := ropeDim / 2
