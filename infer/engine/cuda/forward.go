@@ -177,9 +177,9 @@ type batch struct {
 	cs     []float32
 	maxPos int
 	ld     int
-	// own: every row has a cache of its own and a tile of its own (a
-	// decode batch of distinct sequences), so the layers may attend with
-	// cukernels.RoPEAttention.
+	// own: a pass of at most GraphRows rows, each with a cache of its
+	// own (a decode batch of distinct sequences, every tile one row), so
+	// the layers may attend with cukernels.RoPEAttention.
 	own bool
 }
 
@@ -204,10 +204,10 @@ func (b *backend) plan(rows []engine.Row) (*batch, error) {
 	}
 	if n <= RowAttnRows {
 		p.tiles = rowTiles(n)
-		p.own = distinctCaches(rows)
 	} else {
 		p.tiles = cukernels.AttnTiles(p.kvs[:n], p.pos, cfg.Heads, cfg.KVHeads, cfg.HeadDim)
 	}
+	p.own = n <= GraphRows && distinctCaches(rows)
 	p.ld = (p.maxPos + 32) &^ 31
 	d := cfg.RopeDim
 	if d > 0 {
