@@ -45,9 +45,10 @@
 // and their inputs are the same either way, so are the bits. A one-row
 // pass multiplies a block's Q, K and V matrices in one launch, and its
 // gate and up matrices in another, where the upload laid each group end
-// to end (layer.qkv, layer.gateUp). A decode batch of distinct
-// sequences whose contexts are at most 4,096 positions rotates q and k,
-// stores k and v and attends in one launch a layer
+// to end (layer.qkv, layer.gateUp). A pass of at most GraphRows
+// rows whose contexts are at most 4,096 positions, each sequence's rows a
+// run of consecutive positions (decode steps, verification steps), rotates
+// q and k, stores k and v and attends in one launch a layer
 // (cukernels.RoPEAttention) instead of five.
 // Options.NoGraphs and Options.Profile launch every kernel from the host.
 //

@@ -64,7 +64,7 @@ var (
 	wsumRowsParams    = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32, I32, I32, I32}
 	scoresRowsParams  = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, F32}
 	kvStoreParams     = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}
-	ropeAttnParams    = []Param{Ptr, Ptr, Ptr, I32, I32, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, F32, Ptr, Ptr, Ptr}
+	ropeAttnParams    = []Param{Ptr, Ptr, Ptr, I32, I32, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, F32, Ptr, Ptr, Ptr}
 )
 
 // intTypes are the weight types of the integer matrix products, with the
@@ -739,29 +739,33 @@ func (r RoPEKVStore) Launch() (Launch, error) {
 }
 
 // RoPEAttention is RoPEKVStore followed by the Attention of a decode
-// batch (every tile one row) in one launch, for batches whose rows each
-// have a cache of their own (no two rows share KC or VC: a row's earlier
-// positions are all in its cache before the launch) and attend to at most
-// AttnFusedMax positions, with heads of at most AttnFusedDim dimensions
-// (Fits). It writes what those launches write but the rotated Q and K
-// (the cache's copy of K is written; Q and K stay as the products left
-// them): the output to Out, the K and V rows to the caches, and where
-// OutAct is ActQ8_0 or ActQ8_1 the output's activations to OutQ, as
-// Attention.OutAct. MaxPos is the largest of the rows' positions.
+// batch in one launch (Fits: rows that attend to at most AttnFusedMax
+// positions, heads of at most AttnFusedDim dimensions). The rows of one
+// sequence must be a run of consecutive rows at consecutive positions, at
+// most AttnFusedRun of them, whose sequence's earlier positions are all
+// in its cache; First (int32 [N]) holds each row's run's first row (a
+// row alone is its own first). It writes what those launches write but
+// the rotated Q and K (the cache's copy of K is written; Q and K stay as
+// the products left them): the output to Out, the K and V rows to the
+// caches, and where OutAct is ActQ8_0 or ActQ8_1 the output's activations
+// to OutQ, as Attention.OutAct. MaxPos is the largest of the rows'
+// positions.
 type RoPEAttention struct {
 	RoPEKVStore
+	First  DevPtr
 	Out    DevPtr
 	MaxPos int
 	OutAct Act
 	OutQ   ActBufs
 }
 
-// The fused decode attention's bounds (ropeattn.cuh's attn::DSM, attn::DMX
-// and attn::DTH): the most positions a row attends to, the largest head
-// dimension, the threads of a block.
+// The fused decode attention's bounds (ropeattn.cuh's attn::DSM, attn::DMX,
+// attn::DRN and attn::DTH): the most positions a row attends to, the
+// largest head dimension, the most rows of a run, the threads of a block.
 const (
 	AttnFusedMax     = 4096
 	AttnFusedDim     = 128
+	AttnFusedRun     = 16
 	attnFusedThreads = 512
 )
 
@@ -799,8 +803,8 @@ func (a RoPEAttention) Launch() (Launch, error) {
 		}
 	}
 	return launch(k, [3]int{a.Heads, a.N, 1}, attnFusedThreads, 0, p(a.Q), p(a.K), p(a.V), i32(a.Heads),
-		i32(a.KVHeads), i32(a.Dim), i32(a.RopeDim), flag(a.NeoX), p(a.CS), p(a.KC), p(a.VC), p(a.Pos), p(a.Out),
-		f32(AttnScale(a.Dim)), p(q), p(d), p(s1))
+		i32(a.KVHeads), i32(a.Dim), i32(a.RopeDim), flag(a.NeoX), p(a.CS), p(a.KC), p(a.VC), p(a.Pos), p(a.First),
+		p(a.Out), f32(AttnScale(a.Dim)), p(q), p(d), p(s1))
 }
 
 // ---------------------------------------------------------------------------

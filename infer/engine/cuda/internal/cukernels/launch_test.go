@@ -58,7 +58,7 @@ func sampleLaunches(t *testing.T) []Launch {
 	add(RoPEKVStore{F16: true, Q: 1, K: 2, V: 3, N: 5, Heads: 14, KVHeads: 2, Dim: 64, RopeDim: 64, NeoX: true, CS: 4, KC: 5, VC: 6, Pos: 7}.Launch())
 	for _, f16 := range []bool{true, false} {
 		add(RoPEAttention{RoPEKVStore: RoPEKVStore{F16: f16, Q: 1, K: 2, V: 3, N: 5, Heads: 14, KVHeads: 2, Dim: 64,
-			RopeDim: 64, CS: 4, KC: 5, VC: 6, Pos: 7}, Out: 8, MaxPos: 100, OutAct: ActQ8_0, OutQ: b}.Launch())
+			RopeDim: 64, CS: 4, KC: 5, VC: 6, Pos: 7}, First: 9, Out: 8, MaxPos: 100, OutAct: ActQ8_0, OutQ: b}.Launch())
 	}
 	for _, f16 := range []bool{true, false} {
 		for _, ntiles := range []int{2, 5} { // tiled; every tile one row (decode)

@@ -1,5 +1,5 @@
-// ropeattn.cuh: a decode row's RoPE, KV store and attention in one kernel,
-// for contexts of at most attn::DSM positions.
+// ropeattn.cuh: the RoPE, KV store and attention of a batch of few rows in
+// one kernel, for contexts of at most attn::DSM positions.
 //
 // A decode step's layer otherwise runs muser_rope_kv_store, then the four
 // decode attention kernels (attention.cuh: scores, softmax, weighted sum,
@@ -12,11 +12,11 @@
 // Every value is computed by the operations, in the order, of the kernels
 // it replaces (attention.cuh's header gives the order; its functions are
 // called where they can be):
-//   - RoPE of the head's query and of its KV head's key as rope_pairs,
+//   - RoPE of the head's query and of its KV head's keys as rope_pairs,
 //     the query rounded to f16 with an f16 cache (kernels.RoundF16s);
-//   - the row's own K and V as the cache holds them: with an f16 cache
-//     f16_to_f32_arith(f32_to_f16(x)), the values the scores and the
-//     weighted sum would read back;
+//   - the K and V of the batch's rows as the cache holds them: with an
+//     f16 cache f16_to_f32_arith(f32_to_f16(x)), the values the scores
+//     and the weighted sum would read back;
 //   - each score as attn_scores_rows_d: 16 lane accumulators, lane d mod
 //     16 with d ascending, the tree +8, +4, +2, +1, times scale;
 //   - the maximum by fmaxf in any order (attn_scores_max says why that is
@@ -29,16 +29,21 @@
 //   - the output's Q8_0 or Q8_1 blocks by quant_q8_0_block, as
 //     muser_attn_wsum_parts quantizes them.
 //
-// Only the block of the first query head of a KV head writes that KV
-// head's K and V to the cache; every block takes the row's own K and V
-// from what it computed, never from the cache, so no block reads what
-// another writes. That needs every row of the batch to have a cache of
-// its own: a row's earlier positions are in the cache before the launch.
+// The rows of one sequence in a batch must be a run: consecutive rows at
+// consecutive positions (a speculative verification step's, a short
+// prompt's), first[i] the run's first row, at most attn::DRN rows; the
+// sequence's positions below the run's first are in its cache before the
+// launch. Only the block of row i and the first query head of a KV head
+// writes row i's K and V of that KV head to the cache; every block takes
+// the K and V of its run's rows from what it computed itself (it rotates
+// and converts the keys of the rows before its own too), never from the
+// cache, so no block reads what another writes.
 
 namespace attn {
 constexpr int DSM = 4096; // the most positions of a row (launch.go's AttnFusedMax)
 constexpr int DMX = 128;  // the largest head dimension (launch.go's AttnFusedDim)
 constexpr int DTH = 512;  // threads a block
+constexpr int DRN = 16;   // the most rows of one sequence in a batch (launch.go's AttnFusedRun)
 } // namespace attn
 
 // attn_fused_dot is the score of query Qs against the K row at k (dim
@@ -91,11 +96,11 @@ MUSER_DEV float attn_fused_dot(const float* __restrict__ Qs, const void* k, int 
 }
 
 // muser_rope_attn: grid (heads, n), block attn::DTH. Block (h, i) takes
-// row i (position pos[i], m = pos[i] + 1 ≤ attn::DSM) and query head h of
-// KV head kvh = h / (heads / kvheads): q, k and v are the rows as the
-// products left them (rows heads·dim and kvheads·dim apart), cs the rows'
-// RoPE tables (ropeDim values a row), kc[i] and vc[i] the row's caches
-// (attention.cuh's layout). It writes the head's output to out (as the
+// row i (position pos[i], m = pos[i] + 1 ≤ attn::DSM; its run's rows
+// first[i] .. i) and query head h of KV head kvh = h / (heads / kvheads):
+// q, k and v are the rows as the products left them (rows heads·dim and
+// kvheads·dim apart), cs the rows' RoPE tables (ropeDim values a row),
+// kc[i] and vc[i] the row's caches (attention.cuh's layout). It writes the head's output to out (as the
 // decode attention does) and, where oq is not null, its Q8_0 blocks to oq
 // and od (and their sums to os1 where not null: Q8_1). Dimensions at most
 // attn::DMX.
@@ -105,11 +110,12 @@ __device__ __forceinline__ void rope_attn(const float* __restrict__ q, const flo
                                           int neox, const float* __restrict__ cs,
                                           const unsigned long long* __restrict__ kc,
                                           const unsigned long long* __restrict__ vc, const int* __restrict__ pos,
-                                          float* __restrict__ out, float scale, int8_t* __restrict__ oq,
-                                          float* __restrict__ od, float* __restrict__ os1) {
+                                          const int* __restrict__ first, float* __restrict__ out, float scale,
+                                          int8_t* __restrict__ oq, float* __restrict__ od, float* __restrict__ os1) {
 	using namespace attn;
 	constexpr int NW = DTH / 32;
-	__shared__ __align__(16) float Qs[DMX], Kn[DMX], Vn[DMX], Os[DMX];
+	__shared__ __align__(16) float Qs[DMX], Os[DMX];
+	__shared__ __align__(16) float Kb[DRN][DMX], Vb[DRN][DMX];
 	__shared__ __align__(16) float Ss[DSM];
 	__shared__ float Ps[DSM / RCH][DMX];
 	__shared__ float wmax[NW];
@@ -118,18 +124,24 @@ __device__ __forceinline__ void rope_attn(const float* __restrict__ q, const flo
 	const int h = blockIdx.x, i = blockIdx.y, t = threadIdx.x, lane = t & 31, warp = t >> 5;
 	const int group = heads / kvheads, kvh = h / group, kvrow = kvheads * dim;
 	const int m = pos[i] + 1;
+	// The rows of the run: f .. i, at positions p0 .. m − 1.
+	const int f = first[i], nr = i - f + 1, p0 = pos[f];
 
-	// The head's query and its KV head's key and value, rotated.
+	// The head's query, and its KV head's keys and values of the run,
+	// rotated.
 	const float* qh = q + ((size_t)i * heads + h) * dim;
-	const float* kh = k + (size_t)i * kvrow + (size_t)kvh * dim;
-	const float* vh = v + (size_t)i * kvrow + (size_t)kvh * dim;
-	for (int d = t; d < dim; d += DTH) Qs[d] = qh[d], Kn[d] = kh[d], Vn[d] = vh[d];
+	for (int d = t; d < dim; d += DTH) Qs[d] = qh[d];
+	for (int e = t; e < nr * dim; e += DTH) {
+		const int r = e / dim, d = e % dim;
+		const size_t at = (size_t)(f + r) * kvrow + (size_t)kvh * dim + d;
+		Kb[r][d] = k[at], Vb[r][d] = v[at];
+	}
 	__syncthreads();
-	const float* c = cs + (size_t)i * ropeDim;
 	const int half = ropeDim / 2;
-	for (int it = t; it < 2 * half; it += DTH) {
-		const int kk = it % half;
-		float* x = it < half ? Qs : Kn;
+	for (int it = t; it < (nr + 1) * half; it += DTH) {
+		const int r = it / half, kk = it % half; // r = nr: the query
+		float* x = r == nr ? Qs : Kb[r];
+		const float* c = cs + (size_t)(r == nr ? i : f + r) * ropeDim;
 		const float co = c[2 * kk], s = c[2 * kk + 1];
 		const int a = neox ? kk : 2 * kk, b = neox ? kk + half : 2 * kk + 1;
 		const float x0 = x[a], x1 = x[b];
@@ -137,37 +149,39 @@ __device__ __forceinline__ void rope_attn(const float* __restrict__ q, const flo
 		x[b] = f32add(f32mul(x0, s), f32mul(x1, co));
 	}
 	__syncthreads();
-	// The cache's copy of the row (the first head of the group writes it)
-	// and the values the attention reads.
+	// The cache's copy of row i (the first head of the group writes it)
+	// and the values the attention reads of every row of the run.
 	const bool writer = h % group == 0;
 	const size_t e0 = (size_t)pos[i] * kvrow + (size_t)kvh * dim;
-	for (int d = t; d < dim; d += DTH) {
+	for (int e = t; e < nr * dim; e += DTH) {
+		const int r = e / dim, d = e % dim;
 		if (F16) {
-			const uint32_t kb = f32_to_f16(Kn[d]), vb = f32_to_f16(Vn[d]);
-			if (writer) {
-				((uint16_t*)kc[i])[e0 + d] = (uint16_t)kb;
-				((uint16_t*)vc[i])[e0 + d] = (uint16_t)vb;
+			const uint32_t kh = f32_to_f16(Kb[r][d]), vh = f32_to_f16(Vb[r][d]);
+			if (writer && r == nr - 1) {
+				((uint16_t*)kc[i])[e0 + d] = (uint16_t)kh;
+				((uint16_t*)vc[i])[e0 + d] = (uint16_t)vh;
 			}
-			Qs[d] = round_f16(Qs[d]);
-			Kn[d] = f16_to_f32_arith(kb);
-			Vn[d] = f16_to_f32_arith(vb);
-		} else if (writer) {
-			((float*)kc[i])[e0 + d] = Kn[d];
-			((float*)vc[i])[e0 + d] = Vn[d];
+			Kb[r][d] = f16_to_f32_arith(kh);
+			Vb[r][d] = f16_to_f32_arith(vh);
+		} else if (writer && r == nr - 1) {
+			((float*)kc[i])[e0 + d] = Kb[r][d];
+			((float*)vc[i])[e0 + d] = Vb[r][d];
 		}
 	}
+	if (F16)
+		for (int d = t; d < dim; d += DTH) Qs[d] = round_f16(Qs[d]);
 	__syncthreads();
 
-	// Scores and their maximum.
+	// Scores and their maximum: positions below p0 from the cache.
 	const size_t c0 = (size_t)kvh * dim;
 	const unsigned long long kb = kc[i], vb = vc[i];
 	const size_t es = F16 ? 2 : 4;
 	const bool kvec = dim % 16 == 0 && ((kb + c0 * es) & 15) == 0 && (kvrow * es) % 16 == 0;
 	float mx = attn_ninf();
 	for (int j = t; j < m; j += DTH) {
-		const float s = j == m - 1 ? attn_fused_dot<F16, false>(Qs, Kn, dim, false, scale)
-		                           : attn_fused_dot<F16, F16>(Qs, (const void*)(kb + (j * (size_t)kvrow + c0) * es), dim,
-		                                                      kvec, scale);
+		const float s = j >= p0 ? attn_fused_dot<F16, false>(Qs, Kb[j - p0], dim, false, scale)
+		                        : attn_fused_dot<F16, F16>(Qs, (const void*)(kb + (j * (size_t)kvrow + c0) * es), dim,
+		                                                   kvec, scale);
 		Ss[j] = s;
 		mx = fmaxf(mx, s);
 	}
@@ -191,14 +205,14 @@ __device__ __forceinline__ void rope_attn(const float* __restrict__ q, const flo
 	__syncthreads();
 
 	// The weighted sums: chain (part p, dimension d) over the part's
-	// positions, the row's own (m − 1) from Vn. A thread's loads run a
-	// batch of U positions ahead of its additions.
+	// positions, those below p0 from the cache, the run's from Vb. A
+	// thread's loads run a batch of U positions ahead of its additions.
 	constexpr int U = 16;
 	const int np = (m + RCH - 1) / RCH;
 	auto madd = [&](float& y, float w, float x) { y = F16 ? __fmaf_rn(w, x, y) : f32add(y, f32mul(w, x)); };
 	for (int ch = t; ch < np * dim; ch += DTH) {
 		const int p = ch / dim, d = ch % dim;
-		const int j0 = p * RCH, j1 = min(m - 1, j0 + RCH); // positions j0 .. j1-1 from the cache
+		const int j0 = p * RCH, jn = min(m, j0 + RCH), j1 = min(p0, jn); // j0 .. j1-1 from the cache
 		const size_t e = c0 + d;
 		auto load = [&](unsigned (&r)[U], int j) {
 #pragma unroll
@@ -220,7 +234,7 @@ __device__ __forceinline__ void rope_attn(const float* __restrict__ q, const flo
 #pragma unroll
 			for (int u = 0; u < U; u++) cur[u] = nxt[u];
 		}
-		if ((m - 1) / RCH == p) madd(y, Ss[m - 1], Vn[d]);
+		for (int j = max(j0, p0); j < jn; j++) madd(y, Ss[j], Vb[j - p0][d]);
 		Ps[p][d] = y;
 	}
 	__syncthreads();
@@ -244,18 +258,18 @@ extern "C" __global__ void __launch_bounds__(attn::DTH)
 muser_rope_attn_f16(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, int heads,
                     int kvheads, int dim, int ropeDim, int neox, const float* __restrict__ cs,
                     const unsigned long long* __restrict__ kc, const unsigned long long* __restrict__ vc,
-                    const int* __restrict__ pos, float* __restrict__ out, float scale, int8_t* __restrict__ oq,
-                    float* __restrict__ od, float* __restrict__ os1) {
+                    const int* __restrict__ pos, const int* __restrict__ first, float* __restrict__ out, float scale,
+                    int8_t* __restrict__ oq, float* __restrict__ od, float* __restrict__ os1) {
 	grid_wait();
-	rope_attn<true>(q, k, v, heads, kvheads, dim, ropeDim, neox, cs, kc, vc, pos, out, scale, oq, od, os1);
+	rope_attn<true>(q, k, v, heads, kvheads, dim, ropeDim, neox, cs, kc, vc, pos, first, out, scale, oq, od, os1);
 }
 
 extern "C" __global__ void __launch_bounds__(attn::DTH)
 muser_rope_attn_f32(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, int heads,
                     int kvheads, int dim, int ropeDim, int neox, const float* __restrict__ cs,
                     const unsigned long long* __restrict__ kc, const unsigned long long* __restrict__ vc,
-                    const int* __restrict__ pos, float* __restrict__ out, float scale, int8_t* __restrict__ oq,
-                    float* __restrict__ od, float* __restrict__ os1) {
+                    const int* __restrict__ pos, const int* __restrict__ first, float* __restrict__ out, float scale,
+                    int8_t* __restrict__ oq, float* __restrict__ od, float* __restrict__ os1) {
 	grid_wait();
-	rope_attn<false>(q, k, v, heads, kvheads, dim, ropeDim, neox, cs, kc, vc, pos, out, scale, oq, od, os1);
+	rope_attn<false>(q, k, v, heads, kvheads, dim, ropeDim, neox, cs, kc, vc, pos, first, out, scale, oq, od, os1);
 }
