@@ -417,9 +417,9 @@ func u64Bytes(v []uint64) []byte {
 
 // inputLayout is where a pass of n rows finds its inputs in
 // workspace.in (and stage): tokens, positions, row indices, tiles and
-// runs' first rows (int32, n+1 slots each) from 0, stride bytes apart; each row's K and V
-// address per layer (uint64 [2][layers][n]) at kvs; the RoPE angles
-// (float32 [n][RopeDim]) at cs; size bytes in all.
+// the runs' first rows (int32, n+1 slots each) from 0, stride bytes
+// apart; each row's K and V address per layer (uint64 [2][layers][n]) at
+// kvs; the RoPE angles (float32 [n][RopeDim]) at cs; size bytes in all.
 type inputLayout struct {
 	stride, kvs, cs, size int
 }

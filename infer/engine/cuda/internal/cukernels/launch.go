@@ -772,8 +772,8 @@ const (
 // Fits reports whether a's shape is one the fused kernel takes: rows that
 // attend to at most AttnFusedMax positions, heads of at most AttnFusedDim
 // dimensions, a rotation, and an output kept in float32 or quantized as
-// Attention.QuantizesOut allows. Whether the rows' caches are distinct is
-// the caller's to know.
+// Attention.QuantizesOut allows. Whether each sequence's rows are a run
+// (First) is the caller's to know.
 func (a RoPEAttention) Fits() bool {
 	out := a.OutAct == ActF32 || ((a.OutAct == ActQ8_0 || a.OutAct == ActQ8_1) && a.Dim%32 == 0)
 	return a.MaxPos >= 0 && a.MaxPos < AttnFusedMax && a.Dim <= AttnFusedDim && a.RopeDim > 0 && out
@@ -794,6 +794,9 @@ func (a RoPEAttention) Launch() (Launch, error) {
 	}
 	if err := product(k, a.N, a.Heads*a.Dim); err != nil {
 		return Launch{}, err
+	}
+	if a.First == 0 {
+		return Launch{}, shapeErr(k, "the fused attention needs the rows' runs (First)")
 	}
 	var q, d, s1 DevPtr
 	if a.OutAct != ActF32 {

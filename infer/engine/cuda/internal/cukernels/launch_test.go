@@ -571,7 +571,7 @@ func TestAttentionLaunches(t *testing.T) {
 
 func TestRoPEAttentionLaunch(t *testing.T) {
 	ok := RoPEAttention{RoPEKVStore: RoPEKVStore{F16: true, Q: 1, K: 2, V: 3, N: 2, Heads: 14, KVHeads: 2, Dim: 64,
-		RopeDim: 64, CS: 4, KC: 5, VC: 6, Pos: 7}, Out: 8, MaxPos: AttnFusedMax - 1, OutAct: ActQ8_1,
+		RopeDim: 64, CS: 4, KC: 5, VC: 6, Pos: 7}, First: 12, Out: 8, MaxPos: AttnFusedMax - 1, OutAct: ActQ8_1,
 		OutQ: ActBufs{Q: 9, D: 10, Ext: 11}}
 	l, err := ok.Launch()
 	if err != nil {
@@ -615,9 +615,14 @@ func TestRoPEAttentionLaunch(t *testing.T) {
 		{F16: true, N: 1, Heads: 14, KVHeads: 2, Dim: 64, RopeDim: 128}, // rotation past the head
 		{F16: true, N: 0, Heads: 14, KVHeads: 2, Dim: 64, RopeDim: 64},  // no rows
 	} {
-		if _, err := (RoPEAttention{RoPEKVStore: bad}).Launch(); !errors.Is(err, ErrShape) {
+		if _, err := (RoPEAttention{RoPEKVStore: bad, First: 12}).Launch(); !errors.Is(err, ErrShape) {
 			t.Errorf("%+v: error %v, want ErrShape", bad, err)
 		}
+	}
+	noRuns := ok
+	noRuns.First = 0
+	if _, err := noRuns.Launch(); !errors.Is(err, ErrShape) {
+		t.Errorf("without First: error %v, want ErrShape", err)
 	}
 }
 
