@@ -100,10 +100,10 @@ MUSER_DEV float attn_fused_dot(const float* __restrict__ Qs, const void* k, int 
 // first[i] .. i) and query head h of KV head kvh = h / (heads / kvheads):
 // q, k and v are the rows as the products left them (rows heads·dim and
 // kvheads·dim apart), cs the rows' RoPE tables (ropeDim values a row),
-// kc[i] and vc[i] the row's caches (attention.cuh's layout). It writes the head's output to out (as the
-// decode attention does) and, where oq is not null, its Q8_0 blocks to oq
-// and od (and their sums to os1 where not null: Q8_1). Dimensions at most
-// attn::DMX.
+// kc[i] and vc[i] the row's caches (attention.cuh's layout). It writes
+// the head's output to out (as the decode attention does) and, where oq
+// is not null, its Q8_0 blocks to oq and od (and their sums to os1 where
+// not null: Q8_1). Dimensions at most attn::DMX.
 template <bool F16>
 __device__ __forceinline__ void rope_attn(const float* __restrict__ q, const float* __restrict__ k,
                                           const float* __restrict__ v, int heads, int kvheads, int dim, int ropeDim,
