@@ -612,7 +612,7 @@ func (r *run) frontier() []int {
 // RoPE, layer.gateUp) multiplies the group in one launch instead, into
 // workspace.qkv or workspace.gu: each output row is the same product of
 // the same row either way. With RoPE, a pass whose sequences' rows are
-// runs (batch.runs) and whose contexts are at most cukernels.AttnFusedMax
+// runs (batch.runs) and whose contexts are at most Options.FusedAttention
 // positions rotates, stores and attends in one launch
 // (cukernels.RoPEAttention); any other pass rotates q and k and stores k
 // and v in one launch (cukernels.RoPEKVStore), then attends
@@ -693,7 +693,7 @@ func (r *run) layer(li int) {
 	}
 	fused := cukernels.RoPEAttention{RoPEKVStore: ropeKV, First: dp(r.first), Out: dp(w.att), MaxPos: p.maxPos,
 		OutAct: att.OutAct, OutQ: att.OutQ}
-	if p.runs && fused.Fits() {
+	if p.runs && p.maxPos < b.d.fusedN && fused.Fits() {
 		r.launch(fused.Launch())
 	} else {
 		if cfg.RopeDim > 0 {

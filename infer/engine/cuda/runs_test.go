@@ -49,3 +49,19 @@ func TestRunFirsts(t *testing.T) {
 		}
 	}
 }
+
+func TestFusedPositions(t *testing.T) {
+	for _, c := range []struct{ opt, want int }{
+		{0, DefaultFusedAttention},
+		{-1, 0},
+		{-4096, 0},
+		{1, 1},
+		{600, 600},
+		{cukernels.AttnFusedMax, cukernels.AttnFusedMax},
+		{cukernels.AttnFusedMax + 1, cukernels.AttnFusedMax},
+	} {
+		if got := fusedPositions(c.opt); got != c.want {
+			t.Errorf("Options.FusedAttention %d: fused up to %d positions, want %d", c.opt, got, c.want)
+		}
+	}
+}
