@@ -38,6 +38,8 @@ type benchOptions struct {
 	early   bool
 	// graphLayers is cuda.Options.GraphLayers.
 	graphLayers int
+	// fusedAttn is cuda.Options.FusedAttention.
+	fusedAttn int
 	// Speculative decoding (cmd_bench_draft.go).
 	draft draftOptions
 	text  string
@@ -60,6 +62,7 @@ func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.profile, "profile", false, "with --device cuda: time every kernel (device events) and print where the time went, on stderr")
 	fs.BoolVar(&o.graphs, "cuda-graphs", true, "with --device cuda: run forward passes of at most 64 rows (decode) as CUDA graphs; =false launches every kernel from the host (the same kernels)")
 	fs.IntVar(&o.graphLayers, "cuda-graph-layers", cuda.DefaultGraphLayers, "with --device cuda and graphs: layers per graph launch (the GPU runs the first while the host records the next); at least the model's layers for one graph a pass")
+	fs.IntVar(&o.fusedAttn, "cuda-fused-attention", cuda.DefaultFusedAttention, "with --device cuda: the longest context (positions) at which a decode step attends in one launch a layer; longer contexts launch the separate attention kernels; -1 never fuses (the same results)")
 	fs.BoolVar(&o.early, "cuda-early-launch", true, "with --device cuda and graphs: let each kernel of a graph start while those it waits for finish (programmatic dependent launch); =false starts each only once they have ended (the same results)")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured runs to this file (go tool pprof), once the bench has succeeded")
 	o.draft.AddFlags(fs)
@@ -172,7 +175,7 @@ context, in one step here). The two outputs must be identical, or the benchmark 
 // benchOn runs the benchmark o describes on the device kind:ordinal and
 // prints its result.
 func benchOn(ctx context.Context, env *cliEnv, o *benchOptions, kind string, ordinal int) error {
-	dev, closeDev, err := openDeviceWith(kind, ordinal, o.threads, cuda.Options{Profile: o.profile, NoGraphs: !o.graphs, NoEarlyLaunch: !o.early, GraphLayers: o.graphLayers})
+	dev, closeDev, err := openDeviceWith(kind, ordinal, o.threads, cuda.Options{Profile: o.profile, NoGraphs: !o.graphs, NoEarlyLaunch: !o.early, GraphLayers: o.graphLayers, FusedAttention: o.fusedAttn})
 	if err != nil {
 		return err
 	}

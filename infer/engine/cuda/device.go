@@ -48,6 +48,17 @@ type Options struct {
 	// means DefaultGraphLayers; a value of at least the model's layers
 	// makes a pass one graph.
 	GraphLayers int
+	// FusedAttention is the longest context, in positions, at which a
+	// pass of runs (consecutive rows of a sequence at consecutive
+	// positions, decode steps among them) rotates, stores and attends
+	// in one launch a layer (cukernels.RoPEAttention: a thread block a
+	// row and head); longer contexts launch RoPE and the cache store,
+	// then the attention's kernels, which spread each head's positions
+	// over many thread blocks. 0 means DefaultFusedAttention; a
+	// negative value never fuses; the kernel's own bound
+	// (cukernels.AttnFusedMax) caps it. The results are the same bits
+	// either way.
+	FusedAttention int
 }
 
 // DefaultGraphLayers is Options.GraphLayers's default: a 24-layer model's
@@ -55,6 +66,15 @@ type Options struct {
 // layers a launch decoded 2% faster than 8 and 14% faster than one graph
 // a step: docs/benchmarks.md).
 const DefaultGraphLayers = 4
+
+// DefaultFusedAttention is Options.FusedAttention's default, in
+// positions. One thread block a row and head attends to every position
+// itself, so the fused launch saves four launches a layer but reads a
+// long context through few multiprocessors: on an H100, decoding the
+// Qwen2.5-0.5B shape 64 tokens from a context of P, it was 1.12× the
+// separate launches at P = 2, 1.04× at 128, 0.98× at 192 and 256, 0.92×
+// at 512 (docs/benchmarks.md).
+const DefaultFusedAttention = 192
 
 // GraphRows is the most rows a forward pass may have to run as a CUDA
 // graph: decode steps, small mixed batches and speculative verification.
@@ -86,6 +106,7 @@ type Device struct {
 	graphs bool      // run small passes as graphs (Options.NoGraphs, the driver)
 	early  bool      // graphs' kernels launch early (Options.NoEarlyLaunch, the driver)
 	glay   int       // layers per graph launch (Options.GraphLayers)
+	fusedN int       // contexts of at most this many positions attend fused (Options.FusedAttention)
 
 	raised map[string]uint32 // the dynamic shared memory each function was allowed (device thread only)
 
@@ -150,6 +171,7 @@ func New(o Options) (*Device, error) {
 		if d.glay <= 0 {
 			d.glay = DefaultGraphLayers
 		}
+		d.fusedN = fusedPositions(o.FusedAttention)
 		m, err := c.LoadModule(img)
 		if err != nil {
 			return fmt.Errorf("loading the kernels' %s: %w", d.image, err)
@@ -175,6 +197,18 @@ func New(o Options) (*Device, error) {
 
 // graphLaunches returns the graph launches of a graph pass over a model
 // of layers layers (Options.GraphLayers).
+// fusedPositions resolves Options.FusedAttention: the longest context
+// that attends in one launch, 0 for none.
+func fusedPositions(o int) int {
+	switch {
+	case o < 0:
+		return 0
+	case o == 0:
+		return DefaultFusedAttention
+	}
+	return min(o, cukernels.AttnFusedMax)
+}
+
 func (d *Device) graphLaunches(layers int) int { return max(1, (layers+d.glay-1)/d.glay) }
 
 // Name returns "cuda:N NAME (sm_XY, cubin|ptx[, no graphs|, no early

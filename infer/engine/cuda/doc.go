@@ -45,7 +45,13 @@
 // and their inputs are the same either way, so are the bits. A one-row
 // pass multiplies a block's Q, K and V matrices in one launch (with
 // RoPE), and its gate and up matrices in another, where the upload laid
-// each group end to end (layer.qkv, layer.gateUp).
+// each group end to end (layer.qkv, layer.gateUp). A pass of at most
+// GraphRows rows whose contexts are at most Options.FusedAttention
+// positions (DefaultFusedAttention, 192), each sequence's rows a run of
+// consecutive positions (decode steps, verification steps), rotates q
+// and k, stores k and v and attends in one launch a layer
+// (cukernels.RoPEAttention) instead of five; longer contexts keep the
+// five, which spread each head's positions over many thread blocks.
 // Options.NoGraphs and Options.Profile launch every kernel from the host.
 //
 // # Memory

@@ -177,6 +177,12 @@ type batch struct {
 	cs     []float32
 	maxPos int
 	ld     int
+	// runs: a pass of at most GraphRows rows whose sequences' rows are
+	// runs (consecutive rows at consecutive positions, at most
+	// cukernels.AttnFusedRun a run), so the layers may attend with
+	// cukernels.RoPEAttention; first holds each row's run's first row.
+	runs  bool
+	first []int32
 }
 
 // plan checks rows and lays out what Forward uploads.
@@ -203,6 +209,7 @@ func (b *backend) plan(rows []engine.Row) (*batch, error) {
 	} else {
 		p.tiles = cukernels.AttnTiles(p.kvs[:n], p.pos, cfg.Heads, cfg.KVHeads, cfg.HeadDim)
 	}
+	p.first, p.runs = runFirsts(rows)
 	p.ld = (p.maxPos + 32) &^ 31
 	d := cfg.RopeDim
 	if d > 0 {
@@ -223,6 +230,34 @@ func (b *backend) plan(rows []engine.Row) (*batch, error) {
 // their softmax would be one block's work over the whole context. Every
 // output element keeps its order either way, so the bits are the same.
 const RowAttnRows = 16
+
+// runFirsts returns, for a pass of at most GraphRows rows whose
+// sequences' rows are runs (consecutive rows at consecutive positions, at
+// most cukernels.AttnFusedRun of them), each row's run's first row, and
+// true; for any other pass nil and false.
+func runFirsts(rows []engine.Row) ([]int32, bool) {
+	if len(rows) > GraphRows {
+		return nil, false
+	}
+	first := make([]int32, len(rows))
+	for i, r := range rows {
+		if i > 0 && r.KV == rows[i-1].KV {
+			f := first[i-1]
+			if r.Pos != rows[i-1].Pos+1 || i-int(f) >= cukernels.AttnFusedRun {
+				return nil, false
+			}
+			first[i] = f
+			continue
+		}
+		for _, o := range rows[:i] {
+			if o.KV == r.KV {
+				return nil, false // the sequence's rows are apart
+			}
+		}
+		first[i] = int32(i)
+	}
+	return first, true
+}
 
 // rowTiles returns the tile bounds of n rows, a tile per row.
 func rowTiles(n int) []int32 {
@@ -310,8 +345,8 @@ type run struct {
 	tail   []int // graph pass: the launches the next one waits for (nil: the one before it)
 	direct int   // kernels launched directly
 	// the device copies of the batch's inputs (upload)
-	tokens, pos, rowidx, tiles cu.DevicePtr
-	kvs, cs                    cu.DevicePtr
+	tokens, pos, rowidx, tiles, first cu.DevicePtr
+	kvs, cs                           cu.DevicePtr
 }
 
 func dp(p cu.DevicePtr) cukernels.DevPtr { return cukernels.DevPtr(p) }
@@ -381,10 +416,10 @@ func u64Bytes(v []uint64) []byte {
 }
 
 // inputLayout is where a pass of n rows finds its inputs in
-// workspace.in (and stage): tokens, positions, row indices and tiles
-// (int32, n+1 slots each) from 0, stride bytes apart; each row's K and V
-// address per layer (uint64 [2][layers][n]) at kvs; the RoPE angles
-// (float32 [n][RopeDim]) at cs; size bytes in all.
+// workspace.in (and stage): tokens, positions, row indices, tiles and
+// the runs' first rows (int32, n+1 slots each) from 0, stride bytes
+// apart; each row's K and V address per layer (uint64 [2][layers][n]) at
+// kvs; the RoPE angles (float32 [n][RopeDim]) at cs; size bytes in all.
 type inputLayout struct {
 	stride, kvs, cs, size int
 }
@@ -392,7 +427,7 @@ type inputLayout struct {
 func inputs(cfg *engine.Config, n int) inputLayout {
 	var l inputLayout
 	l.stride = 4 * (n + 1)
-	l.kvs = (4*l.stride + 7) &^ 7
+	l.kvs = (5*l.stride + 7) &^ 7
 	l.cs = l.kvs + 8*2*cfg.Layers*n
 	l.size = max(l.cs+4*n*cfg.RopeDim, 16)
 	return l
@@ -410,10 +445,12 @@ func (r *run) upload() {
 	copy(buf[l.stride:], i32Bytes(p.pos))
 	copy(buf[2*l.stride:], i32Bytes(p.rowidx))
 	copy(buf[3*l.stride:], i32Bytes(p.tiles))
+	copy(buf[4*l.stride:], i32Bytes(p.first))
 	copy(buf[l.kvs:], u64Bytes(p.kvs))
 	copy(buf[l.cs:], f32Bytes(p.cs))
 	in := w.in
 	r.tokens, r.pos, r.rowidx, r.tiles = in, in+cu.DevicePtr(l.stride), in+cu.DevicePtr(2*l.stride), in+cu.DevicePtr(3*l.stride)
+	r.first = in + cu.DevicePtr(4*l.stride)
 	r.kvs, r.cs = in+cu.DevicePtr(l.kvs), in+cu.DevicePtr(l.cs)
 	if r.err == nil {
 		r.err = r.c.CopyHtoDAsync(in, buf, r.c.Stream())
@@ -574,9 +611,13 @@ func (r *run) frontier() []int {
 // a one-row pass whose group of matrices lies end to end (layer.qkv with
 // RoPE, layer.gateUp) multiplies the group in one launch instead, into
 // workspace.qkv or workspace.gu: each output row is the same product of
-// the same row either way. With RoPE, one launch after the Q, K and V
-// products rotates q and k and stores k and v (cukernels.RoPEKVStore);
-// without it the KV store follows the K and V branches.
+// the same row either way. With RoPE, a pass whose sequences' rows are
+// runs (batch.runs) and whose contexts are at most Options.FusedAttention
+// positions rotates, stores and attends in one launch
+// (cukernels.RoPEAttention); any other pass rotates q and k and stores k
+// and v in one launch (cukernels.RoPEKVStore), then attends
+// (cukernels.Attention); without RoPE the KV store follows the K and V
+// branches. Both ways compute the same bits.
 func (r *run) layer(li int) {
 	b, w, p, cfg := r.b, &r.b.ws, r.p, r.b.cfg
 	L := &b.layers[li]
@@ -633,10 +674,8 @@ func (r *run) layer(li int) {
 	case grouped:
 		r.matmulBias(&L.qkv, w.xn, w.qkv, n, L.bq)
 		r.parallel(qNorm, kNorm)
-		r.launch(ropeKV.Launch())
 	case cfg.RopeDim > 0:
 		r.parallel(func() { qBranch(false) }, func() { kBranch(false) }, vBranch)
-		r.launch(ropeKV.Launch())
 	default:
 		r.parallel(func() { qBranch(true) }, func() {
 			r.parallel(func() { kBranch(true) }, vBranch)
@@ -652,9 +691,18 @@ func (r *run) layer(li int) {
 	if quantized {
 		att.OutAct, att.OutQ = L.wo.act, w.acts[L.wo.act]
 	}
-	ls, err := att.Launches()
-	for _, l := range ls {
-		r.launch(l, err)
+	fused := cukernels.RoPEAttention{RoPEKVStore: ropeKV, First: dp(r.first), Out: dp(w.att), MaxPos: p.maxPos,
+		OutAct: att.OutAct, OutQ: att.OutQ}
+	if p.runs && p.maxPos < b.d.fusedN && fused.Fits() {
+		r.launch(fused.Launch())
+	} else {
+		if cfg.RopeDim > 0 {
+			r.launch(ropeKV.Launch())
+		}
+		ls, err := att.Launches()
+		for _, l := range ls {
+			r.launch(l, err)
+		}
 	}
 	if quantized {
 		r.matmul(&L.wo, w.att, w.o, n)

@@ -101,7 +101,8 @@ var gpuQuants = []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeBF16, ggml.Type
 // as the subject and the CPU engine as the variant: every split point,
 // decode, mixed batches and the prefix store on the GPU, and the GPU's
 // logits and KV equal to the CPU's, for each architecture and weight type
-// (and an f32 cache).
+// (and an f32 cache, and a device whose decode attention is fused only up
+// to shortFused positions).
 func TestGPUExactness(t *testing.T) {
 	d := gpu(t)
 	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
@@ -115,6 +116,12 @@ func TestGPUExactness(t *testing.T) {
 	t.Run("qwen2/Q4_K_M", func(t *testing.T) {
 		path := mixModel(t, "qwen2")
 		enginetest.CheckExactness(t, open(t, path, d, kvcache.DTypeF16), open(t, path, cpuDev(), kvcache.DTypeF16), 5, 1, 40)
+	})
+	t.Run("qwen2/Q8_0/fused-to-24", func(t *testing.T) {
+		// Decode steps and runs on both sides of the fused attention's
+		// bound.
+		path := enginetest.TinyModel(t, "qwen2", ggml.TypeQ8_0)
+		enginetest.CheckExactness(t, open(t, path, gpuShortFused(t), kvcache.DTypeF16), open(t, path, cpuDev(), kvcache.DTypeF16), 5, 1, 40)
 	})
 	t.Run("stories260K/f32-cache", func(t *testing.T) {
 		g := enginetest.Goldens[0]

@@ -41,12 +41,27 @@ func (x *extraGPU) get(t testing.TB, o Options, what string) *Device {
 	return x.dev
 }
 
-var directGPU, layeredGPU extraGPU
+var directGPU, layeredGPU, shortFusedGPU, directShortFusedGPU extraGPU
 
 // gpuDirect returns a handle on the test GPU that launches every kernel
 // from the host (Options.NoGraphs).
 func gpuDirect(t testing.TB) *Device {
 	return directGPU.get(t, Options{NoGraphs: true}, "without graphs")
+}
+
+// shortFused is the context up to which gpuShortFused attends in one
+// launch: the tests' decodes pass it, so their passes take both paths.
+const shortFused = 24
+
+// gpuShortFused returns a handle on the test GPU whose passes attend in
+// one launch only up to shortFused positions (Options.FusedAttention);
+// gpuDirectShortFused launches the same kernels from the host.
+func gpuShortFused(t testing.TB) *Device {
+	return shortFusedGPU.get(t, Options{FusedAttention: shortFused}, "with fused attention up to 24 positions")
+}
+
+func gpuDirectShortFused(t testing.TB) *Device {
+	return directShortFusedGPU.get(t, Options{NoGraphs: true, FusedAttention: shortFused}, "without graphs, with fused attention up to 24 positions")
 }
 
 // gpuLayered returns a handle on the test GPU whose graph passes launch
@@ -136,25 +151,30 @@ func (p *pair) sameKV() {
 // stride change), batches that change shape, the row buffers and the
 // attention scratch regrown in the middle, a pass too large for a graph,
 // and KV imported into a fresh sequence. The launch counts show that the
-// graph side ran graphs, reused them and set changed nodes.
+// graph side ran graphs and reused them, and, where the decode attention
+// is not fused (its grid follows the context), set changed nodes.
 func TestGPUGraphsMatchDirect(t *testing.T) {
 	if d := gpu(t); !d.graphs {
 		t.Skipf("%s runs no graphs", d.Name())
 	}
 	dd := gpuDirect(t)
 	for _, c := range []struct {
-		arch string
-		q    ggml.Type
-		kv   kvcache.DType
-		d    *Device
+		arch  string
+		q     ggml.Type
+		kv    kvcache.DType
+		d, dd *Device
 	}{
-		{"qwen2", ggml.TypeQ8_0, kvcache.DTypeF16, gpu(t)}, {"qwen3", ggml.TypeQ4_K, kvcache.DTypeF16, gpu(t)},
-		{"llama", ggml.TypeF16, kvcache.DTypeF32, gpu(t)},
+		{"qwen2", ggml.TypeQ8_0, kvcache.DTypeF16, gpu(t), dd}, {"qwen3", ggml.TypeQ4_K, kvcache.DTypeF16, gpu(t), dd},
+		{"llama", ggml.TypeF16, kvcache.DTypeF32, gpu(t), dd},
 		// A graph launch a layer: passes split into several graphs.
-		{"qwen2", ggml.TypeQ8_0, kvcache.DTypeF16, gpuLayered(t)},
+		{"qwen2", ggml.TypeQ8_0, kvcache.DTypeF16, gpuLayered(t), dd},
+		// Decode steps past shortFused launch the attention's separate
+		// kernels, whose grids change with the context: graphs reused
+		// with their nodes set.
+		{"qwen2", ggml.TypeQ8_0, kvcache.DTypeF16, gpuShortFused(t), gpuDirectShortFused(t)},
 	} {
-		d := c.d
-		t.Run(fmt.Sprintf("%s/%s/%s/%d-layer-graphs", c.arch, c.q, c.kv, d.glay), func(t *testing.T) {
+		d, dd := c.d, c.dd
+		t.Run(fmt.Sprintf("%s/%s/%s/%d-layer-graphs/fused-%d", c.arch, c.q, c.kv, d.glay, d.fusedN), func(t *testing.T) {
 			path := enginetest.TinyModel(t, c.arch, c.q)
 			p := &pair{t: t, m: [2]*engine.Model{open(t, path, d, c.kv), open(t, path, dd, c.kv)}, rng: rand.New(rand.NewPCG(5, 6))}
 			p.V = p.m[0].Config().Vocab
@@ -211,7 +231,7 @@ func TestGPUGraphsMatchDirect(t *testing.T) {
 			if built := g.GraphsBuilt - g0.GraphsBuilt; built < 2 || built >= runs {
 				t.Errorf("%d graphs built for %d graph runs, want at least 2 and some runs reusing one", built, runs)
 			}
-			if g.NodesUpdated == g0.NodesUpdated {
+			if d.fusedN <= shortFused && g.NodesUpdated == g0.NodesUpdated {
 				t.Error("no graph node was updated: the reuse path did not run")
 			}
 			if kernels := g.GraphKernels - g0.GraphKernels + g.Direct - g0.Direct; kernels != x.Direct-x0.Direct {

@@ -85,6 +85,51 @@ MUSER_DEV int attn_mb(int ld) { return (ld + attn::SKB - 1) / attn::SKB; }
 // attn_ninf is −∞, where every maximum starts.
 MUSER_DEV float attn_ninf() { return -__uint_as_float(0x7f800000u); }
 
+// attn_lanes16 is a score from its 16 lane sums (DotF16's and Dot's
+// lanes, l = i mod 16): the tree +8, +4, +2, +1, times scale. It leaves
+// acc changed.
+MUSER_DEV float attn_lanes16(float (&acc)[16], float scale) {
+#pragma unroll
+	for (int l = 0; l < 8; l++) acc[l] = f32add(acc[l], acc[l + 8]);
+#pragma unroll
+	for (int l = 0; l < 4; l++) acc[l] = f32add(acc[l], acc[l + 4]);
+	acc[0] = f32add(acc[0], acc[2]);
+	acc[1] = f32add(acc[1], acc[3]);
+	return f32mul(f32add(acc[0], acc[1]), scale);
+}
+
+// attn_block_max returns, to every thread of a block of NW warps, the
+// largest of the threads' x by fmaxf in any order (attn_scores_max says
+// why that is the CPU's maximum); wm is NW floats of shared memory.
+// Every thread of the block calls it.
+template <int NW> MUSER_DEV float attn_block_max(float x, float* wm) {
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+	for (int off = 16; off >= 1; off /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, off));
+	if (lane == 0) wm[warp] = x;
+	__syncthreads();
+	x = wm[0];
+#pragma unroll
+	for (int w = 1; w < NW; w++) x = fmaxf(x, wm[w]);
+	return x;
+}
+
+// attn_block_sum returns, to every thread of a block of NW warps, the
+// float64 sum of the threads' x in an order of its own (the same for
+// every thread); ws is NW doubles of shared memory. Every thread of the
+// block calls it.
+template <int NW> MUSER_DEV double attn_block_sum(double x, double* ws) {
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+	for (int off = 16; off >= 1; off /= 2) x = f64add(x, __shfl_xor_sync(0xffffffffu, x, off));
+	if (lane == 0) ws[warp] = x;
+	__syncthreads();
+	x = ws[0];
+#pragma unroll
+	for (int w = 1; w < NW; w++) x = f64add(x, ws[w]);
+	return x;
+}
+
 // attn_rows4 is the number of values of one lane group: the dimensions i
 // ≡ g (mod 4) of a head of dim are i = 4r + g, r < attn_rows4(dim).
 MUSER_DEV int attn_rows4(int dim) { return (dim + 3) / 4; }
@@ -596,13 +641,7 @@ __device__ __forceinline__ void attn_scores_rows_d(const float* __restrict__ q, 
 					a = F16 ? __fmaf_rn(kr[d], qa[c], a) : f32add(a, f32mul(kr[d], qa[c]));
 				}
 			}
-#pragma unroll
-			for (int l = 0; l < 8; l++) acc[l] = f32add(acc[l], acc[l + 8]);
-#pragma unroll
-			for (int l = 0; l < 4; l++) acc[l] = f32add(acc[l], acc[l + 4]);
-			acc[0] = f32add(acc[0], acc[2]);
-			acc[1] = f32add(acc[1], acc[3]);
-			sc = f32mul(f32add(acc[0], acc[1]), scale);
+			sc = attn_lanes16(acc, scale);
 			out[(size_t)x * ld] = sc;
 		}
 #pragma unroll
@@ -674,19 +713,13 @@ muser_attn_softmax_part(float* S, const float* __restrict__ M, double* __restric
 	const int m = pos[i] + 1;
 	if (p * RSP >= m) return;
 	const size_t P = (size_t)i * heads + h;
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int tid = threadIdx.x;
 
 	const float* mp = M + P * attn_mb(ld);
 	const int nb = (m + SKB - 1) / SKB;
 	float mx = attn_ninf();
 	for (int b = tid; b < nb; b += 256) mx = fmaxf(mx, mp[b]);
-#pragma unroll
-	for (int off = 16; off >= 1; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-	if (lane == 0) wmax[warp] = mx;
-	__syncthreads();
-	mx = wmax[0];
-#pragma unroll
-	for (int w = 1; w < NW; w++) mx = fmaxf(mx, wmax[w]);
+	mx = attn_block_max<NW>(mx, wmax);
 
 	float* s = S + P * ld + (size_t)p * RSP;
 	const int cnt = min(RSP, m - p * RSP);
@@ -706,38 +739,21 @@ muser_attn_softmax_part(float* S, const float* __restrict__ M, double* __restric
 			sum = f64add(sum, (double)e);
 		}
 	}
-#pragma unroll
-	for (int off = 16; off >= 1; off /= 2) sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, off));
-	if (lane == 0) wsum[warp] = sum;
-	__syncthreads();
-	if (tid == 0) {
-		double t = wsum[0];
-#pragma unroll
-		for (int w = 1; w < NW; w++) t = f64add(t, wsum[w]);
-		part[P * pl + p] = t;
-	}
+	sum = attn_block_sum<NW>(sum, wsum);
+	if (tid == 0) part[P * pl + p] = sum;
 }
 
-// attn_rows_inv returns kernels.Softmax's float32(1/sum) for the m
-// exponentials e[0..m) that muser_attn_softmax_part left in a row of S,
-// whose blocks' sums it wrote to part[0..ceil(m/RSP)). One whole warp
-// calls it and every lane gets the value. The CPU's sum is its eight
-// float64 chains (j into chain j mod 8, in order, then the tree +4, +2,
-// +1); the blocks' sums, added here in another order, lie within
-// chain_margin of it, and float32(1/sum) is monotone in the sum: when
-// both ends of that interval give the same float32, it is the chains'
-// too. Otherwise (a float32 rounding boundary within about 4·m·10^-16 of
-// 1/sum, or a NaN) lanes 0..7 add the e_j in their chains and the tree
-// decides, as the CPU does.
-MUSER_DEV float attn_rows_inv(const float* __restrict__ e, const double* __restrict__ part, int m) {
+// attn_inv_of returns kernels.Softmax's float32(1/sum) for the m
+// exponentials e[0..m) whose float64 sum, added in any order, is t. One
+// whole warp calls it and every lane gets the value. The CPU's sum is its
+// eight float64 chains (j into chain j mod 8, in order, then the tree +4,
+// +2, +1); a sum in another order lies within chain_margin of it, and
+// float32(1/sum) is monotone in the sum: when both ends of that interval
+// give the same float32, it is the chains' too. Otherwise (a float32
+// rounding boundary within about 4·m·10^-16 of 1/sum, or a NaN) lanes
+// 0..7 add the e_j in their chains and the tree decides, as the CPU does.
+MUSER_DEV float attn_inv_of(const float* __restrict__ e, double t, int m) {
 	const int lane = threadIdx.x & 31;
-	const int np = (m + attn::RSP - 1) / attn::RSP;
-	double t = 0.0;
-	for (int k = lane; k < np; k += 32) t = f64add(t, part[k]);
-	// A butterfly of commutative additions: every lane ends with the
-	// same total.
-#pragma unroll
-	for (int off = 16; off >= 1; off /= 2) t = f64add(t, __shfl_xor_sync(0xffffffffu, t, off));
 	const double r = chain_margin(t, m);
 	const float lo = __double2float_rn(muser_ddiv_rn(1.0, f64add(t, r)));
 	const float hi = __double2float_rn(muser_ddiv_rn(1.0, f64sub(t, r)));
@@ -760,6 +776,22 @@ MUSER_DEV float attn_rows_inv(const float* __restrict__ e, const double* __restr
 	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
 	sum = f64add(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
 	return __shfl_sync(0xffffffffu, __double2float_rn(muser_ddiv_rn(1.0, sum)), 0);
+}
+
+// attn_rows_inv returns kernels.Softmax's float32(1/sum) for the m
+// exponentials e[0..m) that muser_attn_softmax_part left in a row of S,
+// whose blocks' sums it wrote to part[0..ceil(m/RSP)): attn_inv_of of
+// their total. One whole warp calls it and every lane gets the value.
+MUSER_DEV float attn_rows_inv(const float* __restrict__ e, const double* __restrict__ part, int m) {
+	const int lane = threadIdx.x & 31;
+	const int np = (m + attn::RSP - 1) / attn::RSP;
+	double t = 0.0;
+	for (int k = lane; k < np; k += 32) t = f64add(t, part[k]);
+	// A butterfly of commutative additions: every lane ends with the
+	// same total.
+#pragma unroll
+	for (int off = 16; off >= 1; off /= 2) t = f64add(t, __shfl_xor_sync(0xffffffffu, t, off));
+	return attn_inv_of(e, t, m);
 }
 
 // muser_attn_softmax8 is the tiled attention's softmax (many rows), a

@@ -33,6 +33,8 @@
 //	  KVStore(k, v)                                     into each row's sequence cache
 //	                                                    (RoPE and KVStore in one: RoPEKVStore)
 //	  Attention{…}.Launches()                           scores, softmax, weighted sum → att
+//	                                                    (RoPE, KVStore and a decode batch's
+//	                                                    attention in one: RoPEAttention)
 //	  QuantizeActs(att), MatMul wo                      o
 //	  AddRMSNorm(x += o + bo, xn = norm(x), ffn_norm)
 //	  QuantizeActs(xn), MatMul gate, up
@@ -136,6 +138,15 @@
 //     positions a block and their float64 sum, from which the decode
 //     weighted sums form float32(1/sum); the weighted sums multiply (and
 //     round) each weight as they stage it.
+//   - ropeattn.cuh: muser_rope_attn_f16/_f32, a decode batch's
+//     muser_rope_kv_store and attention in one kernel for rows at most
+//     attn::DSM = 4,096 positions long, each sequence's rows a run of at
+//     most 16, heads of at most 128 dimensions (RoPEAttention): a thread
+//     block per row and query head rotates its query and its KV head's
+//     keys of the run, stores its row's K and V (the group's first head),
+//     keeps the scores in shared memory, and
+//     calls the decode path's functions where it can (attn_inv_of,
+//     attn_weight, quant_q8_0_block), its chains in their orders.
 //   - selftest.cuh: muser_test_* expose the device primitives to the GPU
 //     tests; the forward pass never launches them.
 //
@@ -192,6 +203,10 @@
 //	                         n·ng × kvheads·⌈group/8⌉ × ⌈dim/8⌉, 288
 //	muser_attn_wsum_parts    p Y, p pos, p out, i heads, i dim, i np, i pc, p q|0, p d|0, p s1|0
 //	                                                                        heads × n, 256
+//	muser_rope_attn_f16, _f32
+//	                         p q, p k, p v, i heads, i kvheads, i dim, i ropeDim, i neox, p cs, p kc, p vc,
+//	                         p pos, p first, p out, f scale, p q|0, p d|0, p s1|0
+//	                                                                        heads × n, 512 (dim ≤ 128, pos < 4,096)
 //	muser_test_exp32         p x, p y, i count                              ⌈count/256⌉, 256
 //	muser_test_f32_bits      u base, i count, p f16, p bf16, p ra, p ni, p r16, p ru
 //	                                                                        ⌈count/256⌉, 256

@@ -215,6 +215,22 @@ func TestEmuRowOps(t *testing.T) {
 
 func TestEmuRoPEKVStore(t *testing.T) { runRoPEKVStore(t, emu(t)) }
 
+// TestEmuRoPEAttention: single rows at a first position, across the
+// weighted sum's parts (255|256|257), and at the fused kernel's last
+// position; runs of rows of one sequence (a verification step's five
+// across a part's end, a first prompt's three, the most a run may have);
+// head dimensions of the vector loads (64) and the scalar ones (40,
+// whose output is not quantized), all or half of each head rotated; a
+// sequence whose K has infinities.
+func TestEmuRoPEAttention(t *testing.T) {
+	e := emu(t)
+	b := batchOf([3]int{0, 0, 1}, [3]int{1, 1, 1}, [3]int{2, 255, 1}, [3]int{3, 256, 1}, [3]int{4, 257, 1},
+		[3]int{5, 600, 1}, [3]int{6, 253, 5}, [3]int{7, 0, 3})
+	b.inf = map[int][]int{5: {300}, 6: {100}}
+	runRoPEAttention(t, e, []ropeAttnCase{{14, 2, 64, 64}, {4, 4, 64, 32}}, b)
+	runRoPEAttention(t, e, []ropeAttnCase{{6, 2, 40, 40}}, batchOf([3]int{0, 3, 1}, [3]int{1, AttnFusedMax - AttnFusedRun, AttnFusedRun}))
+}
+
 func TestEmuAttention(t *testing.T) {
 	e := emu(t)
 	runAttention(t, e, []attnCase{{"gqa", 4, 2, 64}, {"mha dim 72", 2, 2, 72}},

@@ -264,6 +264,21 @@ func TestGPURowOps(t *testing.T) { runRowOps(t, gpu(t, ""), gpuRowOpSizes) }
 
 func TestGPURoPEKVStore(t *testing.T) { runRoPEKVStore(t, gpu(t, "")) }
 
+// TestGPURoPEAttention runs the fused decode attention on the shapes of
+// Qwen2.5-0.5B (14 over 2 of 64), Qwen3-0.6B (16 over 8 of 128, half of
+// each head rotated here) and an unaligned one (dim 20: scalar loads):
+// single rows at the part edges up to the kernel's last position, a
+// sequence with infinite keys among them, and runs of rows of one
+// sequence (a verification step's five, the most a run may have).
+func TestGPURoPEAttention(t *testing.T) {
+	g := gpu(t, "")
+	b := batchOf([3]int{0, 0, 1}, [3]int{1, 1, 1}, [3]int{2, 255, 1}, [3]int{3, 256, 1}, [3]int{4, 257, 1},
+		[3]int{5, 1023, 1}, [3]int{6, 2047, 1}, [3]int{7, 2300, 1}, [3]int{8, AttnFusedMax - 1, 1},
+		[3]int{9, 1790, 5}, [3]int{10, 3000, AttnFusedRun})
+	b.inf = map[int][]int{5: {700}}
+	runRoPEAttention(t, g, []ropeAttnCase{{14, 2, 64, 64}, {16, 8, 128, 64}, {20, 2, 20, 20}}, b)
+}
+
 func TestGPUAttention(t *testing.T) {
 	g := gpu(t, "")
 	runAttention(t, g, attnCases, gpuAttnBatch)
@@ -303,6 +318,7 @@ func TestGPUPTXImage(t *testing.T) {
 	runMatMul(t, g, []ggml.Type{ggml.TypeQ8_0, ggml.TypeF16, ggml.TypeF32, ggml.TypeQ4_K, ggml.TypeNVFP4}, firstCases(gpuMatMulCases))
 	runRowOps(t, g, gpuRowOpSizes)
 	runAttention(t, g, attnCases[:2], gpuAttnBatch)
+	runRoPEAttention(t, g, []ropeAttnCase{{14, 2, 64, 64}}, batchOf([3]int{0, 0, 1}, [3]int{1, 300, 4}, [3]int{2, 2047, 1}))
 }
 
 // ---------------------------------------------------------------------------

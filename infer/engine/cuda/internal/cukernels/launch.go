@@ -64,6 +64,7 @@ var (
 	wsumRowsParams    = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, I32, I32, I32, I32, I32}
 	scoresRowsParams  = []Param{Ptr, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, I32, F32}
 	kvStoreParams     = []Param{Ptr, Ptr, I32, I32, Ptr, Ptr, Ptr}
+	ropeAttnParams    = []Param{Ptr, Ptr, Ptr, I32, I32, I32, I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, F32, Ptr, Ptr, Ptr}
 )
 
 // intTypes are the weight types of the integer matrix products, with the
@@ -112,6 +113,8 @@ var kernelTable = func() []Kernel {
 		{Name: "muser_attn_wsum_rows_f16", Params: wsumRowsParams, ExactFMA: true},
 		{Name: "muser_attn_wsum_rows_f32", Params: wsumRowsParams},
 		{Name: "muser_attn_wsum_parts", Params: []Param{Ptr, Ptr, Ptr, I32, I32, I32, I32, Ptr, Ptr, Ptr}},
+		{Name: "muser_rope_attn_f16", Params: ropeAttnParams, ExactFMA: true},
+		{Name: "muser_rope_attn_f32", Params: ropeAttnParams},
 		{Name: "muser_test_exp32", Params: []Param{Ptr, Ptr, I32}, SelfTest: true},
 		{Name: "muser_test_f32_bits", Params: []Param{I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr}, SelfTest: true},
 		{Name: "muser_test_small_tables", Params: []Param{Ptr, Ptr, Ptr}, SelfTest: true},
@@ -733,6 +736,78 @@ func (r RoPEKVStore) Launch() (Launch, error) {
 	}
 	return launch(k, [3]int{r.N, 1, 1}, 256, 0, p(r.Q), p(r.K), p(r.V), i32(r.N), i32(r.Heads), i32(r.KVHeads),
 		i32(r.Dim), i32(r.RopeDim), flag(r.NeoX), p(r.CS), p(r.KC), p(r.VC), p(r.Pos), flag(r.F16))
+}
+
+// RoPEAttention is RoPEKVStore followed by the Attention of a decode
+// batch in one launch (Fits: rows that attend to at most AttnFusedMax
+// positions, heads of at most AttnFusedDim dimensions). The rows of one
+// sequence must be a run of consecutive rows at consecutive positions, at
+// most AttnFusedRun of them, whose sequence's earlier positions are all
+// in its cache; First (int32 [N]) holds each row's run's first row (a
+// row alone is its own first). It writes what those launches write but
+// the rotated Q and K (the cache's copy of K is written; Q and K stay as
+// the products left them): the output to Out, the K and V rows to the
+// caches, and where OutAct is ActQ8_0 or ActQ8_1 the output's activations
+// to OutQ, as Attention.OutAct. MaxPos is the largest of the rows'
+// positions.
+type RoPEAttention struct {
+	RoPEKVStore
+	First  DevPtr
+	Out    DevPtr
+	MaxPos int
+	OutAct Act
+	OutQ   ActBufs
+}
+
+// The fused decode attention's bounds (ropeattn.cuh's attn::DSM, attn::DMX,
+// attn::DRN and attn::DTH): the most positions a row attends to, the
+// largest head dimension, the most rows of a run, the threads of a block.
+const (
+	AttnFusedMax     = 4096
+	AttnFusedDim     = 128
+	AttnFusedRun     = 16
+	attnFusedThreads = 512
+)
+
+// Fits reports whether a's shape is one the fused kernel takes: rows that
+// attend to at most AttnFusedMax positions, heads of at most AttnFusedDim
+// dimensions, a rotation, and an output kept in float32 or quantized as
+// Attention.QuantizesOut allows. Whether each sequence's rows are a run
+// (First) is the caller's to know.
+func (a RoPEAttention) Fits() bool {
+	out := a.OutAct == ActF32 || ((a.OutAct == ActQ8_0 || a.OutAct == ActQ8_1) && a.Dim%32 == 0)
+	return a.MaxPos >= 0 && a.MaxPos < AttnFusedMax && a.Dim <= AttnFusedDim && a.RopeDim > 0 && out
+}
+
+// Launch returns the launch: grid (Heads, N), block 512.
+func (a RoPEAttention) Launch() (Launch, error) {
+	k := "muser_rope_attn_f32"
+	if a.F16 {
+		k = "muser_rope_attn_f16"
+	}
+	if err := positive(k, a.N, a.Heads, a.KVHeads, a.Dim, a.RopeDim); err != nil {
+		return Launch{}, err
+	}
+	if a.Heads%a.KVHeads != 0 || a.RopeDim%2 != 0 || a.RopeDim > a.Dim || !a.Fits() {
+		return Launch{}, shapeErr(k, "%d heads over %d KV heads of dim %d (at most %d), rope dim %d, max position %d (below %d), output %s",
+			a.Heads, a.KVHeads, a.Dim, AttnFusedDim, a.RopeDim, a.MaxPos, AttnFusedMax, a.OutAct)
+	}
+	if err := product(k, a.N, a.Heads*a.Dim); err != nil {
+		return Launch{}, err
+	}
+	if a.First == 0 {
+		return Launch{}, shapeErr(k, "the fused attention needs the rows' runs (First)")
+	}
+	var q, d, s1 DevPtr
+	if a.OutAct != ActF32 {
+		q, d = a.OutQ.Q, a.OutQ.D
+		if a.OutAct == ActQ8_1 {
+			s1 = a.OutQ.Ext
+		}
+	}
+	return launch(k, [3]int{a.Heads, a.N, 1}, attnFusedThreads, 0, p(a.Q), p(a.K), p(a.V), i32(a.Heads),
+		i32(a.KVHeads), i32(a.Dim), i32(a.RopeDim), flag(a.NeoX), p(a.CS), p(a.KC), p(a.VC), p(a.Pos), p(a.First),
+		p(a.Out), f32(AttnScale(a.Dim)), p(q), p(d), p(s1))
 }
 
 // ---------------------------------------------------------------------------

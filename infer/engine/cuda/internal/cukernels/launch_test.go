@@ -57,6 +57,10 @@ func sampleLaunches(t *testing.T) []Launch {
 	add(KVStore(false, 1, 2, 5, 128, 3, 4, 5))
 	add(RoPEKVStore{F16: true, Q: 1, K: 2, V: 3, N: 5, Heads: 14, KVHeads: 2, Dim: 64, RopeDim: 64, NeoX: true, CS: 4, KC: 5, VC: 6, Pos: 7}.Launch())
 	for _, f16 := range []bool{true, false} {
+		add(RoPEAttention{RoPEKVStore: RoPEKVStore{F16: f16, Q: 1, K: 2, V: 3, N: 5, Heads: 14, KVHeads: 2, Dim: 64,
+			RopeDim: 64, CS: 4, KC: 5, VC: 6, Pos: 7}, First: 9, Out: 8, MaxPos: 100, OutAct: ActQ8_0, OutQ: b}.Launch())
+	}
+	for _, f16 := range []bool{true, false} {
 		for _, ntiles := range []int{2, 5} { // tiled; every tile one row (decode)
 			a := Attention{F16: f16, Heads: 14, KVHeads: 2, Dim: 64, N: 5, Q: 1, Out: 2, KC: 3, VC: 4, Pos: 5, Tiles: 6,
 				NTiles: ntiles, MaxPos: 100, S: 7, LD: 104, M: 8, Inv: 9}
@@ -562,6 +566,63 @@ func TestAttentionLaunches(t *testing.T) {
 		if _, err := bad.Launches(); !errors.Is(err, ErrShape) {
 			t.Errorf("%+v: error %v, want ErrShape", bad, err)
 		}
+	}
+}
+
+func TestRoPEAttentionLaunch(t *testing.T) {
+	ok := RoPEAttention{RoPEKVStore: RoPEKVStore{F16: true, Q: 1, K: 2, V: 3, N: 2, Heads: 14, KVHeads: 2, Dim: 64,
+		RopeDim: 64, CS: 4, KC: 5, VC: 6, Pos: 7}, First: 12, Out: 8, MaxPos: AttnFusedMax - 1, OutAct: ActQ8_1,
+		OutQ: ActBufs{Q: 9, D: 10, Ext: 11}}
+	l, err := ok.Launch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Kernel != "muser_rope_attn_f16" || l.Grid != [3]uint32{14, 2, 1} || l.Block != [3]uint32{attnFusedThreads, 1, 1} {
+		t.Errorf("launch %s grid %v block %v, want muser_rope_attn_f16 grid [14 2 1] block [%d 1 1]", l.Kernel, l.Grid, l.Block, attnFusedThreads)
+	}
+	// The output's activations: q, d and (Q8_1) the sums, last.
+	if got := l.Args[len(l.Args)-3:]; got[0] != uint64(9) || got[1] != uint64(10) || got[2] != uint64(11) {
+		t.Errorf("output activations %v, want [9 10 11]", got)
+	}
+	tests := []struct {
+		name string
+		fits bool // Fits's answer; Launch fails with ErrShape whenever it is false
+		edit func(a *RoPEAttention)
+	}{
+		{"as it is", true, func(a *RoPEAttention) {}},
+		{"Q8_0 output", true, func(a *RoPEAttention) { a.OutAct = ActQ8_0 }},
+		{"float output", true, func(a *RoPEAttention) { a.OutAct = ActF32 }},
+		{"float heads of 48", true, func(a *RoPEAttention) { a.Dim, a.RopeDim, a.OutAct = 48, 48, ActF32 }},
+		{"past the last position", false, func(a *RoPEAttention) { a.MaxPos = AttnFusedMax }},
+		{"head too wide", false, func(a *RoPEAttention) { a.Dim, a.RopeDim = 256, 256 }},
+		{"no rotation", false, func(a *RoPEAttention) { a.RopeDim = 0 }},
+		{"quantized heads of 48", false, func(a *RoPEAttention) { a.Dim, a.RopeDim = 48, 48 }},
+		{"K-quant output", false, func(a *RoPEAttention) { a.OutAct = ActQ8_K }},
+	}
+	for _, tc := range tests {
+		a := ok
+		tc.edit(&a)
+		if a.Fits() != tc.fits {
+			t.Errorf("%s: Fits %v, want %v", tc.name, a.Fits(), tc.fits)
+		}
+		if _, err := a.Launch(); tc.fits != (err == nil) || (err != nil && !errors.Is(err, ErrShape)) {
+			t.Errorf("%s: Launch error %v, want ErrShape only where it does not fit", tc.name, err)
+		}
+	}
+	for _, bad := range []RoPEKVStore{
+		{F16: true, N: 1, Heads: 14, KVHeads: 3, Dim: 64, RopeDim: 64},  // heads not a multiple of KV heads
+		{F16: true, N: 1, Heads: 14, KVHeads: 2, Dim: 64, RopeDim: 63},  // odd rotation
+		{F16: true, N: 1, Heads: 14, KVHeads: 2, Dim: 64, RopeDim: 128}, // rotation past the head
+		{F16: true, N: 0, Heads: 14, KVHeads: 2, Dim: 64, RopeDim: 64},  // no rows
+	} {
+		if _, err := (RoPEAttention{RoPEKVStore: bad, First: 12}).Launch(); !errors.Is(err, ErrShape) {
+			t.Errorf("%+v: error %v, want ErrShape", bad, err)
+		}
+	}
+	noRuns := ok
+	noRuns.First = 0
+	if _, err := noRuns.Launch(); !errors.Is(err, ErrShape) {
+		t.Errorf("without First: error %v, want ErrShape", err)
 	}
 }
 

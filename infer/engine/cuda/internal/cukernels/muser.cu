@@ -9,4 +9,5 @@
 #include "mmf.cuh"
 #include "rowops.cuh"
 #include "attention.cuh"
+#include "ropeattn.cuh"
 #include "selftest.cuh"

@@ -953,6 +953,199 @@ func runRoPEKVStore(t *testing.T, d device) {
 	}
 }
 
+// ropeAttnCase is a shape of RoPEAttention: heads over kvheads of dim,
+// the first ropeDim dimensions rotated.
+type ropeAttnCase struct{ heads, kvheads, dim, ropeDim int }
+
+// runRoPEAttention checks RoPEAttention against the CPU's RoPE, KV store
+// and attention (refRotate, kernels.F32ToF16, refAttention) bit for bit,
+// and its quantized output against refQuantize of the output: the rows
+// of batch (each sequence's rows a run: consecutive rows at consecutive
+// positions; its positions before the run random in its cache, whose K
+// holds infinities at batch.inf's positions), both cache types, both
+// pairings, the output quantized and not. Every cache byte past a
+// sequence's last row must stay as it was.
+func runRoPEAttention(t *testing.T, d device, cases []ropeAttnCase, batch attnBatch) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, c := range cases {
+		for _, f16 := range []bool{true, false} {
+			for _, neox := range []bool{true, false} {
+				for _, quant := range []bool{false, true} {
+					if quant && c.dim%32 != 0 {
+						continue // Q8_0 blocks of whole heads only
+					}
+					name := fmt.Sprintf("rope_attn/%d,%d×%d/rot%d/f16=%v/neox=%v/quant=%v", c.heads, c.kvheads, c.dim, c.ropeDim, f16, neox, quant)
+					t.Run(name, func(t *testing.T) {
+						checkRoPEAttention(t, d, rng, c, batch, f16, neox, quant, name)
+					})
+				}
+			}
+		}
+	}
+}
+
+// runFirsts returns each row's run's first row (RoPEAttention.First) for
+// rows of sequences seq, each sequence's rows consecutive.
+func runFirsts(seq []int) []int {
+	first := make([]int, len(seq))
+	for i := range seq {
+		if i > 0 && seq[i] == seq[i-1] {
+			first[i] = first[i-1]
+		} else {
+			first[i] = i
+		}
+	}
+	return first
+}
+
+func checkRoPEAttention(t *testing.T, d device, rng *rand.Rand, c ropeAttnCase, batch attnBatch, f16, neox, quant bool, name string) {
+	seq, pos := batch.seq, batch.pos
+	n, nseq := len(pos), slices.Max(seq)+1
+	first := runFirsts(seq)
+	Q, kvrow := c.heads*c.dim, c.kvheads*c.dim
+	q, k, v := wideQKV(rng, n*Q), wideQKV(rng, n*kvrow), wideQKV(rng, n*kvrow)
+	cs := make([]float32, n*c.ropeDim)
+	for i := range cs {
+		cs[i] = float32(math.Sin(rng.Float64() * 7))
+	}
+	// A sequence's cache: the positions before its run random, the rest
+	// poison; start[s] is the run's first position, end[s] one past its
+	// last.
+	start, end := make([]int, nseq), make([]int, nseq)
+	for i := n - 1; i >= 0; i-- {
+		start[seq[i]] = pos[i]
+		end[seq[i]] = max(end[seq[i]], pos[i]+1)
+	}
+	k32, v32 := make([][]float32, nseq), make([][]float32, nseq)
+	for sq := range nseq {
+		ctok := end[sq] + 2
+		k32[sq], v32[sq] = make([]float32, ctok*kvrow), make([]float32, ctok*kvrow)
+		for j := range start[sq] * kvrow {
+			k32[sq][j], v32[sq][j] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		}
+		for _, j := range batch.inf[sq] {
+			if j < start[sq] {
+				k32[sq][j*kvrow], k32[sq][j*kvrow+1] = float32(math.Inf(1)), float32(math.Inf(-1))
+			}
+		}
+	}
+	es := 4
+	if f16 {
+		es = 2
+	}
+	cache := func(x []float32, rows int) []byte {
+		b := slices.Repeat([]byte{0xff}, es*len(x))
+		if f16 {
+			h := make([]uint16, rows*kvrow)
+			kernels.F32ToF16(h, x[:rows*kvrow])
+			copy(b, u16Bytes(h))
+		} else {
+			copy(b, f32Bytes(x[:rows*kvrow]))
+		}
+		return b
+	}
+	// The reference: the rows rotated and stored, then attended to.
+	wq, wk := slices.Clone(q), slices.Clone(k)
+	rk32, rv32 := make([][]float32, nseq), make([][]float32, nseq)
+	for sq := range nseq {
+		rk32[sq], rv32[sq] = slices.Clone(k32[sq]), slices.Clone(v32[sq])
+	}
+	for i := range n {
+		row := cs[i*c.ropeDim : (i+1)*c.ropeDim]
+		for h := range c.heads {
+			refRotate(wq[i*Q+h*c.dim:i*Q+(h+1)*c.dim], row, c.ropeDim, neox)
+		}
+		for h := range c.kvheads {
+			refRotate(wk[i*kvrow+h*c.dim:i*kvrow+(h+1)*c.dim], row, c.ropeDim, neox)
+		}
+		copy(rk32[seq[i]][pos[i]*kvrow:], wk[i*kvrow:(i+1)*kvrow])
+		copy(rv32[seq[i]][pos[i]*kvrow:], v[i*kvrow:(i+1)*kvrow])
+	}
+	wantK, wantV := make([][]byte, nseq), make([][]byte, nseq)
+	k16, v16 := make([][]uint16, nseq), make([][]uint16, nseq)
+	for sq := range nseq {
+		wantK[sq], wantV[sq] = cache(rk32[sq], end[sq]), cache(rv32[sq], end[sq])
+		k16[sq], v16[sq] = make([]uint16, len(rk32[sq])), make([]uint16, len(rv32[sq]))
+		kernels.F32ToF16(k16[sq], rk32[sq])
+		kernels.F32ToF16(v16[sq], rv32[sq])
+	}
+	want := refAttention(f16, wq, seq, pos, attnCase{heads: c.heads, kvheads: c.kvheads, dim: c.dim}, k16, v16, rk32, rv32)
+	act := ActF32
+	if quant {
+		act = ActQ8_1
+		if f16 {
+			act = ActQ8_0
+		}
+	}
+	a := RoPEAttention{RoPEKVStore: RoPEKVStore{F16: f16, N: n, Heads: c.heads, KVHeads: c.kvheads, Dim: c.dim,
+		RopeDim: c.ropeDim, NeoX: neox}, MaxPos: slices.Max(pos), OutAct: act}
+	if !a.Fits() {
+		t.Fatalf("%s: the shape does not fit the fused kernel", name)
+	}
+	var got, gq, gd, ge []byte
+	gotK, gotV := make([][]byte, nseq), make([][]byte, nseq)
+	d.run(t, func(s *session) {
+		bk, bv := make([]DevPtr, nseq), make([]DevPtr, nseq)
+		for sq := range nseq {
+			bk[sq], bv[sq] = s.up(cache(k32[sq], start[sq])), s.up(cache(v32[sq], start[sq]))
+		}
+		var kc, vc []uint64
+		for i := range n {
+			kc, vc = append(kc, uint64(bk[seq[i]])), append(vc, uint64(bv[seq[i]]))
+		}
+		a.Q, a.K, a.V, a.CS = s.up(f32Bytes(q)), s.up(f32Bytes(k)), s.up(f32Bytes(v)), s.up(f32Bytes(cs))
+		a.KC, a.VC, a.Pos, a.First = s.up(u64Bytes(kc)), s.up(u64Bytes(vc)), s.up(i32s(pos)), s.up(i32s(first))
+		a.Out = s.alloc(4 * n * Q)
+		_, qs, ds, xs := ActSizes(act, n, Q)
+		if quant {
+			a.OutQ = ActBufs{Q: s.alloc(int(qs)), D: s.alloc(int(ds)), Ext: s.alloc(int(xs))}
+		}
+		s.launch(a.Launch())
+		got = s.down(a.Out, 4*n*Q)
+		if quant {
+			gq, gd, ge = s.down(a.OutQ.Q, int(qs)), s.down(a.OutQ.D, int(ds)), s.down(a.OutQ.Ext, int(xs))
+		}
+		for sq := range nseq {
+			gotK[sq], gotV[sq] = s.down(bk[sq], es*len(k32[sq])), s.down(bv[sq], es*len(v32[sq]))
+		}
+	})
+	what := fmt.Sprintf("%s: output of rows at positions %v of sequences %v on %v (index = row·heads·dim + head·dim + d)", name, pos, seq, d)
+	// An infinite key makes some heads' scores NaN (∞ − ∞), or only
+	// infinite: which, depends on the signs of the rotated queries.
+	if slices.ContainsFunc(want, func(x float32) bool { return x != x }) {
+		sameOrNaN(t, what, bytesF32(got), want)
+	} else {
+		sameBits(t, what, bytesF32(got), want)
+	}
+	for sq := range nseq {
+		sameBytes(t, fmt.Sprintf("%s: sequence %d's K cache", name, sq), gotK[sq], wantK[sq])
+		sameBytes(t, fmt.Sprintf("%s: sequence %d's V cache", name, sq), gotV[sq], wantV[sq])
+	}
+	if quant {
+		wq := refQuantize(act, bytesF32(got), n, Q)
+		sameBytes(t, act.String()+" q of the "+what, gq, i8Bytes(wq.q))
+		sameBits(t, act.String()+" d of the "+what, bytesF32(gd), wq.d)
+		if act == ActQ8_1 {
+			sameBytes(t, "Q8_1 s of the "+what, ge, wq.ext)
+		}
+	}
+}
+
+// wideQKV returns n normal floats with a few of the wide ones
+// (wideFloats) among them: queries, keys and values whose products
+// overflow or vanish now and then without making every row NaN.
+func wideQKV(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	w := wideFloats(rng, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+		if rng.IntN(64) == 0 {
+			x[i] = w[i]
+		}
+	}
+	return x
+}
+
 // refRotate is the CPU engine's rotate (infer/engine/cpu/forward.go).
 func refRotate(x, cs []float32, ropeDim int, neox bool) {
 	half := ropeDim / 2

@@ -65,7 +65,7 @@ const std::map<std::string, Invoker> kernels = {
 	K(muser_rmsnorm), K(muser_add_rmsnorm), K(muser_rmsnorm_heads), K(muser_add), K(muser_add_bias),
 	K(muser_silu_mul), K(muser_silu_mul_quant), K(muser_rope), K(muser_kv_store_f16), K(muser_kv_store_f32), K(muser_rope_kv_store),
 	K(muser_attn_scores_f16), K(muser_attn_scores_f32), K(muser_attn_softmax_part), K(muser_attn_softmax8), K(muser_attn_wsum_f16), K(muser_attn_wsum_f32),
-	K(muser_attn_wsum_rows_f16), K(muser_attn_wsum_rows_f32), K(muser_attn_wsum_parts), K(muser_attn_scores_rows_f16), K(muser_attn_scores_rows_f32),
+	K(muser_attn_wsum_rows_f16), K(muser_attn_wsum_rows_f32), K(muser_attn_wsum_parts), K(muser_rope_attn_f16), K(muser_rope_attn_f32), K(muser_attn_scores_rows_f16), K(muser_attn_scores_rows_f32),
 	K(muser_test_exp32), K(muser_test_f32_bits), K(muser_test_small_tables), K(muser_test_softmax_weights),
 	KT(q8_0), KT(q4_0), KT(q5_0), KT(q4_1), KT(q5_1), KT(q2_k), KT(q3_k), KT(q4_k), KT(q5_k), KT(q6_k), KT(nvfp4),
 	K(muser_mmf_f32), K(muser_mmfv_f32), K(muser_embed_f32), K(muser_mmf_f16), K(muser_mmfv_f16), K(muser_embed_f16),
