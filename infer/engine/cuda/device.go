@@ -195,8 +195,6 @@ func New(o Options) (*Device, error) {
 	return d, nil
 }
 
-// graphLaunches returns the graph launches of a graph pass over a model
-// of layers layers (Options.GraphLayers).
 // fusedPositions resolves Options.FusedAttention: the longest context
 // that attends in one launch, 0 for none.
 func fusedPositions(o int) int {
@@ -209,6 +207,8 @@ func fusedPositions(o int) int {
 	return min(o, cukernels.AttnFusedMax)
 }
 
+// graphLaunches returns the graph launches of a graph pass over a model
+// of layers layers (Options.GraphLayers).
 func (d *Device) graphLaunches(layers int) int { return max(1, (layers+d.glay-1)/d.glay) }
 
 // Name returns "cuda:N NAME (sm_XY, cubin|ptx[, no graphs|, no early
