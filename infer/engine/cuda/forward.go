@@ -179,7 +179,8 @@ type batch struct {
 	ld     int
 	// runs: a pass of at most GraphRows rows whose sequences' rows are
 	// runs (consecutive rows at consecutive positions, at most
-	// cukernels.AttnFusedRun a run), so the layers may attend with
+	// cukernels.AttnFusedRun a run) and whose contexts are at most
+	// Options.FusedAttention positions, so the layers may attend with
 	// cukernels.RoPEAttention; first holds each row's run's first row.
 	runs  bool
 	first []int32
@@ -209,7 +210,9 @@ func (b *backend) plan(rows []engine.Row) (*batch, error) {
 	} else {
 		p.tiles = cukernels.AttnTiles(p.kvs[:n], p.pos, cfg.Heads, cfg.KVHeads, cfg.HeadDim)
 	}
-	p.first, p.runs = runFirsts(rows)
+	if p.maxPos < b.d.fusedN {
+		p.first, p.runs = runFirsts(rows)
+	}
 	p.ld = (p.maxPos + 32) &^ 31
 	d := cfg.RopeDim
 	if d > 0 {
@@ -611,9 +614,8 @@ func (r *run) frontier() []int {
 // a one-row pass whose group of matrices lies end to end (layer.qkv with
 // RoPE, layer.gateUp) multiplies the group in one launch instead, into
 // workspace.qkv or workspace.gu: each output row is the same product of
-// the same row either way. With RoPE, a pass whose sequences' rows are
-// runs (batch.runs) and whose contexts are at most Options.FusedAttention
-// positions rotates, stores and attends in one launch
+// the same row either way. With RoPE, a pass whose rows are short runs
+// over short contexts (batch.runs) rotates, stores and attends in one launch
 // (cukernels.RoPEAttention); any other pass rotates q and k and stores k
 // and v in one launch (cukernels.RoPEKVStore), then attends
 // (cukernels.Attention); without RoPE the KV store follows the K and V
@@ -693,7 +695,7 @@ func (r *run) layer(li int) {
 	}
 	fused := cukernels.RoPEAttention{RoPEKVStore: ropeKV, First: dp(r.first), Out: dp(w.att), MaxPos: p.maxPos,
 		OutAct: att.OutAct, OutQ: att.OutQ}
-	if p.runs && p.maxPos < b.d.fusedN && fused.Fits() {
+	if p.runs && fused.Fits() {
 		r.launch(fused.Launch())
 	} else {
 		if cfg.RopeDim > 0 {

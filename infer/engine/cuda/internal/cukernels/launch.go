@@ -775,7 +775,7 @@ const (
 // Attention.QuantizesOut allows. Whether each sequence's rows are a run
 // (First) is the caller's to know.
 func (a RoPEAttention) Fits() bool {
-	out := a.OutAct == ActF32 || ((a.OutAct == ActQ8_0 || a.OutAct == ActQ8_1) && a.Dim%32 == 0)
+	out := a.OutAct == ActF32 || quantizesHeads(a.OutAct, a.Dim)
 	return a.MaxPos >= 0 && a.MaxPos < AttnFusedMax && a.Dim <= AttnFusedDim && a.RopeDim > 0 && out
 }
 
@@ -948,7 +948,14 @@ type Attention struct {
 // act (Attention.OutAct): a decode batch (every tile one row), Q8_0 or
 // Q8_1, the head dimension a multiple of 32.
 func (a Attention) QuantizesOut(act Act) bool {
-	return a.NTiles == a.N && (act == ActQ8_0 || act == ActQ8_1) && a.Dim%32 == 0
+	return a.NTiles == a.N && quantizesHeads(act, a.Dim)
+}
+
+// quantizesHeads reports whether an attention kernel can write its output
+// as act's blocks a head at a time: Q8_0 or Q8_1 blocks of 32 values,
+// whole within heads of dim.
+func quantizesHeads(act Act, dim int) bool {
+	return (act == ActQ8_0 || act == ActQ8_1) && dim%32 == 0
 }
 
 // AttnMaxBlocks is the row of Attention.M's maxima for scores of row ld:

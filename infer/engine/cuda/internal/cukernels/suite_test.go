@@ -809,12 +809,7 @@ func runRowOps(t *testing.T, d device, sz rowOpSizes) {
 					s.launch(RoPE(dx, n, heads, dim, stride, ropeDim, neox, dc))
 					got = s.down(dx, 4*n*stride)
 				})
-				want := slices.Clone(x)
-				for i := range n {
-					for h := range heads {
-						refRotate(want[i*stride+h*dim:i*stride+(h+1)*dim], cs[i*ropeDim:(i+1)*ropeDim], ropeDim, neox)
-					}
-				}
+				want := refRotateRows(x, cs, n, heads, dim, stride, ropeDim, neox)
 				sameBits(t, fmt.Sprintf("RoPE, %d rows of %d heads × %d, %d rotated, on %v", n, heads, dim, ropeDim, d), bytesF32(got), want)
 			})
 		}
@@ -913,16 +908,8 @@ func runRoPEKVStore(t *testing.T, d device) {
 							caches[sq][0], caches[sq][1] = s.down(bufs[sq][0], es*capTok*kvrow), s.down(bufs[sq][1], es*capTok*kvrow)
 						}
 					})
-					wq, wk := slices.Clone(q), slices.Clone(k)
-					for i := range n {
-						row := cs[i*c.ropeDim : (i+1)*c.ropeDim]
-						for h := range c.heads {
-							refRotate(wq[i*qs+h*c.dim:i*qs+(h+1)*c.dim], row, c.ropeDim, neox)
-						}
-						for h := range c.kvheads {
-							refRotate(wk[i*kvrow+h*c.dim:i*kvrow+(h+1)*c.dim], row, c.ropeDim, neox)
-						}
-					}
+					wq := refRotateRows(q, cs, n, c.heads, c.dim, qs, c.ropeDim, neox)
+					wk := refRotateRows(k, cs, n, c.kvheads, c.dim, kvrow, c.ropeDim, neox)
 					if f16 { // the queries rounded as the attention takes them
 						kernels.RoundF16s(wq)
 					}
@@ -1045,19 +1032,13 @@ func checkRoPEAttention(t *testing.T, d device, rng *rand.Rand, c ropeAttnCase, 
 		return b
 	}
 	// The reference: the rows rotated and stored, then attended to.
-	wq, wk := slices.Clone(q), slices.Clone(k)
+	wq := refRotateRows(q, cs, n, c.heads, c.dim, Q, c.ropeDim, neox)
+	wk := refRotateRows(k, cs, n, c.kvheads, c.dim, kvrow, c.ropeDim, neox)
 	rk32, rv32 := make([][]float32, nseq), make([][]float32, nseq)
 	for sq := range nseq {
 		rk32[sq], rv32[sq] = slices.Clone(k32[sq]), slices.Clone(v32[sq])
 	}
 	for i := range n {
-		row := cs[i*c.ropeDim : (i+1)*c.ropeDim]
-		for h := range c.heads {
-			refRotate(wq[i*Q+h*c.dim:i*Q+(h+1)*c.dim], row, c.ropeDim, neox)
-		}
-		for h := range c.kvheads {
-			refRotate(wk[i*kvrow+h*c.dim:i*kvrow+(h+1)*c.dim], row, c.ropeDim, neox)
-		}
 		copy(rk32[seq[i]][pos[i]*kvrow:], wk[i*kvrow:(i+1)*kvrow])
 		copy(rv32[seq[i]][pos[i]*kvrow:], v[i*kvrow:(i+1)*kvrow])
 	}
@@ -1144,6 +1125,20 @@ func wideQKV(rng *rand.Rand, n int) []float32 {
 		}
 	}
 	return x
+}
+
+// refRotateRows returns a copy of x, n rows stride apart of heads heads
+// of dim values, with every head rotated by refRotate with its row's
+// table (cs, ropeDim values a row).
+func refRotateRows(x, cs []float32, n, heads, dim, stride, ropeDim int, neox bool) []float32 {
+	y := slices.Clone(x)
+	for i := range n {
+		row := cs[i*ropeDim : (i+1)*ropeDim]
+		for h := range heads {
+			refRotate(y[i*stride+h*dim:i*stride+(h+1)*dim], row, ropeDim, neox)
+		}
+	}
+	return y
 }
 
 // refRotate is the CPU engine's rotate (infer/engine/cpu/forward.go).
