@@ -1103,12 +1103,7 @@ func checkRoPEAttention(t *testing.T, d device, rng *rand.Rand, c ropeAttnCase, 
 		sameBytes(t, fmt.Sprintf("%s: sequence %d's V cache", name, sq), gotV[sq], wantV[sq])
 	}
 	if quant {
-		wq := refQuantize(act, bytesF32(got), n, Q)
-		sameBytes(t, act.String()+" q of the "+what, gq, i8Bytes(wq.q))
-		sameBits(t, act.String()+" d of the "+what, bytesF32(gd), wq.d)
-		if act == ActQ8_1 {
-			sameBytes(t, "Q8_1 s of the "+what, ge, wq.ext)
-		}
+		sameQuantized(t, act, what, got, n, Q, gq, gd, ge)
 	}
 }
 
@@ -1125,6 +1120,19 @@ func wideQKV(rng *rand.Rand, n int) []float32 {
 		}
 	}
 	return x
+}
+
+// sameQuantized requires an attention output's activations (gq, gd and,
+// for Q8_1, ge: the blocks' quants, scales and sums as downloaded) to be
+// QuantizeActs of the output got (n rows of cols float32 bytes).
+func sameQuantized(t *testing.T, act Act, what string, got []byte, n, cols int, gq, gd, ge []byte) {
+	t.Helper()
+	wq := refQuantize(act, bytesF32(got), n, cols)
+	sameBytes(t, act.String()+" q of the "+what, gq, i8Bytes(wq.q))
+	sameBits(t, act.String()+" d of the "+what, bytesF32(gd), wq.d)
+	if act == ActQ8_1 {
+		sameBytes(t, "Q8_1 s of the "+what, ge, wq.ext)
+	}
 }
 
 // refRotateRows returns a copy of x, n rows stride apart of heads heads
@@ -1332,12 +1340,7 @@ func runAttention(t *testing.T, d device, cases []attnCase, batch attnBatch) {
 					if quantized {
 						// As QuantizeActs of the output written (checked
 						// above; its NaNs' payloads are the GPU's).
-						wq := refQuantize(act, bytesF32(got), n, Q)
-						sameBytes(t, act.String()+" q of the "+what, gq, i8Bytes(wq.q))
-						sameBits(t, act.String()+" d of the "+what, bytesF32(gd), wq.d)
-						if act == ActQ8_1 {
-							sameBytes(t, "Q8_1 s of the "+what, ge, wq.ext)
-						}
+						sameQuantized(t, act, what, got, n, Q, gq, gd, ge)
 					}
 				}
 			})
