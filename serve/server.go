@@ -86,6 +86,9 @@ type Options struct {
 	// Threads is the CPU engine's worker goroutines when Device is nil
 	// (0: every CPU).
 	Threads int
+	// MapModel maps the model file at ModelPath (engine.Options.Mapped)
+	// where the CPU engine would read it into resident memory (--mmap).
+	MapModel bool
 	// PrefillChunk and StepTokens bound prompt tokens per slot and per
 	// step (sched.Config).
 	PrefillChunk, StepTokens int
@@ -269,7 +272,7 @@ func New(opts Options) (s *Server, err error) {
 	if dev == nil {
 		dev = cpu.New(cpu.Options{Threads: opts.Threads})
 	}
-	eopts := engine.Options{Device: dev}
+	eopts := engine.Options{Device: dev, Mapped: opts.MapModel}
 	if opts.Model != nil {
 		m, err = engine.Load(opts.Model, eopts)
 	} else if opts.ModelPath != "" {

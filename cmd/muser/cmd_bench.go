@@ -33,6 +33,7 @@ type benchOptions struct {
 	json    bool
 	cpuProf string
 	device  string
+	mmap    bool
 	profile bool
 	graphs  bool
 	early   bool
@@ -54,6 +55,7 @@ type benchOptions struct {
 func (o *benchOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.model, "model", "m", "", "GGUF model file (required)")
 	fs.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "worker threads")
+	addMmapFlag(fs, &o.mmap)
 	fs.IntVar(&o.prompt, "prompt-tokens", 512, "prompt length for the prefill measurement")
 	fs.IntVar(&o.gen, "gen-tokens", 128, "tokens decoded one at a time for the decode measurement")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions; the fastest is reported")
@@ -86,7 +88,10 @@ type benchResult struct {
 	DecodeTokS   float64 `json:"decode_tok_s"`
 	PeakRSS      int64   `json:"peak_rss_bytes"`
 	FileBytes    int64   `json:"file_bytes"`
-	KVBytes      int64   `json:"kv_bytes"`
+	// Weights says how the model file is held: "resident" or "mapped"
+	// (gguf.Memory).
+	Weights string `json:"weights"`
+	KVBytes int64  `json:"kv_bytes"`
 	// DecodeDigest is the FNV-64a of the decoded tokens (little-endian
 	// int32s) of the last repetition: runs that decode the same tokens
 	// print the same digest (graphs on and off, say).
@@ -111,9 +116,10 @@ allocates and clears its KV buffer when it creates a context):
   decode   --gen-tokens tokens fed one at a time, each the greedy choice
            after the previous one, following all but the last prompt token.
 The fastest of --reps repetitions is reported, with the peak resident set
-size of the process (VmHWM; weights are memory-mapped, so the file's pages
-count once touched). scripts/parity/engine-bench.mjs runs the same protocol on
-llama.cpp; scripts/bench.sh runs both and writes docs/benchmarks.md.
+size of the process (VmHWM: the weights count in full, read into resident
+memory by the CPU engine, or, with --mmap, the file's pages once touched).
+scripts/parity/engine-bench.mjs runs the same protocol on llama.cpp (which
+maps the file); scripts/bench.sh runs both and writes docs/benchmarks.md.
 
 With --draft-lookup, --draft-model FILE or --draft-block FILE it measures speculative decoding
 instead: the first --prompt-tokens tokens of --text as the context, then
@@ -210,7 +216,7 @@ func benchOn(ctx context.Context, env *cliEnv, o *benchOptions, kind string, ord
 }
 
 func runBench(ctx context.Context, o *benchOptions, dev engine.Device) (*benchResult, error) {
-	m, err := engine.Open(o.model, engine.Options{Device: dev})
+	m, err := engine.Open(o.model, engine.Options{Device: dev, Mapped: o.mmap})
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +228,7 @@ func runBench(ctx context.Context, o *benchOptions, dev engine.Device) (*benchRe
 	}
 	res := &benchResult{
 		Engine: m.Numerics(), Model: o.model, Threads: o.threads, Device: dev.Name(),
-		PromptTokens: o.prompt, GenTokens: o.gen, FileBytes: m.File().Size(),
+		PromptTokens: o.prompt, GenTokens: o.gen, FileBytes: m.File().Size(), Weights: m.File().Memory().String(),
 	}
 	seq, err := m.NewSequence(o.prompt + o.gen + 8)
 	if err != nil {

@@ -64,7 +64,7 @@ type draftBenchResult struct {
 // each. The outputs must be identical token for token.
 // The caller has checked --text and --gen-tokens.
 func runDraftBench(ctx context.Context, o *benchOptions, dev engine.Device) (*draftBenchResult, error) {
-	m, err := engine.Open(o.model, engine.Options{Device: dev})
+	m, err := engine.Open(o.model, engine.Options{Device: dev, Mapped: o.mmap})
 	if err != nil {
 		return nil, err
 	}

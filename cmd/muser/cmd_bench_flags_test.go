@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,4 +86,42 @@ func TestBenchCPUProfileWholeOrAbsent(t *testing.T) {
 		t.Errorf("a bench that succeeded left the --cpuprofile file as %q", got)
 	}
 	assertOnly("keep.prof", "truncated.gguf")
+}
+
+// TestMmapFlag: bench and run hold the model resident without --mmap and
+// mapped with it (bench's --json says which), and both decode the same
+// tokens.
+func TestMmapFlag(t *testing.T) {
+	model := stories(t)
+	type benchOut struct {
+		Weights      string `json:"weights"`
+		DecodeDigest string `json:"decode_digest"`
+	}
+	var bench [2]benchOut
+	var text [2]string
+	for i, c := range []struct {
+		flags   []string
+		weights string
+	}{{nil, "resident"}, {[]string{"--mmap"}, "mapped"}} {
+		code, out, errOut := runCLI(t, append([]string{"bench", "--model", model, "--prompt-tokens", "8", "--gen-tokens", "16", "--reps", "1", "--json"}, c.flags...)...)
+		if code != 0 {
+			t.Fatalf("bench %v: exit %d: %s", c.flags, code, errOut)
+		}
+		if err := json.Unmarshal([]byte(out), &bench[i]); err != nil {
+			t.Fatalf("bench %v: %v in %q", c.flags, err, out)
+		}
+		if bench[i].Weights != c.weights {
+			t.Errorf("bench %v: weights %q, want %q", c.flags, bench[i].Weights, c.weights)
+		}
+		code, text[i], errOut = runCLI(t, append([]string{"run", "--model", model, "-p", "Once upon a time", "-n", "24", "--seed", "7", "--no-cache"}, c.flags...)...)
+		if code != 0 || text[i] == "" {
+			t.Fatalf("run %v: exit %d, stdout %q: %s", c.flags, code, text[i], errOut)
+		}
+	}
+	if bench[0].DecodeDigest == "" || bench[0].DecodeDigest != bench[1].DecodeDigest {
+		t.Errorf("decode digests %q (resident) and %q (mapped) differ", bench[0].DecodeDigest, bench[1].DecodeDigest)
+	}
+	if text[0] != text[1] {
+		t.Errorf("run printed %q resident and %q mapped", text[0], text[1])
+	}
 }

@@ -41,6 +41,7 @@ type runOptions struct {
 	repeat    float64
 	stop      []string
 	threads   int
+	mmap      bool // engine.Options.Mapped
 	ctx       int
 	kv        string
 	noCache   bool
@@ -62,6 +63,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.repeat, "repeat-penalty", 1, "penalty for the last 64 tokens (1: off)")
 	fs.StringArrayVar(&o.stop, "stop", nil, "stop when this text appears (repeatable); it is not printed")
 	fs.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "worker threads (results do not depend on it)")
+	addMmapFlag(fs, &o.mmap)
 	fs.IntVar(&o.ctx, "ctx", 4096, "context length in tokens (capped at the model's)")
 	fs.StringVar(&o.kv, "kv", "f16", "KV cache element type: f16 or f32")
 	addDeviceFlag(fs, &o.device)
@@ -166,7 +168,7 @@ func runRun(ctx context.Context, env *cliEnv, o *runOptions, kv kvcache.DType, d
 		}
 	}
 	t0 := time.Now()
-	opts := engine.Options{Device: dev, KV: kv}
+	opts := engine.Options{Device: dev, KV: kv, Mapped: o.mmap}
 	var m *engine.Model
 	if o.model == "" {
 		f, err := defaultmodel.File()

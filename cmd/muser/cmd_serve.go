@@ -32,6 +32,7 @@ type serveOptions struct {
 	ctx           int
 	parallel      int
 	maxQueue      int
+	mmap          bool // serve.Options.MapModel
 	storeMaxBytes string
 	threads       int
 	device        string
@@ -59,6 +60,7 @@ func (o *serveOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.maxQueue, "max-queue", sched.DefaultMaxQueue, "requests waiting for a slot before 429 (0: none wait)")
 	fs.StringVar(&o.storeMaxBytes, "store-max-bytes", "", "byte budget for the store, kept by gc after publishes, a positive size such as 20GB (default: none)")
 	fs.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "engine worker threads")
+	addMmapFlag(fs, &o.mmap)
 	addDeviceFlag(fs, &o.device)
 	fs.BoolVar(&o.slotReuse, "slot-reuse", true, "reuse an idle slot's KV for the same tenant when it covers more than the store")
 	fs.BoolVar(&o.kvCommit, "kv-commit", false, "allocate and write every slot's KV memory for --ctx tokens at start, as llama.cpp does,\nso no request pays for growing it (costs that memory from the start)")
@@ -246,6 +248,7 @@ func runServe(ctx context.Context, cmd *command, env *cliEnv, o *serveOptions) e
 		MaxQueue:      o.maxQueue,
 		Threads:       o.threads,
 		Device:        dev,
+		MapModel:      o.mmap,
 		SlotReuse:     o.slotReuse,
 		CommitKV:      o.kvCommit,
 		ShutdownGrace: o.grace,

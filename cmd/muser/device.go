@@ -15,6 +15,16 @@ import (
 // deviceHelp is the --device flag's usage, shared by serve, run and bench.
 const deviceHelp = "where the engine computes: cpu, or cuda[:N] (GPU N, 0 by default; exact mode, the same bits as the CPU)"
 
+// mmapHelp is the --mmap flag's usage, shared by serve, run and bench.
+const mmapHelp = "map the model file instead of reading it into memory: pages load on first use, are shared with other processes, " +
+	"and the kernel may drop them; without it the CPU engine reads the file into read-only memory in huge pages, " +
+	"where its decode reads the weights faster (a GPU copies them once and keeps the file mapped either way)"
+
+// addMmapFlag registers --mmap on fs (engine.Options.Mapped).
+func addMmapFlag(fs *pflag.FlagSet, dst *bool) {
+	fs.BoolVar(dst, "mmap", false, mmapHelp)
+}
+
 // addDeviceFlag registers --device on fs.
 func addDeviceFlag(fs *pflag.FlagSet, dst *string) {
 	fs.StringVar(dst, "device", "cpu", deviceHelp)

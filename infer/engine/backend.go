@@ -17,6 +17,12 @@ type Device interface {
 	// closed. A weight type the device cannot multiply is a *TensorError
 	// wrapping ErrUnsupported.
 	Bind(w *Weights, kv kvcache.DType) (Backend, error)
+	// HostWeights reports whether the device's forward passes read the
+	// weights from host memory (the CPU engine, which Open then gives a
+	// model read into resident memory, gguf.Resident, unless
+	// Options.Mapped) rather than from copies of its own made at Bind (a
+	// GPU, for which the file stays mapped).
+	HostWeights() bool
 }
 
 // A Backend runs the forward passes of one bound model on one device and

@@ -11,6 +11,7 @@ import (
 	"github.com/muserhq/muser/infer/engine"
 	"github.com/muserhq/muser/infer/engine/cpu"
 	"github.com/muserhq/muser/infer/engine/enginetest"
+	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
 )
 
@@ -30,6 +31,7 @@ type opts struct {
 	Threads   int
 	BatchSize int
 	KV        kvcache.DType
+	Mapped    bool
 }
 
 // cpuOptions returns Options for the CPU device at threads threads.
@@ -40,7 +42,7 @@ func cpuOptions(threads int) engine.Options {
 // openModel opens path on the CPU device.
 func openModel(t testing.TB, path string, o opts) *engine.Model {
 	t.Helper()
-	m, err := engine.Open(path, engine.Options{Device: cpu.New(cpu.Options{Threads: o.Threads}), BatchSize: o.BatchSize, KV: o.KV})
+	m, err := engine.Open(path, engine.Options{Device: cpu.New(cpu.Options{Threads: o.Threads}), BatchSize: o.BatchSize, KV: o.KV, Mapped: o.Mapped})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +56,24 @@ func checkExactness(t *testing.T, path string, prompts, length int) {
 	m := openModel(t, path, opts{Threads: 3})
 	m1 := openModel(t, path, opts{Threads: 1, BatchSize: 5})
 	enginetest.CheckExactness(t, m, m1, uint64(len(path)), prompts, length)
+}
+
+// TestOpenMemories checks where Open holds a model for the CPU device
+// (resident memory, or the mapping with Options.Mapped) and that the two
+// compute the same bits.
+func TestOpenMemories(t *testing.T) {
+	path := sharedModel(t, "stories260K.gguf")
+	res := openModel(t, path, opts{Threads: 2})
+	mapped := openModel(t, path, opts{Threads: 1, BatchSize: 7, Mapped: true})
+	for _, c := range []struct {
+		m    *engine.Model
+		want gguf.Memory
+	}{{res, gguf.Resident}, {mapped, gguf.Mapped}} {
+		if got := c.m.File().Memory(); got != c.want {
+			t.Errorf("File().Memory() = %v, want %v", got, c.want)
+		}
+	}
+	enginetest.CheckExactness(t, res, mapped, 7, 2, 40)
 }
 
 func TestExactnessStories(t *testing.T) {

@@ -17,10 +17,10 @@ import (
 // KeyArchitecture is the metadata key naming a model's architecture.
 const KeyArchitecture = "general.architecture"
 
-// ErrNoDevice is returned by Load when Options.Device is nil.
+// ErrNoDevice is returned by Open and Load when Options.Device is nil.
 var ErrNoDevice = errors.New("engine: no device given")
 
-// Options configures Load.
+// Options configures Open and Load.
 type Options struct {
 	// Device computes the model (infer/engine/cpu, for one). Required.
 	Device Device
@@ -30,6 +30,11 @@ type Options struct {
 	// longer batches are split. 0 means the backend's MaxRows. Results do
 	// not depend on it.
 	BatchSize int
+	// Mapped makes Open map the file (gguf.Mapped) for a device that
+	// reads the weights from host memory (Device.HostWeights), which it
+	// otherwise reads into resident memory (gguf.Resident). Results do
+	// not depend on it.
+	Mapped bool
 }
 
 // Model is a loaded decoder-only transformer: its architecture, its
@@ -55,9 +60,20 @@ type Model struct {
 }
 
 // Open opens the GGUF file at path and loads it. The Model owns the file
-// and unmaps it on Close.
+// and releases it on Close. A device that reads the weights from host
+// memory (Device.HostWeights) gets the file read into resident memory
+// (gguf.Resident: huge pages on Linux, where its passes read the weights
+// faster than from a mapping), unless opt.Mapped; any other device gets
+// it mapped (gguf.Mapped), since it copies the weights once.
 func Open(path string, opt Options) (*Model, error) {
-	f, err := gguf.Open(path)
+	if opt.Device == nil {
+		return nil, ErrNoDevice
+	}
+	mem := gguf.Mapped
+	if opt.Device.HostWeights() && !opt.Mapped {
+		mem = gguf.Resident
+	}
+	f, err := gguf.OpenIn(path, mem)
 	if err != nil {
 		return nil, err
 	}

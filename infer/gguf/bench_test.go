@@ -8,12 +8,17 @@ import (
 	"github.com/zeebo/blake3"
 )
 
-// BenchmarkOpen opens and parses real files; the peer is os.ReadFile of the
-// same file, which copies it into memory once.
+// BenchmarkOpen opens and parses real files, mapped (Open) and read into
+// resident memory (OpenIn with Resident); the peer is os.ReadFile of the
+// same file, which copies it into the heap once. MUSER_BENCH_MODEL adds
+// a file of one's own (a model of a few GB, say).
 func BenchmarkOpen(b *testing.B) {
 	files := map[string]string{
 		"stories260K":  filepath.Join(sharedDir, "models", "stories260K.gguf"),
 		"vocab-102400": filepath.Join(sharedDir, "vocab", "ggml-vocab-deepseek-llm.gguf"),
+	}
+	if p := os.Getenv("MUSER_BENCH_MODEL"); p != "" {
+		files[filepath.Base(p)] = p
 	}
 	for name, path := range files {
 		if _, err := os.Stat(path); err != nil {
@@ -25,6 +30,17 @@ func BenchmarkOpen(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				f, err := Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		})
+		b.Run(name+"/OpenIn-resident", func(b *testing.B) {
+			b.SetBytes(st.Size())
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				f, err := OpenIn(path, Resident)
 				if err != nil {
 					b.Fatal(err)
 				}

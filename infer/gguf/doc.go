@@ -4,8 +4,11 @@
 // # Reading
 //
 // Open maps a file read-only and parses its header, metadata and tensor
-// infos; Parse does the same over bytes in memory. Tensor data is never
-// copied: File.Data returns a slice of the mapping. Metadata is copied to
+// infos; OpenIn does the same with the file's bytes held as a Memory
+// says: mapped (Open's), or read once into read-only resident memory in
+// transparent huge pages (Resident, what the CPU engine reads its weights
+// from); Parse parses bytes in memory. Tensor data is never copied after
+// that: File.Data returns a slice of where the bytes are held. Metadata is copied to
 // the heap (string arrays into one backing string per array, numeric
 // arrays as packed little-endian bytes) so it outlives Close. GGUF
 // versions 2 and 3 are read, little-endian only.
@@ -50,7 +53,9 @@
 // header, metadata and tensor infos; tensor data is never touched.
 //
 // A file mapped by Open must not be truncated by another process while in
-// use: reading a page past the new end raises SIGBUS.
+// use: reading a page past the new end raises SIGBUS. A Resident file is
+// read whole when it is opened and is unaffected by later changes to the
+// file.
 //
 // # Writing
 //

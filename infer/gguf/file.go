@@ -8,8 +8,9 @@ import (
 )
 
 // File is a parsed GGUF file. Metadata and tensor infos live on the heap;
-// tensor data stays in the file's read-only memory mapping (Open) or the
-// caller's bytes (Parse) and is never copied.
+// tensor data stays where the file's bytes are held: a read-only memory
+// mapping (Open), read-only resident memory (OpenIn with Resident) or the
+// caller's bytes (Parse). File.Data never copies it.
 //
 // A File is safe for concurrent use by readers. Close must not run
 // concurrently with other methods, and slices returned by Data are invalid
@@ -30,6 +31,7 @@ type File struct {
 	byName map[string]int
 	data   []byte
 	path   string
+	mem    Memory
 	unmap  func() error
 	closed bool
 }
@@ -59,13 +61,20 @@ func (t *TensorInfo) Elements() int64 {
 	return n
 }
 
-// Open maps the GGUF file at path read-only and parses it. The tensor data
-// is not read into memory: Data returns slices of the mapping. Close the
-// File to unmap it.
+// Open maps the GGUF file at path read-only and parses it: OpenIn with
+// Mapped.
+func Open(path string) (*File, error) { return OpenIn(path, Mapped) }
+
+// OpenIn opens the GGUF file at path, holds its bytes as mem says
+// (mapped, or read into resident memory), and parses it. The tensor data
+// is never copied after that: Data returns slices of those bytes. Close
+// the File to release them.
 //
 // An error for a file that does not exist wraps os.ErrNotExist; an error
-// for a malformed file is a *FormatError matching ErrMalformed.
-func Open(path string) (*File, error) {
+// for a malformed file is a *FormatError matching ErrMalformed; a file
+// that ends before the size it had when opened (truncated meanwhile)
+// gives an error wrapping io.ErrUnexpectedEOF.
+func OpenIn(path string, mem Memory) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -80,27 +89,37 @@ func Open(path string) (*File, error) {
 	}
 	size := st.Size()
 	if size < 0 || size > int64(maxInt) {
-		return nil, fmt.Errorf("gguf: %s: file of %d bytes cannot be mapped", path, size)
+		return nil, fmt.Errorf("gguf: %s: file of %d bytes cannot be held in memory", path, size)
 	}
-	data, unmap, err := mapFile(fh, int(size))
+	var data []byte
+	var release func() error
+	switch mem {
+	case Mapped:
+		data, release, err = mapFile(fh, int(size))
+	case Resident:
+		data, release, err = readResident(fh, int(size))
+	default:
+		return nil, fmt.Errorf("gguf: %s: cannot open in memory %v (want Mapped or Resident)", path, mem)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %s: %w", path, err)
 	}
 	f, err := parse(data, path)
 	if err != nil {
-		if unmap != nil {
-			unmap()
+		if release != nil {
+			release()
 		}
 		return nil, err
 	}
-	f.unmap = unmap
+	f.mem = mem
+	f.unmap = release
 	return f, nil
 }
 
 const maxInt = int(^uint(0) >> 1)
 
-// Close releases the mapping made by Open. It is a no-op for a File from
-// Parse and for a File already closed.
+// Close releases the memory that Open or OpenIn holds the file's bytes
+// in. It is a no-op for a File from Parse and for a File already closed.
 func (f *File) Close() error {
 	if f.closed {
 		return nil
@@ -114,6 +133,10 @@ func (f *File) Close() error {
 	}
 	return nil
 }
+
+// Memory returns how the file's bytes are held: Mapped or Resident for a
+// File from OpenIn (and Open), CallerBytes for one from Parse.
+func (f *File) Memory() Memory { return f.mem }
 
 // Path returns the path given to Open, or "" for a File from Parse.
 func (f *File) Path() string { return f.path }

@@ -70,6 +70,10 @@ type layer struct {
 	wGate, wUp, wDown *kernels.Matrix
 }
 
+// HostWeights reports true: every pass reads the weights where they lie
+// in host memory (engine.Open holds them resident).
+func (d *Device) HostWeights() bool { return true }
+
 // Bind binds w's matrices for the kernels (reading them where they lie)
 // and starts the worker pool.
 func (d *Device) Bind(w *engine.Weights, kv kvcache.DType) (engine.Backend, error) {

@@ -235,6 +235,10 @@ func (d *Device) Close() error {
 	return d.dev.Close()
 }
 
+// HostWeights reports false: Bind copies the weights to the GPU once
+// (engine.Open keeps the file mapped).
+func (d *Device) HostWeights() bool { return false }
+
 // Bind uploads w's weights to the GPU (each matrix in its GGUF bytes) and
 // returns a backend of the exact numerics.
 func (d *Device) Bind(w *engine.Weights, kv kvcache.DType) (engine.Backend, error) {
