@@ -130,7 +130,7 @@ func TestLogsAndMetrics(t *testing.T) {
 		t.Fatalf("got %d startup lines, want 1", len(start))
 	}
 	for k, want := range map[string]any{"slots": 2.0, "ctx": 512.0, "model": "stories260K", "store": ts.home, "access": "loopback, one tenant",
-		"admin": "loopback", "max_queue": 64.0, "block_tokens": 64.0} {
+		"admin": "loopback", "max_queue": 64.0, "block_tokens": 64.0, "weights": "resident"} {
 		if got := start[0][k]; got != want {
 			t.Errorf("startup line %s: got %v, want %v", k, got, want)
 		}

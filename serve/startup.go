@@ -25,6 +25,7 @@ func (s *Server) logStartup(ln net.Listener) {
 		slog.String("go", runtime.Version()),
 		slog.String("model", s.model.id),
 		slog.String("device", s.model.eng.Device().Name()),
+		slog.String("weights", s.model.eng.File().Memory().String()),
 		slog.String("identity", s.identity.Key().Short()),
 		slog.String("arch", s.identity.Arch),
 		slog.String("quant", s.identity.Quant),
