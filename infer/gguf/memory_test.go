@@ -2,7 +2,11 @@ package gguf
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -58,6 +62,34 @@ func TestOpenInRefusesCallerBytes(t *testing.T) {
 		if f, err := OpenIn(path, mem); err == nil {
 			f.Close()
 			t.Errorf("OpenIn(%v) succeeded; want an error naming the memory", mem)
+		}
+	}
+}
+
+// TestReadResidentShortFile: a file that ends before the size OpenIn
+// found (truncated between the two) is an error wrapping
+// io.ErrUnexpectedEOF that names the file, and holds no memory.
+func TestReadResidentShortFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "short.gguf")
+	if err := os.WriteFile(path, bytes.Repeat([]byte{7}, 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	data, release, err := readResident(fh, 5000+4096)
+	if !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), path) || data != nil || release != nil {
+		t.Errorf("got %d bytes, release %v, error %v; want none and an error naming %s wrapping io.ErrUnexpectedEOF", len(data), release != nil, err, path)
+	}
+	data, release, err = readResident(fh, 5000)
+	if err != nil || !bytes.Equal(data, bytes.Repeat([]byte{7}, 5000)) {
+		t.Fatalf("the whole file: %d bytes, %v", len(data), err)
+	}
+	if release != nil {
+		if err := release(); err != nil {
+			t.Errorf("release: %v", err)
 		}
 	}
 }
