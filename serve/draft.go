@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/muserhq/muser/infer/engine"
-	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/tokenizer"
 	"github.com/muserhq/muser/serve/draftlane"
 	"github.com/muserhq/muser/serve/sched"
@@ -24,7 +23,7 @@ func openDrafter(opts *Options, m *engine.Model, tok *tokenizer.Tokenizer) (sche
 	}
 	d, err := draftlane.Open(draftlane.Lanes{
 		Lookup: opts.DraftLookup, Model: opts.DraftModelPath, Block: opts.DraftBlockPath,
-		Engine: engine.Options{Device: m.Device(), Mapped: m.File().Memory() == gguf.Mapped}, Threads: opts.Threads, BlockOnCPU: opts.DraftBlockOnCPU,
+		Engine: engine.Options{Device: m.Device()}, Threads: opts.Threads, BlockOnCPU: opts.DraftBlockOnCPU,
 	}, m, tok)
 	var le *draftlane.LaneError
 	if errors.As(err, &le) {

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/muserhq/muser/infer/engine"
-	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/kvcache"
 	"github.com/muserhq/muser/infer/tokenizer"
 	"github.com/muserhq/muser/serve/draftlane"
@@ -61,7 +60,7 @@ func (o *draftOptions) enabled() bool { return o.model != "" || o.block != "" ||
 func (o *draftOptions) open(target *engine.Model, kv kvcache.DType, threads int, tok *tokenizer.Tokenizer) (sched.Drafter, error) {
 	d, err := draftlane.Open(draftlane.Lanes{
 		Lookup: o.lookup, Model: o.model, Block: o.block,
-		Engine: engine.Options{Device: target.Device(), KV: kv, Mapped: target.File().Memory() == gguf.Mapped}, Threads: threads, BlockOnCPU: o.device == "cpu",
+		Engine: engine.Options{Device: target.Device(), KV: kv}, Threads: threads, BlockOnCPU: o.device == "cpu",
 	}, target, tok)
 	var le *draftlane.LaneError
 	if errors.As(err, &le) {

@@ -16,20 +16,11 @@ import (
 // expects the write to fault: neither a mapping nor resident memory may
 // let a stray write change the weights.
 func TestOpenInReadOnly(t *testing.T) {
-	path := sharedFile(t, "models/stories260K.gguf")
-	for _, mem := range []Memory{Mapped, Resident} {
-		t.Run(mem.String(), func(t *testing.T) {
-			f, err := OpenIn(path, mem)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			b := f.Data(&f.Tensors[0])
-			if faulted := writeFaults(b); !faulted {
-				t.Errorf("a write into tensor %s's bytes did not fault", f.Tensors[0].Name)
-			}
-		})
-	}
+	eachMemory(t, sharedFile(t, "models/stories260K.gguf"), func(t *testing.T, _ Memory, f *File) {
+		if !writeFaults(f.Data(&f.Tensors[0])) {
+			t.Errorf("a write into tensor %s's bytes did not fault", f.Tensors[0].Name)
+		}
+	})
 }
 
 // writeFaults adds 0 to the first four bytes of b (aligned: a tensor's

@@ -26,32 +26,40 @@ func TestOpenInMemories(t *testing.T) {
 	if ref.Memory() != CallerBytes {
 		t.Errorf("Parse: Memory() = %v, want %v", ref.Memory(), CallerBytes)
 	}
+	eachMemory(t, path, func(t *testing.T, mem Memory, f *File) {
+		if f.Memory() != mem {
+			t.Errorf("Memory() = %v, want %v", f.Memory(), mem)
+		}
+		if f.Size() != int64(len(raw)) || len(f.Tensors) != len(ref.Tensors) || f.Meta.Len() != ref.Meta.Len() {
+			t.Fatalf("size %d, %d tensors, %d keys; want %d, %d, %d",
+				f.Size(), len(f.Tensors), f.Meta.Len(), len(raw), len(ref.Tensors), ref.Meta.Len())
+		}
+		for i := range f.Tensors {
+			got, want := f.Data(&f.Tensors[i]), ref.Data(&ref.Tensors[i])
+			if len(got) == 0 || !bytes.Equal(got, want) {
+				t.Errorf("tensor %s: %d bytes differ from the file's %d", f.Tensors[i].Name, len(got), len(want))
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if f.Data(&f.Tensors[0]) != nil || f.Size() != 0 {
+			t.Error("Data or Size still answer after Close")
+		}
+	})
+}
+
+// eachMemory opens path in each memory OpenIn takes and runs f on the
+// File in a subtest named after the memory; the File is closed after f.
+func eachMemory(t *testing.T, path string, f func(t *testing.T, mem Memory, file *File)) {
 	for _, mem := range []Memory{Mapped, Resident} {
 		t.Run(mem.String(), func(t *testing.T) {
-			f, err := OpenIn(path, mem)
+			file, err := OpenIn(path, mem)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
-			if f.Memory() != mem {
-				t.Errorf("Memory() = %v, want %v", f.Memory(), mem)
-			}
-			if f.Size() != int64(len(raw)) || len(f.Tensors) != len(ref.Tensors) || f.Meta.Len() != ref.Meta.Len() {
-				t.Fatalf("size %d, %d tensors, %d keys; want %d, %d, %d",
-					f.Size(), len(f.Tensors), f.Meta.Len(), len(raw), len(ref.Tensors), ref.Meta.Len())
-			}
-			for i := range f.Tensors {
-				got, want := f.Data(&f.Tensors[i]), ref.Data(&ref.Tensors[i])
-				if len(got) == 0 || !bytes.Equal(got, want) {
-					t.Errorf("tensor %s: %d bytes differ from the file's %d", f.Tensors[i].Name, len(got), len(want))
-				}
-			}
-			if err := f.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-			if f.Data(&f.Tensors[0]) != nil || f.Size() != 0 {
-				t.Error("Data or Size still answer after Close")
-			}
+			defer file.Close()
+			f(t, mem, file)
 		})
 	}
 }

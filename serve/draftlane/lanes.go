@@ -5,6 +5,7 @@ import (
 
 	"github.com/muserhq/muser/infer/blockdraft"
 	"github.com/muserhq/muser/infer/engine"
+	"github.com/muserhq/muser/infer/gguf"
 	"github.com/muserhq/muser/infer/tokenizer"
 	"github.com/muserhq/muser/serve/sched"
 )
@@ -19,7 +20,9 @@ type Lanes struct {
 	Model string
 	// Block is a block drafter's GGUF file (BlockDrafter), "" for none.
 	Block string
-	// Engine opens the draft model (its device and KV type).
+	// Engine opens the draft model (its device and KV type). Its Mapped
+	// is set from target: a draft model's file is held as the target's
+	// is (mapped, or resident).
 	Engine engine.Options
 	// Threads is the block drafter's worker goroutines on the CPU (0: one
 	// per CPU).
@@ -43,7 +46,9 @@ func Open(l Lanes, target *engine.Model, tok *tokenizer.Tokenizer) (sched.Drafte
 	case l.Model != "" && l.Block != "":
 		return nil, &LaneError{Lane: "block", Err: ErrLaneConflict}
 	case l.Model != "":
-		md, err := sched.OpenModelDrafter(l.Model, l.Engine, tok)
+		eo := l.Engine
+		eo.Mapped = target.File().Memory() == gguf.Mapped
+		md, err := sched.OpenModelDrafter(l.Model, eo, tok)
 		if err != nil {
 			return nil, laneErr("model", err)
 		}
